@@ -1,0 +1,46 @@
+# Two commands set everything up on a fresh machine: `make run` and `make test`.
+# Both depend on `make install`, which builds .venv from pyproject.toml.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+SPECS ?= examples/specs
+PORT ?= 8000
+INDEX ?= .sezzlee/index
+# Two cores: two pytest workers.
+PYTEST_WORKERS ?= 2
+
+.PHONY: install install-bench run test lint bench corpora clean
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $@
+
+install: $(VENV)/.installed
+
+$(VENV)/.installed-bench: $(VENV)/.installed
+	$(BIN)/pip install --quiet -e '.[dev,bench]'
+	touch $@
+
+install-bench: $(VENV)/.installed-bench
+
+corpora: install
+	$(BIN)/python -m scripts.corpora
+
+run: install
+	$(BIN)/python -m examples.run --specs $(SPECS) --port $(PORT) --index $(INDEX)
+
+test: install corpora
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS)
+
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+
+bench: install-bench corpora
+	$(BIN)/python -m benchmarks
+
+clean:
+	rm -rf $(VENV) .sezzlee .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,198 @@
+"""The configuration file: one TOML document, decoded into a frozen Struct tree.
+
+Pure: the caller reads the file (``*/__main__.py``) and hands over its bytes; environment
+variables are named here (``static_headers``, ``hs256_secret_env``) and resolved by the
+server at start-up, never read later.
+
+Every key has a default, so a bare spec directory works with no file at all. Unknown keys
+are rejected with the file and the key named: a typo fails loudly instead of being
+ignored.
+
+Example::
+
+    [server]
+    allowed_hosts = ["127.0.0.1", "localhost", "gateway.internal"]
+
+    [specs."github.json"]
+    namespace = "gh"                       # absent: the slug of the path; "": none
+    base_url = "https://api.github.com"    # overrides the document's servers
+    forward_headers = ["Authorization"]    # caller headers sent to this backend only
+    static_headers = { "X-Team" = "GITHUB_TEAM_HEADER" }   # header = env var name
+
+    [specs."github.json".jwt]
+    issuer = "https://issuer.example"
+    hs256_secret_env = "GITHUB_JWT_SECRET"
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Final, Literal
+
+import msgspec
+
+from catalog.errors import ConfigError
+
+__all__ = [
+    "DEFAULT_ALLOWED_HOSTS",
+    "DEFAULT_RESPONSE_BUDGET",
+    "Config",
+    "InvokeConfig",
+    "JwtConfig",
+    "ServerConfig",
+    "SpecConfig",
+    "VisibilityConfig",
+    "decode_config",
+    "default_namespace",
+]
+
+DEFAULT_ALLOWED_HOSTS: Final = ("127.0.0.1", "localhost", "[::1]", "::1")
+"""Loopback only: DNS-rebinding protection for a server bound to localhost (mcp-wire §9)."""
+
+DEFAULT_RESPONSE_BUDGET: Final = 48 * 1024
+"""48 KiB of search_tools result text: a limit-50 card page over GitHub fits, a default
+schema page does not (design.md, Search)."""
+
+DEFAULT_MAX_REQUEST_BODY: Final = 4 * 1024 * 1024
+"""The official SDK refuses MCP request bodies over 4 MiB with 413 (mcp-wire §9)."""
+
+
+class ServerConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """The MCP endpoint."""
+
+    allowed_hosts: tuple[str, ...] = DEFAULT_ALLOWED_HOSTS
+    """Host header values accepted (the port is ignored); "*" accepts any."""
+    allowed_origins: tuple[str, ...] = ()
+    """Origins accepted besides loopback ones (http://localhost:*, http://127.0.0.1:*)."""
+    response_budget_bytes: int = DEFAULT_RESPONSE_BUDGET
+    max_request_body_bytes: int = DEFAULT_MAX_REQUEST_BODY
+    reload_interval_seconds: float = 0.1
+    """How often a server checks the index for a new commit (a cheap meta read)."""
+
+
+class VisibilityConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """What a caller who presented no credential for an operation sees."""
+
+    missing_credentials: Literal["hide", "uncertain"] = "hide"
+    """"hide": the operation does not exist for that caller; "uncertain": it is listed
+    with ``authUncertain: true`` (for public catalogs)."""
+
+
+class InvokeConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """Defaults for every backend; a spec section can override the timeout."""
+
+    timeout_seconds: float = 30.0
+    connect_timeout_seconds: float = 5.0
+    max_response_bytes: int = 8 * 1024 * 1024
+    max_request_bytes: int = 4 * 1024 * 1024
+    max_concurrency: int = 64
+    """Concurrent requests per backend, per server process."""
+
+
+class JwtConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """How to verify a bearer JWT so that its scopes decide visibility."""
+
+    issuer: str | None = None
+    audience: str | None = None
+    hs256_secret_env: str | None = None
+    jwks_file: str | None = None
+    scope_claim: str = "scope"
+
+
+class SpecConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """Settings for one document, keyed by its path relative to the spec directory."""
+
+    namespace: str | msgspec.UnsetType = msgspec.UNSET
+    """Absent: the slug of the path (``amazonaws.com/ec2.json`` → ``amazonaws_com_ec2``);
+    empty: no namespace (tool names are bare operation names)."""
+    base_url: str | None = None
+    forward_headers: tuple[str, ...] | msgspec.UnsetType = msgspec.UNSET
+    """Caller headers forwarded to this backend. Absent: ``Authorization`` when the
+    catalog has a single namespace, none otherwise (a GitHub token must never reach a
+    Slack backend)."""
+    static_headers: dict[str, str] = msgspec.field(default_factory=dict)
+    """Header name → name of the environment variable holding its value."""
+    timeout_seconds: float | None = None
+    ca_bundle: str | None = None
+    client_cert: str | None = None
+    client_key: str | None = None
+    proxy: str | None = None
+    max_concurrency: int | None = None
+    credentials: dict[str, str] = msgspec.field(default_factory=dict)
+    """Security scheme name → caller header that carries it, when it is not the obvious
+    one (``Authorization`` for http/oauth2/openIdConnect, the parameter name for an
+    apiKey in a header)."""
+    jwt: JwtConfig | None = None
+
+
+class Config(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """The whole file. Every section is optional."""
+
+    server: ServerConfig = ServerConfig()
+    visibility: VisibilityConfig = VisibilityConfig()
+    invoke: InvokeConfig = InvokeConfig()
+    specs: dict[str, SpecConfig] = msgspec.field(default_factory=dict)
+
+    def spec(self, source: str) -> SpecConfig:
+        """The settings of the document at ``source`` (relative path), or the defaults."""
+        return self.specs.get(source) or _DEFAULT_SPEC
+
+
+_DEFAULT_SPEC: Final = SpecConfig()
+_SLUG: Final = re.compile(r"[^a-z0-9]+")
+_EXTENSIONS: Final = (".json", ".yaml", ".yml")
+
+
+def default_namespace(source: str) -> str:
+    """The slug of a spec path without its extension: ``amazonaws.com/ec2.json`` →
+    ``amazonaws_com_ec2``. File stems alone collide in real directories.
+    """
+    stem = source
+    for ext in _EXTENSIONS:
+        if stem.lower().endswith(ext):
+            stem = stem[: -len(ext)]
+            break
+    return _SLUG.sub("_", stem.lower()).strip("_")
+
+
+def decode_config(data: bytes, *, file: str) -> Config:
+    """Decode TOML bytes into a :class:`Config`.
+
+    Raises:
+        ConfigError: naming ``file`` and the offending key (or the TOML syntax error).
+    """
+    try:
+        raw = msgspec.toml.decode(data)
+    except msgspec.DecodeError as exc:
+        raise ConfigError(file, f"not valid TOML: {exc}") from exc
+    try:
+        config = msgspec.convert(raw, type=Config)
+    except msgspec.ValidationError as exc:
+        raise ConfigError(file, _locate(raw, exc)) from exc
+    for source, spec in config.specs.items():
+        if spec.jwt and spec.jwt.hs256_secret_env and spec.jwt.jwks_file:
+            raise ConfigError(
+                file, f"specs.{source!r}.jwt: set hs256_secret_env or jwks_file, not both"
+            )
+    return config
+
+
+def _locate(raw: object, exc: msgspec.ValidationError) -> str:
+    # msgspec hides dict keys ("- at `$.specs[...]`"), so find the failing spec section
+    # by converting each on its own and name it as the TOML key a user would look for.
+    specs = raw.get("specs") if isinstance(raw, dict) else None
+    if isinstance(specs, dict):
+        for source, section in specs.items():
+            try:
+                msgspec.convert(section, type=SpecConfig)
+            except msgspec.ValidationError as inner:
+                return _describe(inner, prefix=f'specs."{source}"')
+    return _describe(exc, prefix="")
+
+
+def _describe(exc: msgspec.ValidationError, *, prefix: str) -> str:
+    # "Object contains unknown field `nmespace` - at `$.jwt`" → "<prefix>.jwt: Object ..."
+    text, _, where = str(exc).partition(" - at `")
+    where = where.rstrip("`").removeprefix("$").lstrip(".")
+    key = ".".join(part for part in (prefix, where) if part)
+    return f"{key}: {text}" if key else text

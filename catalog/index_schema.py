@@ -1,0 +1,178 @@
+"""The tantivy index both processes share: schema, analyzers, documents, the meta record.
+
+Pure: builds schemas, documents and queries' field names; opening directories and
+writing belong to ``indexer/`` (writer) and ``server/`` (reader). This module is the only
+place where the two processes meet (style.md §2.1).
+
+One document per published tool, plus one ``__meta__`` document rewritten in every
+commit, so that the catalog fingerprint, the per-file status and the security policies
+become visible atomically with the data (tantivy-notes §5: commit payloads are not
+exposed by the bindings). The meta document carries no ``vis`` value, so every search,
+which always has a visibility clause, excludes it by construction.
+"""
+
+from __future__ import annotations
+
+from typing import Final, Literal
+
+import msgspec
+import tantivy
+
+from catalog.fold import MAX_GRAM, fold_tag, fold_words
+from catalog.model import CatalogTool, Problem, Route, SecurityPolicy
+
+__all__ = [
+    "EDGE_TOKENIZER",
+    "FIELD_BOOSTS",
+    "META_ID",
+    "SCHEMA_VERSION",
+    "FileStatus",
+    "IndexMeta",
+    "InvokeRecord",
+    "build_schema",
+    "decode_invoke",
+    "decode_meta",
+    "meta_document",
+    "register_analyzers",
+    "tool_document",
+]
+
+SCHEMA_VERSION: Final = 1
+"""Bumped on any change to the fields below or to what they hold; an index recorded
+with another version is rebuilt from the specs, never opened as is."""
+
+META_ID: Final = "__meta__"
+EDGE_TOKENIZER: Final = "sezzlee_edge"
+
+FIELD_BOOSTS: Final[dict[str, float]] = {
+    "name": 4.0,
+    "terms": 3.0,
+    "tagtext": 2.0,
+    "args": 1.5,
+    "route": 1.2,
+    "desc": 1.0,
+}
+"""Edge n-gram prefix fields and their ranking weights (search-semantics.md, Ranking)."""
+
+_EXACT: Final = "exact"  # every folded word of every field, whole: exact word beats prefix
+
+
+class FileStatus(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """The indexer's verdict on one spec file, as of this commit."""
+
+    state: Literal["fresh", "changed", "broken_kept_last_good", "broken_never_indexed"]
+    content_hash: str
+    operations: int = 0
+    problems: tuple[Problem, ...] = ()
+
+
+class IndexMeta(msgspec.Struct, frozen=True, kw_only=True):
+    """The ``__meta__`` document: what a server compares and exposes after a reload."""
+
+    schema_version: int
+    fingerprint: str  # changes exactly when the published catalog changes
+    commit: int  # counts the indexer's commits on this index
+    committed_at: float  # unix time
+    operations: int
+    files: dict[str, FileStatus]
+    policies: dict[str, SecurityPolicy]  # visibility key → policy
+    tags: dict[str, tuple[str, ...]]  # visibility key → folded tags it carries, sorted
+
+
+class InvokeRecord(msgspec.Struct, frozen=True, kw_only=True):
+    """What invoke_tool needs besides the definition: routing and security."""
+
+    namespace: str
+    source: str
+    route: Route
+    security: SecurityPolicy
+    visibility_key: str
+
+
+def build_schema() -> tantivy.Schema:
+    """The index schema. See search-semantics.md for what each field is for."""
+    sb = tantivy.SchemaBuilder()
+    sb.add_text_field("id", stored=True, tokenizer_name="raw")  # tool name; primary key
+    sb.add_text_field("source", stored=False, tokenizer_name="raw")  # delete a file's tools
+    sb.add_unsigned_field("ord", stored=True, indexed=True, fast=True)  # catalog order
+    for field in FIELD_BOOSTS:
+        sb.add_text_field(field, tokenizer_name=EDGE_TOKENIZER, index_option="freq")
+    sb.add_text_field(_EXACT, tokenizer_name="raw", index_option="freq")
+    sb.add_text_field("tags", tokenizer_name="raw", index_option="basic")
+    sb.add_text_field("vis", tokenizer_name="raw", index_option="basic")
+    sb.add_bytes_field("card", stored=True)  # Card JSON, served as is
+    sb.add_bytes_field("definition", stored=True)  # ToolDefinition JSON (load_tool)
+    sb.add_bytes_field("invoke", stored=True)  # InvokeRecord msgpack
+    sb.add_bytes_field("meta", stored=True)  # IndexMeta JSON, on the meta document only
+    return sb.build()
+
+
+def register_analyzers(index: tantivy.Index) -> None:
+    """Register the custom analyzers; needed after every open, in every process."""
+    edge = tantivy.TextAnalyzerBuilder(
+        tantivy.Tokenizer.ngram(1, MAX_GRAM, prefix_only=True)
+    ).build()
+    index.register_tokenizer(EDGE_TOKENIZER, edge)
+
+
+_JSON: Final = msgspec.json.Encoder()
+_MSGPACK: Final = msgspec.msgpack.Encoder()
+_INVOKE: Final = msgspec.msgpack.Decoder(InvokeRecord)
+_META: Final = msgspec.json.Decoder(IndexMeta)
+
+
+def tool_document(tool: CatalogTool, *, ordinal: int, visibility_key: str) -> tantivy.Document:
+    """The document of one tool. ``ordinal`` is its u64 position in catalog order."""
+    doc = tantivy.Document()
+    doc.add_text("id", tool.definition.name)
+    doc.add_text("source", tool.source)
+    doc.add_unsigned("ord", ordinal)  # add_unsigned: a Python int would be i64 (notes §8.1)
+    search = tool.search
+    texts = {
+        "name": [search.name],
+        "terms": list(search.terms),
+        "tagtext": list(search.tags),
+        "args": list(search.arguments),
+        "route": [search.route],
+        "desc": [search.description],
+    }
+    exact: set[str] = set()
+    for field, values in texts.items():
+        for value in values:
+            for word in fold_words(value):
+                doc.add_text(field, word)  # one value per word: grams never cross words
+                exact.add(word)
+    for word in sorted(exact):
+        doc.add_text(_EXACT, word)
+    for tag in sorted({fold_tag(t) for t in search.tags} - {""}):
+        doc.add_text("tags", tag)
+    doc.add_text("vis", visibility_key)
+    doc.add_bytes("card", _JSON.encode(tool.card))
+    doc.add_bytes("definition", _JSON.encode(tool.definition))
+    record = InvokeRecord(
+        namespace=tool.namespace,
+        source=tool.source,
+        route=tool.route,
+        security=tool.security,
+        visibility_key=visibility_key,
+    )
+    doc.add_bytes("invoke", _MSGPACK.encode(record))
+    return doc
+
+
+def meta_document(meta: IndexMeta) -> tantivy.Document:
+    """The ``__meta__`` document (no ``vis``: searches never match it)."""
+    doc = tantivy.Document()
+    doc.add_text("id", META_ID)
+    doc.add_bytes("meta", _JSON.encode(meta))
+    return doc
+
+
+def decode_meta(data: bytes) -> IndexMeta:
+    """Decode the stored ``meta`` bytes."""
+    return _META.decode(data)
+
+
+def decode_invoke(data: bytes) -> InvokeRecord:
+    """Decode the stored ``invoke`` bytes."""
+    return _INVOKE.decode(data)

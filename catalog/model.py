@@ -1,0 +1,194 @@
+"""The catalog's records: what an OpenAPI operation becomes, and what crosses the index.
+
+Pure: no I/O. Every record is a frozen msgspec Struct so that the indexer can encode it
+into a stored payload and the server can decode it without a schema of its own.
+
+Wire-facing records (``ToolDefinition``, ``Card``, ``Annotations``) use ``rename="camel"``
+and ``omit_defaults=True``: the contract omits absent fields rather than sending null or
+false (``annotations`` carries only the hints that apply; ``authUncertain`` appears only
+when true).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, TypeAlias
+
+import msgspec
+
+__all__ = [
+    "Annotations",
+    "Card",
+    "CatalogTool",
+    "JSONSchema",
+    "Location",
+    "ParameterBinding",
+    "Problem",
+    "Route",
+    "SchemeUse",
+    "SearchFields",
+    "SecurityPolicy",
+    "SecurityScheme",
+    "SpecResult",
+    "ToolDefinition",
+]
+
+JSONSchema: TypeAlias = dict[str, Any]
+"""A JSON Schema (2020-12) as plain JSON data."""
+
+Location: TypeAlias = Literal["path", "query", "header", "cookie", "body"]
+
+
+class Annotations(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, rename="camel"):
+    """MCP tool hints. Only hints that are true are ever written (a false one is omitted)."""
+
+    read_only_hint: bool = False
+    destructive_hint: bool = False
+    idempotent_hint: bool = False
+    open_world_hint: bool = False
+
+    def is_empty(self) -> bool:
+        return not (
+            self.read_only_hint
+            or self.destructive_hint
+            or self.idempotent_hint
+            or self.open_world_hint
+        )
+
+
+class ToolDefinition(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, rename="camel"):
+    """The load_tool answer, field for field and in the contract's key order.
+
+    ``version`` fingerprints every field above it (``catalog.fingerprint``);
+    ``auth_uncertain`` is per caller, added by the server, and never part of the version.
+    """
+
+    name: str
+    description: str
+    input_schema: JSONSchema
+    output_schema: JSONSchema | None = None
+    annotations: Annotations | None = None
+    version: str = ""
+    auth_uncertain: bool = False
+
+
+class Card(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, rename="camel"):
+    """The compact search result: name, a cut description, a one-line parameter list."""
+
+    name: str
+    description: str
+    parameters: str
+    auth_uncertain: bool = False
+
+
+class ParameterBinding(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """Where one top-level argument of the flat inputSchema goes on the wire.
+
+    ``wire_name`` is the parameter's name in the document (or the body member's name);
+    it is empty for a non-object body sent whole as the ``body`` argument.
+    """
+
+    argument: str
+    location: Location
+    wire_name: str
+    style: str | None = None
+    explode: bool | None = None
+    allow_reserved: bool = False
+    content_type: str | None = None  # a parameter declared with `content` (JSON-encoded)
+
+
+class Route(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """Everything invoke_tool needs to build the HTTP request, without reading the spec.
+
+    ``base_url`` comes from the document's ``servers`` (variables at their defaults); it is
+    ``None`` when the document has none or only a relative one, in which case only the
+    config's base URL override makes the tool callable.
+    """
+
+    method: str  # upper case
+    path: str  # the path template exactly as written in the document
+    base_url: str | None = None
+    bindings: tuple[ParameterBinding, ...] = ()
+    body_media_type: str | None = None
+    body_required: bool = False
+    body_is_whole: bool = False  # a non-object body, sent as the ``body`` argument
+
+
+class SecurityScheme(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """One security scheme of a document (OpenAPI ``components.securitySchemes``)."""
+
+    name: str
+    type: Literal["apiKey", "http", "oauth2", "openIdConnect", "mutualTLS"]
+    scheme: str | None = None  # http: "bearer", "basic", ... (lower case)
+    location: Literal["header", "query", "cookie"] | None = None  # apiKey only
+    parameter: str | None = None  # apiKey: the header, query or cookie name
+
+
+class SchemeUse(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """A scheme named in one security alternative, with the scopes it requires."""
+
+    scheme: SecurityScheme
+    scopes: tuple[str, ...] = ()
+
+
+class SecurityPolicy(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """An operation's effective security requirement: any one alternative suffices.
+
+    No alternatives, or an empty alternative (``{}`` in the document), means the
+    operation is public.
+    """
+
+    namespace: str
+    alternatives: tuple[tuple[SchemeUse, ...], ...] = ()
+
+    @property
+    def is_public(self) -> bool:
+        return not self.alternatives or any(not alt for alt in self.alternatives)
+
+
+class SearchFields(msgspec.Struct, frozen=True, kw_only=True):
+    """The raw text search reads, before folding (``catalog.fold`` folds it)."""
+
+    name: str  # the published tool name, and the operationId when it differs
+    description: str  # summary and description, as written
+    terms: tuple[str, ...] = ()  # declared search terms (x-sezzlee-search-terms)
+    route: str = ""  # "GET /repos/{owner}/{repo}"
+    arguments: tuple[str, ...] = ()  # top-level inputSchema property names
+    tags: tuple[str, ...] = ()  # tags as written
+
+
+class CatalogTool(msgspec.Struct, frozen=True, kw_only=True):
+    """One operation, converted: the unit the indexer writes and the server reads."""
+
+    namespace: str
+    source: str  # the spec file, relative to the spec directory, with forward slashes
+    pointer: str  # JSON pointer of the operation in its document, e.g. /paths/~1pets/get
+    operation_id: str | None
+    definition: ToolDefinition
+    card: Card
+    route: Route
+    security: SecurityPolicy
+    search: SearchFields
+    deprecated: bool = False
+
+
+class Problem(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """A problem found in a document: where (file and line or JSON pointer) and why."""
+
+    file: str
+    location: str  # "line 12" or a JSON pointer such as "/paths/~1pets/get"
+    reason: str
+    severity: Literal["error", "warning"] = "error"
+
+
+class SpecResult(msgspec.Struct, frozen=True, kw_only=True):
+    """What one document produced: its tools, the files it references, and warnings.
+
+    ``dependencies`` are the other files (relative to the spec directory) whose content
+    this result depends on through external ``$ref``s; the indexer re-converts this
+    document when one of them changes.
+    """
+
+    source: str
+    tools: tuple[CatalogTool, ...]
+    dependencies: tuple[str, ...] = ()
+    warnings: tuple[Problem, ...] = ()

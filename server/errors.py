@@ -1,0 +1,121 @@
+"""Errors of the server: tool-level failures (values) and protocol failures.
+
+ToolError                      a meta tool failed; rendered as the isError envelope
+ ├── codes (class attribute ``code``, ``retryable``):
+ │    unknown_tool, tool_changed, invalid_type, invalid_arguments, response_too_large,
+ │    backend_error, backend_unreachable, backend_timeout, backend_not_configured
+ProtocolError                  a JSON-RPC failure; rendered as a JSON-RPC error object
+ └── carries ``rpc_code`` and the HTTP status for each era (mcp-wire §8)
+
+Expected failures are values (style.md §2.6): tools return or raise ``ToolError`` and
+``protocol.render`` puts it into ``{"error": {"code", "message", "retryable", ...}}``.
+Bugs are not ToolErrors; they reach the 500 handler and the log.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+__all__ = [
+    "BackendError",
+    "BackendNotConfigured",
+    "BackendTimeout",
+    "BackendUnreachable",
+    "InvalidArguments",
+    "InvalidType",
+    "ResponseTooLarge",
+    "ToolChanged",
+    "ToolError",
+    "UnknownTool",
+]
+
+
+class ToolError(Exception):
+    """A meta-tool failure the caller can read and act on.
+
+    Attributes:
+        code: the envelope's ``error.code``.
+        retryable: whether replaying the same call may succeed.
+        extra: further envelope members (``status``, ``body``, ``retryAfter``, ``errors``).
+    """
+
+    code: ClassVar[str] = "error"
+    retryable: ClassVar[bool] = False
+
+    def __init__(self, message: str, **extra: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        self.extra = extra
+
+    def envelope(self) -> dict[str, Any]:
+        """The JSON payload of the isError result."""
+        error: dict[str, Any] = {
+            "code": self.code,
+            "message": self.message,
+            "retryable": self.is_retryable(),
+        }
+        error.update(self.extra)
+        return {"error": error}
+
+    def is_retryable(self) -> bool:
+        return self.retryable
+
+
+class UnknownTool(ToolError):
+    """No tool of that name is visible to the caller (hidden and nonexistent look alike)."""
+
+    code = "unknown_tool"
+
+
+class ToolChanged(ToolError):
+    """The pinned version differs from the definition this replica holds."""
+
+    code = "tool_changed"
+
+
+class InvalidType(ToolError):
+    """``arguments`` is not an object (nor null, nor a string holding a JSON object)."""
+
+    code = "invalid_type"
+
+
+class InvalidArguments(ToolError):
+    """Arguments (or meta-tool parameters) fail the schema; ``errors`` lists each path."""
+
+    code = "invalid_arguments"
+
+
+class ResponseTooLarge(ToolError):
+    """An answer over the response budget."""
+
+    code = "response_too_large"
+
+
+class BackendError(ToolError):
+    """The backend answered with a non-2xx status; ``status`` and ``body`` are attached."""
+
+    code = "backend_error"
+    _RETRYABLE_STATUSES: ClassVar[frozenset[int]] = frozenset({408, 425, 429, 502, 503, 504})
+
+    def is_retryable(self) -> bool:
+        return self.extra.get("status") in self._RETRYABLE_STATUSES
+
+
+class BackendUnreachable(ToolError):
+    """The backend could not be connected to (refused, reset, DNS)."""
+
+    code = "backend_unreachable"
+    retryable = True
+
+
+class BackendTimeout(ToolError):
+    """The backend did not answer in time."""
+
+    code = "backend_timeout"
+    retryable = True
+
+
+class BackendNotConfigured(ToolError):
+    """The tool's document gives no absolute server URL and the config sets none."""
+
+    code = "backend_not_configured"
