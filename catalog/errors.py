@@ -3,7 +3,9 @@
 CatalogError
  ├── SpecError        a document cannot be used: names the file, the location, the reason
  │    └── RefError    a $ref that cannot be resolved (dangling, unreadable, outside the tree)
- └── ConfigError      the configuration file is invalid: names the file and the key
+ ├── ConfigError      the configuration file is invalid: names the file and the key
+ ├── CurationError    a curation rule cannot be applied: names the rule and the reason
+ └── InvalidSearchArguments  search_tools arguments of a kind no clamp can repair
 
 Foreign exceptions (YAML, JSON, TOML) are translated into these once, at the boundary,
 with ``raise ... from exc``; nothing from a parser library crosses a package boundary.
@@ -11,7 +13,14 @@ with ``raise ... from exc``; nothing from a parser library crosses a package bou
 
 from __future__ import annotations
 
-__all__ = ["CatalogError", "ConfigError", "RefError", "SpecError"]
+__all__ = [
+    "CatalogError",
+    "ConfigError",
+    "CurationError",
+    "InvalidSearchArguments",
+    "RefError",
+    "SpecError",
+]
 
 
 class CatalogError(Exception):
@@ -39,3 +48,25 @@ class ConfigError(CatalogError):
         self.file = file
         self.reason = reason
         super().__init__(f"{file}: {reason}")
+
+
+class InvalidSearchArguments(CatalogError):
+    """search_tools arguments of the wrong kind (a non-string query, tags that are not a
+    list of strings, a limit that is no number); the server answers ``invalid_arguments``.
+
+    Attributes:
+        errors: one ``{"path", "message"}`` entry per offending argument.
+    """
+
+    def __init__(self, errors: list[dict[str, str]]) -> None:
+        self.errors = errors
+        super().__init__("; ".join(f"{e['path']}: {e['message']}" for e in errors))
+
+
+class CurationError(CatalogError):
+    """A curation rule that cannot be applied to the operations it matches."""
+
+    def __init__(self, rule: str, reason: str) -> None:
+        self.rule = rule
+        self.reason = reason
+        super().__init__(f"{rule}: {reason}")

@@ -1,31 +1,340 @@
-"""search_tools arguments → a clamped request → a tantivy query, never through a parser.
+"""search_tools arguments → a clamped request → tantivy queries, never through a parser.
 
-Pure. Normative in ``catalog/spec/search-semantics.md``.
+Pure: no I/O (tantivy ``Query`` objects are values). Normative in
+``catalog/spec/search-semantics.md``; the rules it implements:
+
+* ``clamp_request``: ``limit`` to 1..50 (absent 20), ``detail`` to ``"card"`` unless it is
+  exactly ``"schema"``, ``tags`` kept whole (never clamped: dropping a tag widens the
+  answer). Values of a kind no clamp can repair raise :class:`InvalidSearchArguments`.
+* ``keywords``: the query folded by :func:`catalog.fold.fold_words` (the index-time
+  function), English stop words dropped when anything else remains, each word lightly
+  stemmed (a shorter prefix only widens what it matches) and cut to ``MAX_GRAM``.
+* ``filter_query``: visibility (a ``term_set_query`` over the audience's keys, which also
+  excludes the ``__meta__`` document) and one constant-zero Must per whole folded tag.
+* ``rank_query``: the filter as Must plus one Must group of keyword clauses. Each keyword
+  clause scores a constant ``COORDINATION`` when the keyword prefixes any word of the tool
+  (so more keywords matched always ranks above fewer), plus BM25 per field times
+  ``FIELD_BOOSTS``, plus an ``EXACT_BOOST``-weighted bonus when it equals a whole word.
+  Ties are broken by catalog order in the view (``server.view``), not here.
+
+User text only ever reaches ``term_query``/``term_set_query`` values, which tantivy never
+parses or analyzes (tantivy-notes §2, §8.10).
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
+import math
+from typing import Any, Final, Literal
 
 import msgspec
+import tantivy
 
-__all__ = ["SearchRequest", "clamp_request"]
+from catalog.errors import InvalidSearchArguments
+from catalog.fold import MAX_GRAM, fold_tag, fold_words
+from catalog.index_schema import FIELD_BOOSTS
+
+__all__ = [
+    "COORDINATION",
+    "DEFAULT_LIMIT",
+    "EXACT_BOOST",
+    "MAX_LIMIT",
+    "STOP_WORDS",
+    "Keyword",
+    "SearchRequest",
+    "clamp_request",
+    "filter_query",
+    "folded_tags",
+    "keywords",
+    "rank_query",
+    "stem",
+]
+
+DEFAULT_LIMIT: Final = 20
+MAX_LIMIT: Final = 50
+
+COORDINATION: Final = 1000.0
+"""Score of one matched keyword, far above any BM25 sum a keyword can add (idf ≤ ~12 at
+125k documents × (k1 + 1) × the largest boost, summed over six fields, stays under 400),
+so the number of keywords matched decides first."""
+
+EXACT_BOOST: Final = 2.0
+"""Weight of the whole-word bonus: ``order`` ranks ``order`` above ``orders``."""
+
+STOP_WORDS: Final = frozenset(
+    [
+        "a",
+        "an",
+        "and",
+        "any",
+        "are",
+        "as",
+        "at",
+        "be",
+        "been",
+        "being",
+        "but",
+        "by",
+        "can",
+        "could",
+        "did",
+        "do",
+        "does",
+        "for",
+        "from",
+        "give",
+        "have",
+        "has",
+        "had",
+        "he",
+        "her",
+        "here",
+        "his",
+        "how",
+        "i",
+        "if",
+        "in",
+        "into",
+        "is",
+        "it",
+        "its",
+        "itself",
+        "me",
+        "my",
+        "of",
+        "on",
+        "or",
+        "our",
+        "please",
+        "she",
+        "should",
+        "show",
+        "so",
+        "some",
+        "such",
+        "tell",
+        "than",
+        "that",
+        "the",
+        "their",
+        "them",
+        "then",
+        "there",
+        "these",
+        "they",
+        "this",
+        "those",
+        "to",
+        "us",
+        "want",
+        "was",
+        "we",
+        "were",
+        "what",
+        "when",
+        "where",
+        "which",
+        "while",
+        "who",
+        "whom",
+        "whose",
+        "why",
+        "will",
+        "with",
+        "would",
+        "you",
+        "your",
+    ]
+)
+"""English function words and request phrasing ("give me", "please", "show", "tell"),
+dropped from a query that has any other word. Domain words are never listed here."""
+
+_MIN_STEM: Final = 3
 
 
 class SearchRequest(msgspec.Struct, frozen=True, kw_only=True):
     """search_tools arguments after clamping: always valid."""
 
     query: str = ""
-    limit: int = 20
+    limit: int = DEFAULT_LIMIT
     detail: Literal["card", "schema"] = "card"
     tags: tuple[str, ...] = ()
 
 
+class Keyword(msgspec.Struct, frozen=True):
+    """One query keyword: the whole folded ``word`` and the ``prefix`` it matches by."""
+
+    word: str
+    prefix: str
+
+
+def _clamp_limit(value: Any, errors: list[dict[str, str]]) -> int:
+    if value is None:
+        return DEFAULT_LIMIT
+    number: float
+    if isinstance(value, bool):
+        errors.append({"path": "/limit", "message": "must be an integer, not a boolean"})
+        return DEFAULT_LIMIT
+    if isinstance(value, int):
+        return max(1, min(MAX_LIMIT, value))
+    if isinstance(value, float):
+        number = value
+    elif isinstance(value, str):
+        try:
+            number = float(value.strip())
+        except ValueError:
+            errors.append({"path": "/limit", "message": f"must be an integer, got {value!r}"})
+            return DEFAULT_LIMIT
+    else:
+        errors.append(
+            {"path": "/limit", "message": f"must be an integer, got {type(value).__name__}"}
+        )
+        return DEFAULT_LIMIT
+    if math.isnan(number):
+        errors.append({"path": "/limit", "message": "must be an integer, got NaN"})
+        return DEFAULT_LIMIT
+    if math.isinf(number):
+        return MAX_LIMIT if number > 0 else 1
+    # A fraction is truncated toward zero, then clamped like any integer (2.9 → 2, 0.5 → 1).
+    return max(1, min(MAX_LIMIT, math.trunc(number)))
+
+
 def clamp_request(arguments: dict[str, Any]) -> SearchRequest:
-    """Clamp raw search_tools arguments (limit to 1..50, detail to card unless exactly
-    "schema"); tags are never clamped.
+    """Clamp raw search_tools arguments; tags are never clamped.
+
+    ``limit``: absent or null → 20; an integer is clamped to 1..50; a finite non-integer
+    number, or a string holding a number, is truncated toward zero, then clamped.
+    ``detail``: exactly ``"schema"`` → schema; anything else (absent, ``""``, ``"Schema"``,
+    a misspelling, another type) → card. ``query``: absent or null → ``""``. ``tags``:
+    absent, null or ``[]`` → no filter; otherwise kept as given. Unknown keys are ignored.
 
     Raises:
-        InvalidArguments: a value of the wrong kind that no clamp can repair.
+        InvalidSearchArguments: a ``query`` that is not a string, ``tags`` that are not a
+            list of strings, or a ``limit`` that is no number (a boolean, a word, NaN).
     """
-    raise NotImplementedError
+    errors: list[dict[str, str]] = []
+    query = arguments.get("query")
+    if query is None:
+        query = ""
+    elif not isinstance(query, str):
+        errors.append(
+            {"path": "/query", "message": f"must be a string, got {type(query).__name__}"}
+        )
+        query = ""
+    limit = _clamp_limit(arguments.get("limit"), errors)
+    detail: Literal["card", "schema"] = "schema" if arguments.get("detail") == "schema" else "card"
+    raw_tags = arguments.get("tags")
+    tags: tuple[str, ...] = ()
+    if isinstance(raw_tags, list):
+        bad = [
+            {"path": f"/tags/{i}", "message": f"must be a string, got {type(tag).__name__}"}
+            for i, tag in enumerate(raw_tags)
+            if not isinstance(tag, str)
+        ]
+        errors.extend(bad)
+        if not bad:
+            tags = tuple(raw_tags)
+    elif raw_tags is not None:
+        kind = type(raw_tags).__name__
+        errors.append({"path": "/tags", "message": f"must be an array of strings, got {kind}"})
+    if errors:
+        raise InvalidSearchArguments(errors)
+    return SearchRequest(query=query, limit=limit, detail=detail, tags=tags)
+
+
+def stem(word: str) -> str:
+    """A light English suffix strip, applied to query keywords only.
+
+    The result is always a prefix of ``word`` (at least three characters), so a stemmed
+    keyword still matches every word the keyword itself would, and a few more:
+    ``movies`` → ``movie``, ``categories`` → ``categor``, ``matches`` → ``match``,
+    ``directed`` → ``direct``, ``playing`` → ``play``. ``-ing``/``-ed`` are stripped only
+    when at least four characters holding a vowel remain (``string``, ``speed`` stay).
+    """
+    if len(word) <= _MIN_STEM or not word.isalpha():
+        return word
+    if word.endswith("ies") and len(word) - 3 >= _MIN_STEM + 1:
+        return word[:-3]
+    if word.endswith(("sses", "shes", "ches", "xes", "zes")):
+        return word[:-2]
+    if word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        return word[:-1]
+    for suffix in ("ing", "ed"):
+        if word.endswith(suffix):
+            head = word[: -len(suffix)]
+            if len(head) >= _MIN_STEM + 1 and any(c in "aeiouy" for c in head):
+                return head
+    return word
+
+
+def keywords(query: str) -> tuple[Keyword, ...]:
+    """The query's keywords in query order, without duplicates.
+
+    Stop words are dropped unless the query holds nothing else.
+    """
+    words = list(dict.fromkeys(fold_words(query)))
+    content = [w for w in words if w not in STOP_WORDS]
+    if content:
+        words = content
+    out: dict[str, Keyword] = {}
+    for word in words:
+        prefix = stem(word)[:MAX_GRAM]
+        if prefix not in out:
+            out[prefix] = Keyword(word=word, prefix=prefix)
+    return tuple(out.values())
+
+
+def folded_tags(tags: tuple[str, ...]) -> tuple[str, ...] | None:
+    """The whole folded tags, deduplicated and sorted; None when one folds to nothing
+    (a tag nobody can carry: the answer is empty, never unfiltered).
+    """
+    folded = {fold_tag(t) for t in tags}
+    if "" in folded:
+        return None
+    return tuple(sorted(folded))
+
+
+def filter_query(
+    schema: tantivy.Schema, keys: tuple[str, ...], tags: tuple[str, ...]
+) -> tantivy.Query:
+    """What may appear at all: visibility keys, and every whole folded tag (constant 0).
+
+    ``tags`` must already be folded (:func:`folded_tags`).
+    """
+    clauses = [
+        (
+            tantivy.Occur.Must,
+            tantivy.Query.const_score_query(
+                tantivy.Query.term_set_query(schema, "vis", list(keys)), 0.0
+            ),
+        )
+    ]
+    for tag in tags:
+        term = tantivy.Query.term_query(schema, "tags", tag, index_option="basic")
+        clauses.append((tantivy.Occur.Must, tantivy.Query.const_score_query(term, 0.0)))
+    return tantivy.Query.boolean_query(clauses)
+
+
+def _keyword_clause(schema: tantivy.Schema, keyword: Keyword) -> tantivy.Query:
+    terms = {
+        field: tantivy.Query.term_query(schema, field, keyword.prefix, index_option="freq")
+        for field in FIELD_BOOSTS
+    }
+    anywhere = tantivy.Query.boolean_query([(tantivy.Occur.Should, q) for q in terms.values()])
+    should = [(tantivy.Occur.Should, tantivy.Query.const_score_query(anywhere, COORDINATION))]
+    should.extend(
+        (tantivy.Occur.Should, tantivy.Query.boost_query(q, FIELD_BOOSTS[field]))
+        for field, q in terms.items()
+    )
+    exact = tantivy.Query.term_query(schema, "exact", keyword.word, index_option="freq")
+    should.append((tantivy.Occur.Should, tantivy.Query.boost_query(exact, EXACT_BOOST)))
+    return tantivy.Query.boolean_query(should)
+
+
+def rank_query(
+    schema: tantivy.Schema, filters: tantivy.Query, words: tuple[Keyword, ...]
+) -> tantivy.Query:
+    """The filters, and at least one keyword: the documents the keywords rank."""
+    group = tantivy.Query.boolean_query(
+        [(tantivy.Occur.Should, _keyword_clause(schema, k)) for k in words]
+    )
+    return tantivy.Query.boolean_query([(tantivy.Occur.Must, filters), (tantivy.Occur.Must, group)])

@@ -4,23 +4,89 @@ A request takes one view at its start and uses it to the end, so it never mixes 
 catalogs (the reader swaps views atomically on reload). The view answers search_tools
 and load_tool, and hands invoke_tool its target; it applies visibility through the
 caller's :class:`catalog.visibility.Audience`.
+
+Theory of operation (search-semantics.md is normative):
+
+* ``total`` comes from the filters alone (visibility keys and whole tags), never from
+  the keywords: per-key counts are cached for the life of the view, and with no tag
+  filter the total is their sum (``num_docs - 1`` when the caller sees every key).
+* Keywords only rank: the rank query (filters AND any keyword) fetches the best
+  ``limit`` matches, ties broken by catalog order (``ord``) exactly, whatever the
+  segment layout (tantivy-notes §4.4). The page is then padded in catalog order.
+* Result bytes are spliced from the stored JSON (cards or definitions) without decoding
+  them; ``authUncertain`` is appended to the object where the verdict is uncertain.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import Final
+
+import msgspec
 import tantivy
 
-from catalog.index_schema import IndexMeta, InvokeRecord
+from catalog.index_schema import META_ID, IndexMeta, InvokeRecord, decode_invoke, decode_meta
 from catalog.model import ToolDefinition
-from catalog.query import SearchRequest
-from catalog.visibility import Audience
+from catalog.query import SearchRequest, filter_query, folded_tags, keywords, rank_query
+from catalog.visibility import PUBLIC_KEY, Audience, Verdict
+from server.errors import ResponseTooLarge, UnknownTool
 
-__all__ = ["CatalogView", "read_meta"]
+__all__ = ["TAG_VOCABULARY_CAP", "CatalogView", "read_meta"]
+
+TAG_VOCABULARY_CAP: Final = 100
+"""Above this many tags the vocabulary is omitted, never shortened (design.md, Search)."""
+
+_AUDIENCE_CACHE: Final = 256  # distinct audiences remembered per view; cleared beyond
+_UNCERTAIN: Final = b',"authUncertain":true}'
+_DEFINITION: Final = msgspec.json.Decoder(ToolDefinition)
+_JSON: Final = msgspec.json.Encoder()
+
+_Address = tuple[int, int]
+
+
+def _stored(doc: tantivy.Document, field: str) -> bytes:
+    data = doc.get_first(field)
+    if not isinstance(data, bytes):
+        raise TypeError(f"index document without stored {field!r}: rebuild the index")
+    return data
+
+
+def _count(result: tantivy.SearchResult) -> int:
+    return int(result.count)  # type: ignore[attr-defined]  # the 0.27 stub omits count
+
+
+def _key(address: tantivy.DocAddress) -> _Address:
+    return (address.segment_ord, address.doc)
 
 
 def read_meta(searcher: tantivy.Searcher, schema: tantivy.Schema) -> IndexMeta | None:
     """The ``__meta__`` record of the commit ``searcher`` sees, or None (empty index)."""
-    raise NotImplementedError
+    hits = searcher.search(tantivy.Query.term_query(schema, "id", META_ID), 1, count=False).hits
+    if not hits:
+        return None
+    data = searcher.doc(hits[0][1]).get_first("meta")
+    if not isinstance(data, bytes):
+        return None
+    return decode_meta(data)
+
+
+def _unknown(name: str) -> UnknownTool:
+    # The same words for hidden and nonexistent (design.md, Visibility).
+    return UnknownTool(
+        f"no tool named {name!r} in this catalog; use search_tools to find the tools you can use"
+    )
+
+
+def _too_large(size: int, budget: int, request: SearchRequest) -> ResponseTooLarge:
+    if request.detail == "schema":
+        advice = 'use detail "card", a narrower query or a smaller limit'
+    else:
+        advice = 'detail is already "card": use a smaller limit, a narrower query or tags'
+    return ResponseTooLarge(
+        f"search_tools answer is {size:,} bytes, over the {budget:,}-byte budget"
+        f" (detail {request.detail!r}, query {request.query!r}, limit {request.limit});"
+        f" {advice}"
+    )
 
 
 class CatalogView:
@@ -38,6 +104,12 @@ class CatalogView:
         self.schema = schema
         self.meta = meta
         self.generation = generation
+        # Every key a tool document can carry; a caller seeing all of them sees the index.
+        self._all_keys = frozenset(meta.policies) | frozenset(meta.tags) | {PUBLIC_KEY}
+        self._key_counts: dict[str, int] = {}
+        self._vocabulary: dict[frozenset[str], bytes] = {}
+
+    # -- search_tools -------------------------------------------------------------------
 
     def search(self, request: SearchRequest, audience: Audience, *, budget: int) -> bytes:
         """The search_tools result as JSON bytes (``{"total", "tags"?, "results"}``).
@@ -46,7 +118,128 @@ class CatalogView:
             ResponseTooLarge: the answer exceeds ``budget`` bytes; the message names
                 ``detail``, ``query`` and ``limit``.
         """
-        raise NotImplementedError
+        seen = audience.visible | audience.uncertain
+        keys = tuple(sorted(seen))
+        tags = folded_tags(request.tags)
+        total = 0
+        page: list[tantivy.DocAddress] = []
+        if tags is not None:
+            filters = filter_query(self.schema, keys, tags)
+            total = self._total(seen, tags, filters)
+            if total:
+                page = self._page(filters, request, total)
+        field = "definition" if request.detail == "schema" else "card"
+        check_uncertain = bool(audience.uncertain - audience.visible)
+        parts = [b'{"total":', str(total).encode()]
+        vocabulary = self._tag_vocabulary(seen)
+        if vocabulary:
+            parts += [b',"tags":', vocabulary]
+        parts.append(b',"results":[')
+        for i, address in enumerate(page):
+            doc = self.searcher.doc(address)
+            data = _stored(doc, field)
+            if check_uncertain and self._verdict(doc, audience) is Verdict.UNCERTAIN:
+                data = data[:-1] + _UNCERTAIN
+            if i:
+                parts.append(b",")
+            parts.append(data)
+        parts.append(b"]}")
+        answer = b"".join(parts)
+        if len(answer) > budget:
+            raise _too_large(len(answer), budget, request)
+        return answer
+
+    def _total(self, seen: frozenset[str], tags: tuple[str, ...], filters: tantivy.Query) -> int:
+        if tags:
+            return _count(self.searcher.search(filters, 1, count=True))
+        if seen >= self._all_keys:
+            return max(0, self.searcher.num_docs - 1)  # every document but __meta__
+        return sum(self._count_key(k) for k in seen)
+
+    def _count_key(self, key: str) -> int:
+        count = self._key_counts.get(key)
+        if count is None:
+            query = tantivy.Query.term_query(self.schema, "vis", key, index_option="basic")
+            count = _count(self.searcher.search(query, 1, count=True))
+            self._key_counts[key] = count
+        return count
+
+    def _page(
+        self, filters: tantivy.Query, request: SearchRequest, total: int
+    ) -> list[tantivy.DocAddress]:
+        limit = min(request.limit, total)
+        words = keywords(request.query)
+        page = self._ranked(rank_query(self.schema, filters, words), limit) if words else []
+        if len(page) < limit:
+            taken = {_key(a) for a in page}
+            listing = self.searcher.search(
+                filters,
+                limit + len(page),
+                count=False,
+                order_by_field="ord",
+                order=tantivy.Order.Asc,
+            ).hits
+            for _, address in listing:
+                if len(page) == limit:
+                    break
+                if _key(address) not in taken:
+                    page.append(address)
+        return page
+
+    def _ranked(self, query: tantivy.Query, limit: int) -> list[tantivy.DocAddress]:
+        """The best ``limit`` hits by score, then catalog order, whatever the segments."""
+        want = limit + 1
+        while True:
+            hits = self.searcher.search(query, want, count=False).hits
+            # Done when the hits ran out, or the whole tie group at the cut is inside.
+            if len(hits) < want or hits[-1][0] < hits[limit - 1][0]:
+                break
+            want *= 4
+        if not hits:
+            return []
+        ords = self.searcher.fast_field_values("ord", [a for _, a in hits])
+        ranked = sorted(zip(hits, ords, strict=True), key=lambda h: (-h[0][0], h[1] or 0))
+        return [address for (_, address), _ in ranked[:limit]]
+
+    def _tag_vocabulary(self, seen: frozenset[str]) -> bytes:
+        """The JSON array of the visible catalog's folded tags; empty bytes to omit it."""
+        cached = self._vocabulary.get(seen)
+        if cached is None:
+            tags = _union(self.meta.tags.get(k, ()) for k in seen)
+            cached = _JSON.encode(tags) if 0 < len(tags) <= TAG_VOCABULARY_CAP else b""
+            if len(self._vocabulary) >= _AUDIENCE_CACHE:
+                self._vocabulary.clear()
+            self._vocabulary[seen] = cached
+        return cached
+
+    # -- load_tool and invoke_tool ------------------------------------------------------
+
+    def _verdict(self, doc: tantivy.Document, audience: Audience) -> Verdict:
+        return audience.verdict(self._record(doc).visibility_key)
+
+    @staticmethod
+    def _record(doc: tantivy.Document) -> InvokeRecord:
+        return decode_invoke(_stored(doc, "invoke"))
+
+    def _find(self, name: str, audience: Audience) -> tuple[tantivy.Document, Verdict]:
+        if name == META_ID:
+            raise _unknown(name)
+        hits = self.searcher.search(
+            tantivy.Query.term_query(self.schema, "id", name), 1, count=False
+        ).hits
+        if not hits:
+            raise _unknown(name)
+        doc = self.searcher.doc(hits[0][1])
+        verdict = self._verdict(doc, audience)
+        if verdict is Verdict.HIDDEN:
+            raise _unknown(name)
+        return doc, verdict
+
+    def _definition(self, doc: tantivy.Document, verdict: Verdict) -> ToolDefinition:
+        definition = _DEFINITION.decode(_stored(doc, "definition"))
+        if verdict is Verdict.UNCERTAIN:
+            definition = msgspec.structs.replace(definition, auth_uncertain=True)
+        return definition
 
     def load(self, name: str, audience: Audience) -> ToolDefinition:
         """The load_tool answer (with ``auth_uncertain`` set when it applies).
@@ -54,7 +247,8 @@ class CatalogView:
         Raises:
             UnknownTool: no such tool, or hidden from this audience.
         """
-        raise NotImplementedError
+        doc, verdict = self._find(name, audience)
+        return self._definition(doc, verdict)
 
     def target(self, name: str, audience: Audience) -> tuple[ToolDefinition, InvokeRecord]:
         """The definition and routing record invoke_tool calls.
@@ -62,4 +256,12 @@ class CatalogView:
         Raises:
             UnknownTool: no such tool, or hidden from this audience.
         """
-        raise NotImplementedError
+        doc, verdict = self._find(name, audience)
+        return self._definition(doc, verdict), self._record(doc)
+
+
+def _union(groups: Iterable[tuple[str, ...]]) -> list[str]:
+    merged: set[str] = set()
+    for group in groups:
+        merged.update(group)
+    return sorted(merged)
