@@ -36,11 +36,18 @@ from catalog.errors import ConfigError
 __all__ = [
     "DEFAULT_ALLOWED_HOSTS",
     "DEFAULT_RESPONSE_BUDGET",
+    "AnnotationsOverride",
     "Config",
+    "CurationConfig",
     "InvokeConfig",
     "JwtConfig",
+    "Match",
+    "OperationCuration",
+    "Override",
     "ServerConfig",
     "SpecConfig",
+    "Variant",
+    "VariantRule",
     "VisibilityConfig",
     "decode_config",
     "default_namespace",
@@ -125,6 +132,94 @@ class SpecConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
     jwt: JwtConfig | None = None
 
 
+class Match(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """Which operations a curation rule applies to: every given condition must hold.
+
+    Globs use ``fnmatch`` syntax (``*``, ``?``, ``[...]``); ``tag`` compares whole folded
+    tags, as the search_tools ``tags`` filter does.
+    """
+
+    namespace: str | None = None
+    tag: str | None = None
+    path: str | None = None
+    methods: tuple[str, ...] = ()
+    operation_id: str | None = None
+    name: str | None = None  # glob over the tool name as converted
+    deprecated: bool | None = None
+
+    def is_empty(self) -> bool:
+        return self == _EMPTY_MATCH
+
+
+_EMPTY_MATCH: Final = Match()
+
+
+class AnnotationsOverride(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """Hints to set (true) or clear (false); an absent hint keeps its converted value."""
+
+    read_only: bool | None = None
+    destructive: bool | None = None
+    idempotent: bool | None = None
+    open_world: bool | None = None
+
+
+class Variant(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """One tool published from an operation, with some arguments fixed or defaulted."""
+
+    name: str
+    description: str
+    fixed: dict[str, object] = msgspec.field(default_factory=dict)
+    """Removed from the variant's inputSchema, stated in its description, sent on invoke."""
+    defaults: dict[str, object] = msgspec.field(default_factory=dict)
+    """Become the argument's default (and it becomes optional); sent when omitted."""
+
+
+class Override(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """Reshape what an agent reads about matching operations (outputSchema never)."""
+
+    match: Match = _EMPTY_MATCH
+    name: str | None = None
+    description: str | None = None
+    search_terms: tuple[str, ...] | None = None
+    tags: tuple[str, ...] | None = None
+    annotations: AnnotationsOverride | None = None
+
+
+class VariantRule(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """Publish each matching operation as the listed variants."""
+
+    match: Match = _EMPTY_MATCH
+    tools: tuple[Variant, ...] = ()
+    keep_original: bool = False
+
+
+class CurationConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """Curation rules, applied by the indexer in this order: include, exclude,
+    rename_tags, override (in order), variants (in order).
+    """
+
+    include: tuple[Match, ...] = ()
+    """When any is given, only operations matching one of them are published."""
+    exclude: tuple[Match, ...] = ()
+    rename_tags: dict[str, str] = msgspec.field(default_factory=dict)
+    override: tuple[Override, ...] = ()
+    variants: tuple[VariantRule, ...] = ()
+
+
+class OperationCuration(
+    msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True, rename="kebab"
+):
+    """The ``x-sezzlee`` extension on an operation, for teams that own their documents."""
+
+    exclude: bool = False
+    name: str | None = None
+    description: str | None = None
+    search_terms: tuple[str, ...] | None = None
+    tags: tuple[str, ...] | None = None
+    annotations: AnnotationsOverride | None = None
+    variants: tuple[Variant, ...] = ()
+
+
 class Config(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """The whole file. Every section is optional."""
 
@@ -132,6 +227,7 @@ class Config(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tr
     visibility: VisibilityConfig = VisibilityConfig()
     invoke: InvokeConfig = InvokeConfig()
     specs: dict[str, SpecConfig] = msgspec.field(default_factory=dict)
+    curation: CurationConfig = CurationConfig()
 
     def spec(self, source: str) -> SpecConfig:
         """The settings of the document at ``source`` (relative path), or the defaults."""
@@ -174,7 +270,27 @@ def decode_config(data: bytes, *, file: str) -> Config:
             raise ConfigError(
                 file, f"specs.{source!r}.jwt: set hs256_secret_env or jwks_file, not both"
             )
+    _check_curation(config.curation, file)
     return config
+
+
+def _check_curation(curation: CurationConfig, file: str) -> None:
+    # An empty match would silently apply a rule to the whole catalog: refuse it.
+    for kind, rules in (("include", curation.include), ("exclude", curation.exclude)):
+        for i, match in enumerate(rules):
+            if match.is_empty():
+                raise ConfigError(file, f"curation.{kind}[{i}]: the rule has no condition")
+    for i, override in enumerate(curation.override):
+        if override.match.is_empty():
+            raise ConfigError(file, f"curation.override[{i}]: match has no condition")
+    for i, rule in enumerate(curation.variants):
+        if rule.match.is_empty():
+            raise ConfigError(file, f"curation.variants[{i}]: match has no condition")
+        if not rule.tools:
+            raise ConfigError(file, f"curation.variants[{i}]: tools lists no variant")
+        names = [variant.name for variant in rule.tools]
+        if len(set(names)) != len(names):
+            raise ConfigError(file, f"curation.variants[{i}]: variant names repeat")
 
 
 def _locate(raw: object, exc: msgspec.ValidationError) -> str:

@@ -111,6 +111,10 @@ class Route(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     body_media_type: str | None = None
     body_required: bool = False
     body_is_whole: bool = False  # a non-object body, sent as the ``body`` argument
+    fixed_arguments: dict[str, Any] = msgspec.field(default_factory=dict)
+    """Arguments a curated variant fixes: absent from its inputSchema, sent on invoke."""
+    default_arguments: dict[str, Any] = msgspec.field(default_factory=dict)
+    """Defaults a curated variant sets: sent on invoke when the caller omits them."""
 
 
 class SecurityScheme(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
@@ -169,6 +173,7 @@ class CatalogTool(msgspec.Struct, frozen=True, kw_only=True):
     security: SecurityPolicy
     search: SearchFields
     deprecated: bool = False
+    curation: tuple[str, ...] = ()  # the curation rules that shaped this tool, in order
 
 
 class Problem(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):

@@ -1,0 +1,265 @@
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from catalog.cards import card_for
+from catalog.config import (
+    AnnotationsOverride,
+    CurationConfig,
+    Match,
+    Override,
+    Variant,
+    VariantRule,
+    decode_config,
+)
+from catalog.curation import apply_extension, curate, matches
+from catalog.errors import CurationError, SpecError
+from catalog.fingerprint import fingerprint, with_version
+from catalog.model import (
+    Annotations,
+    CatalogTool,
+    Route,
+    SearchFields,
+    SecurityPolicy,
+    ToolDefinition,
+)
+
+OUTPUT = {
+    "type": "object",
+    "properties": {"full_name": {"type": "string"}, "id": {"type": "integer", "readOnly": True}},
+}
+
+
+def make_tool(
+    name: str = "github.repos_get",
+    *,
+    method: str = "GET",
+    path: str = "/repos/{owner}/{repo}",
+    operation_id: str = "repos/get",
+    tags: tuple[str, ...] = ("repos",),
+    deprecated: bool = False,
+    properties: dict[str, Any] | None = None,
+) -> CatalogTool:
+    props = properties or {"owner": {"type": "string"}, "repo": {"type": "string"}}
+    definition = with_version(
+        ToolDefinition(
+            name=name,
+            description="Get a repository",
+            input_schema={
+                "type": "object",
+                "properties": props,
+                "required": sorted(props),
+                "additionalProperties": False,
+            },
+            output_schema=OUTPUT,
+            annotations=Annotations(read_only_hint=True, idempotent_hint=True),
+        )
+    )
+    return CatalogTool(
+        namespace=name.split(".")[0],
+        source="github.json",
+        pointer="/paths/~1repos~1{owner}~1{repo}/get",
+        operation_id=operation_id,
+        definition=definition,
+        card=card_for(definition, summary="Get a repository", description=None),
+        route=Route(method=method, path=path, base_url="https://api.github.com"),
+        security=SecurityPolicy(namespace="github"),
+        search=SearchFields(name=name, description="Get a repository", tags=tags),
+        deprecated=deprecated,
+    )
+
+
+def test_match_conditions_all_hold() -> None:
+    tool = make_tool()
+    assert matches(Match(operation_id="repos/*"), tool)
+    assert matches(Match(namespace="github", methods=("get",), tag="REPOS"), tool)
+    assert not matches(Match(namespace="github", methods=("POST",)), tool)
+    assert matches(Match(path="/repos/*"), tool)
+    assert not matches(Match(path="/orgs/*"), tool)
+    assert matches(Match(deprecated=False), tool)
+    assert not matches(Match(tag="repo"), tool)  # whole tags, never prefixes
+
+
+def test_exclude_deprecated_and_include_filter() -> None:
+    tools = [make_tool(), make_tool("github.old", operation_id="old", deprecated=True)]
+    kept = curate(tools, CurationConfig(exclude=(Match(deprecated=True),)))
+    assert [t.definition.name for t in kept] == ["github.repos_get"]
+    only_old = curate(tools, CurationConfig(include=(Match(operation_id="old"),)))
+    assert [t.definition.name for t in only_old] == ["github.old"]
+
+
+def test_rename_tag_is_case_and_accent_insensitive_and_traced() -> None:
+    (tool,) = curate(
+        [make_tool(tags=("Repos", "other"))], CurationConfig(rename_tags={"répos": "Repositories"})
+    )
+    assert tool.search.tags == ("Repositories", "other")
+    assert tool.curation
+    assert tool.curation[0].startswith("curation.rename_tags")
+
+
+def test_override_changes_exactly_what_it_names_and_the_version() -> None:
+    original = make_tool()
+    rules = CurationConfig(
+        override=(
+            Override(
+                match=Match(operation_id="repos/get"),
+                name="github.get_repository",
+                description="Fetch one repository. More details follow.",
+                search_terms=("project",),
+                annotations=AnnotationsOverride(idempotent=False, open_world=True),
+            ),
+        )
+    )
+    (tool,) = curate([original], rules)
+    assert tool.definition.name == "github.get_repository"
+    assert tool.card.name == "github.get_repository"
+    assert tool.card.description == "Fetch one repository."
+    assert tool.search.terms == ("project",)
+    assert tool.definition.annotations == Annotations(read_only_hint=True, open_world_hint=True)
+    assert tool.definition.output_schema == original.definition.output_schema
+    assert tool.definition.version == fingerprint(tool.definition)
+    assert tool.definition.version != original.definition.version
+    assert tool.curation == ("curation.override[0]: name, description, search_terms, annotations",)
+
+
+def test_untouched_tools_keep_their_version() -> None:
+    other = make_tool("github.orgs_get", operation_id="orgs/get", path="/orgs/{org}")
+    rules = CurationConfig(override=(Override(match=Match(operation_id="repos/get"), name="x"),))
+    _, kept = curate([make_tool(), other], rules)
+    assert kept == other
+
+
+def test_variants_fix_and_default_arguments() -> None:
+    rules = CurationConfig(
+        variants=(
+            VariantRule(
+                match=Match(operation_id="repos/get"),
+                tools=(
+                    Variant(
+                        name="github.octocat_repo",
+                        description="A repo of octocat.",
+                        fixed={"owner": "octocat"},
+                    ),
+                    Variant(
+                        name="github.my_repo",
+                        description="A repo of mine.",
+                        fixed={"owner": "me"},
+                        defaults={"repo": "dotfiles"},
+                    ),
+                ),
+            ),
+        )
+    )
+    original = make_tool()
+    octocat, mine = curate([original], rules)
+    assert "owner" not in octocat.definition.input_schema["properties"]
+    assert octocat.definition.input_schema["required"] == ["repo"]
+    assert octocat.definition.description == 'A repo of octocat. (Fixed: owner = "octocat".)'
+    assert octocat.route.fixed_arguments == {"owner": "octocat"}
+    assert mine.definition.input_schema["properties"]["repo"]["default"] == "dotfiles"
+    assert "required" not in mine.definition.input_schema
+    assert mine.route.default_arguments == {"repo": "dotfiles"}
+    assert mine.card.parameters == "repo: string"
+    assert octocat.definition.version != mine.definition.version
+    for variant in (octocat, mine):
+        assert variant.definition.output_schema == original.definition.output_schema
+        assert variant.definition.version == fingerprint(variant.definition)
+
+
+def test_variant_of_unknown_argument_is_a_clear_error() -> None:
+    rules = CurationConfig(
+        variants=(
+            VariantRule(
+                match=Match(operation_id="repos/get"),
+                tools=(Variant(name="v", description="d", fixed={"ownr": "x"}),),
+            ),
+        )
+    )
+    with pytest.raises(CurationError, match=r"curation\.variants\[0\].*'ownr' is not an argument"):
+        curate([make_tool()], rules)
+
+
+def test_fixed_value_must_fit_the_argument_schema() -> None:
+    tool = make_tool(properties={"count": {"type": "integer"}})
+    rules = CurationConfig(
+        variants=(
+            VariantRule(
+                match=Match(operation_id="repos/get"),
+                tools=(Variant(name="v", description="d", fixed={"count": "many"}),),
+            ),
+        )
+    )
+    with pytest.raises(CurationError, match="value for 'count' is invalid"):
+        curate([tool], rules)
+
+
+def test_document_extension_excludes_overrides_and_declares_variants() -> None:
+    tool = make_tool()
+    assert apply_extension(tool, {"exclude": True}, file="github.json") == ()
+    (renamed,) = apply_extension(
+        tool, {"name": "github.repo", "search-terms": ["project"]}, file="github.json"
+    )
+    assert renamed.definition.name == "github.repo"
+    assert renamed.search.terms == ("project",)
+    pair = apply_extension(
+        tool,
+        {
+            "variants": [
+                {"name": "a", "description": "A.", "fixed": {"owner": "a"}},
+                {"name": "b", "description": "B."},
+            ]
+        },
+        file="github.json",
+    )
+    assert [t.definition.name for t in pair] == ["a", "b"]
+    with pytest.raises(SpecError, match=r"github\.json: /paths/.*x-sezzlee: invalid"):
+        apply_extension(tool, {"exclud": True}, file="github.json")
+
+
+def test_config_rules_decode_from_toml() -> None:
+    config = decode_config(
+        b"""
+[curation]
+rename_tags = { repos = "Repositories" }
+[[curation.exclude]]
+deprecated = true
+[[curation.variants]]
+match = { operation_id = "repos/get" }
+[[curation.variants.tools]]
+name = "github.octocat_repo"
+description = "A repository owned by octocat."
+fixed = { owner = "octocat" }
+""",
+        file="sezzlee.toml",
+    )
+    assert config.curation.exclude == (Match(deprecated=True),)
+    assert config.curation.variants[0].tools[0].fixed == {"owner": "octocat"}
+
+
+owners = st.text(
+    alphabet=st.characters(codec="utf-8", categories=["L", "N"]), min_size=1, max_size=12
+)
+
+
+@given(st.lists(owners, min_size=1, max_size=4, unique=True))
+def test_every_variant_publishes_the_operations_output_schema(fixed_owners: list[str]) -> None:
+    original = make_tool()
+    rule = VariantRule(
+        match=Match(operation_id="repos/get"),
+        tools=tuple(
+            Variant(name=f"github.v{i}", description=f"Variant {i}.", fixed={"owner": owner})
+            for i, owner in enumerate(fixed_owners)
+        ),
+        keep_original=True,
+    )
+    published = curate([original], CurationConfig(variants=(rule,)))
+    assert len(published) == len(fixed_owners) + 1
+    assert published[0] == original
+    outputs = {msgspec.json.encode(t.definition.output_schema) for t in published}
+    assert outputs == {msgspec.json.encode(original.definition.output_schema)}
+    assert len({t.definition.version for t in published}) == len(published)
