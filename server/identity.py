@@ -1,0 +1,411 @@
+"""Who is calling: the MCP request's headers and the config → a :class:`Caller`.
+
+Pure per request: the keys are resolved once at start-up (:func:`resolve_secrets`, the
+only function here that is handed the environment and a file reader); a request only
+reads its own headers. Credentials are never logged, and :class:`Caller` and
+:class:`Outbound` hide them from ``repr``.
+
+Theory of operation (design.md, Visibility and Caller identity):
+
+* Every spec file has a namespace (the config's, or the slug of its path). A caller's
+  headers are routed per namespace: the headers the spec's config names in
+  ``forward_headers`` (absent: ``Authorization``, but only when the catalog has a single
+  namespace, so that a GitHub token never reaches a Slack backend), plus the inbound
+  headers ``credentials`` maps to one of its security schemes.
+* A security scheme is *presented* for a namespace when its credential reaches that
+  namespace's backend: bearer, oauth2 and openIdConnect as ``Authorization: Bearer``,
+  basic as ``Authorization: Basic``, an apiKey in its header (or the inbound header
+  ``credentials`` names; that one is then sent in the scheme's own header, query
+  parameter or cookie).
+* When the spec configures ``jwt`` and a bearer credential is a JWT, it is verified
+  (signature, expiry, issuer, audience): its scopes then decide visibility, and its
+  ``sub`` is the caller id of the audit log. A JWT that fails verification counts as not
+  presented (the backend would refuse it too). Anything else presented is unverified,
+  which makes the operations it unlocks ``authUncertain``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Final, Literal
+
+import jwt
+import msgspec
+
+from catalog.config import Config, JwtConfig, SpecConfig, default_namespace
+from catalog.errors import ConfigError
+from catalog.model import SecurityPolicy, SecurityScheme
+from catalog.visibility import Audience, Presented, partition
+
+__all__ = [
+    "Caller",
+    "JwtVerifier",
+    "Outbound",
+    "Secrets",
+    "caller_from_headers",
+    "namespace_of",
+    "namespaces_of",
+    "resolve_secrets",
+]
+
+_AUTHORIZATION: Final = "authorization"
+_BEARER_TYPES: Final = frozenset({"oauth2", "openIdConnect"})
+_ASYMMETRIC: Final = (
+    "RS256",
+    "RS384",
+    "RS512",
+    "PS256",
+    "PS384",
+    "PS512",
+    "ES256",
+    "ES384",
+    "ES512",
+)
+_LEEWAY_SECONDS: Final = 30  # clock skew between the issuer and this host
+
+
+class JwtVerifier:
+    """Verifies bearer JWTs for one spec: an HS256 secret or a JWKS key set.
+
+    Built once at start-up by :func:`resolve_secrets`; verification itself is pure.
+    """
+
+    __slots__ = ("_config", "_jwks", "_secret")
+
+    def __init__(
+        self, config: JwtConfig, *, secret: bytes | None = None, jwks: jwt.PyJWKSet | None = None
+    ) -> None:
+        self._config = config
+        self._secret = secret
+        self._jwks = jwks
+
+    def verify(self, token: str) -> dict[str, Any] | None:
+        """The token's claims when it verifies, else None."""
+        options = {"require": ["exp"], "verify_aud": self._config.audience is not None}
+        try:
+            if self._secret is not None:
+                claims: dict[str, Any] = jwt.decode(
+                    token,
+                    self._secret,
+                    algorithms=["HS256"],
+                    audience=self._config.audience,
+                    issuer=self._config.issuer,
+                    leeway=_LEEWAY_SECONDS,
+                    options=options,  # type: ignore[arg-type]  # pyjwt types options as a TypedDict
+                )
+                return claims
+            if self._jwks is not None:
+                header = jwt.get_unverified_header(token)
+                key = self._pick(header.get("kid"))
+                if key is None:
+                    return None
+                claims = jwt.decode(
+                    token,
+                    key.key,
+                    algorithms=[key.algorithm_name] if key.algorithm_name else list(_ASYMMETRIC),
+                    audience=self._config.audience,
+                    issuer=self._config.issuer,
+                    leeway=_LEEWAY_SECONDS,
+                    options=options,  # type: ignore[arg-type]  # as above
+                )
+                return claims
+        except jwt.PyJWTError:
+            return None
+        return None
+
+    def scopes(self, claims: Mapping[str, Any]) -> frozenset[str]:
+        """The scopes a verified token grants: a space-separated string or a list."""
+        value = claims.get(self._config.scope_claim)
+        if value is None and self._config.scope_claim == "scope":
+            value = claims.get("scp")  # Azure AD / Okta spell it scp
+        if isinstance(value, str):
+            return frozenset(value.split())
+        if isinstance(value, list):
+            return frozenset(str(v) for v in value)
+        return frozenset()
+
+    def _pick(self, kid: object) -> jwt.PyJWK | None:
+        assert self._jwks is not None
+        keys = self._jwks.keys
+        if kid is None:
+            return keys[0] if len(keys) == 1 else None
+        return next((k for k in keys if k.key_id == kid), None)
+
+
+class Secrets(msgspec.Struct, frozen=True, kw_only=True):
+    """What :func:`resolve_secrets` read at start-up, keyed by spec source.
+
+    ``static_headers`` are sent to that spec's backend on every call (never logged).
+    """
+
+    verifiers: dict[str, JwtVerifier] = msgspec.field(default_factory=dict)
+    static_headers: dict[str, tuple[tuple[str, str], ...]] = msgspec.field(default_factory=dict)
+
+    def __repr__(self) -> str:
+        return f"Secrets(verifiers={sorted(self.verifiers)}, static_headers=<hidden>)"
+
+
+def resolve_secrets(
+    config: Config,
+    *,
+    environ: Mapping[str, str],
+    read_file: Callable[[str], bytes],
+) -> Secrets:
+    """Resolve the environment variables and key files the config names, once, at start-up.
+
+    Args:
+        config: the decoded config.
+        environ: the process environment (``os.environ``).
+        read_file: reads a JWKS file named in the config (relative paths as the caller
+            resolves them).
+
+    Raises:
+        ConfigError: a named environment variable is unset, or a JWKS file is unusable.
+    """
+    verifiers: dict[str, JwtVerifier] = {}
+    static: dict[str, tuple[tuple[str, str], ...]] = {}
+    for source, spec in config.specs.items():
+        where = f'specs."{source}"'
+        if spec.static_headers:
+            headers = []
+            for header, variable in sorted(spec.static_headers.items()):
+                value = environ.get(variable)
+                if value is None:
+                    raise ConfigError(
+                        "config", f"{where}.static_headers.{header}: ${variable} unset"
+                    )
+                if any(c in value for c in "\r\n\0"):
+                    raise ConfigError("config", f"{where}.static_headers.{header}: CR/LF in value")
+                headers.append((header, value))
+            static[source] = tuple(headers)
+        if spec.jwt is not None:
+            verifiers[source] = _verifier(spec.jwt, where, environ=environ, read_file=read_file)
+    return Secrets(verifiers=verifiers, static_headers=static)
+
+
+def _verifier(
+    config: JwtConfig,
+    where: str,
+    *,
+    environ: Mapping[str, str],
+    read_file: Callable[[str], bytes],
+) -> JwtVerifier:
+    if config.hs256_secret_env:
+        secret = environ.get(config.hs256_secret_env)
+        if not secret:
+            raise ConfigError(
+                "config", f"{where}.jwt.hs256_secret_env: ${config.hs256_secret_env} unset"
+            )
+        return JwtVerifier(config, secret=secret.encode())
+    if config.jwks_file:
+        try:
+            jwks = jwt.PyJWKSet.from_json(read_file(config.jwks_file).decode())
+        except (OSError, ValueError, jwt.PyJWTError) as exc:
+            raise ConfigError("config", f"{where}.jwt.jwks_file: {exc}") from exc
+        return JwtVerifier(config, jwks=jwks)
+    raise ConfigError("config", f"{where}.jwt: set hs256_secret_env or jwks_file")
+
+
+class Outbound(msgspec.Struct, frozen=True, kw_only=True):
+    """The caller's credentials bound for one namespace's backend, placed on the wire."""
+
+    headers: tuple[tuple[str, str], ...] = ()
+    query: tuple[tuple[str, str], ...] = ()
+    cookies: tuple[tuple[str, str], ...] = ()
+
+    def __repr__(self) -> str:
+        return f"Outbound(headers={[h for h, _ in self.headers]}, values=<hidden>)"
+
+
+_NOTHING: Final = Outbound()
+
+
+class Caller(msgspec.Struct, frozen=True, kw_only=True):
+    """One MCP request's identity.
+
+    Attributes:
+        id: the verified JWT's ``sub`` (for the audit log), when there is one.
+        audience: the visibility keys this caller sees (search, load and invoke).
+        outbound: namespace → credentials forwarded to that namespace's backend only.
+        presented: namespace → scheme name → what was presented (never the value).
+    """
+
+    audience: Audience = Audience()
+    id: str | None = None
+    outbound: dict[str, Outbound] = msgspec.field(default_factory=dict)
+    presented: dict[str, dict[str, Presented]] = msgspec.field(default_factory=dict)
+
+    def outbound_for(self, namespace: str) -> Outbound:
+        """The credentials for ``namespace`` (none when nothing is forwarded there)."""
+        return self.outbound.get(namespace, _NOTHING)
+
+    def __repr__(self) -> str:
+        return f"Caller(id={self.id!r}, namespaces={sorted(self.outbound)})"
+
+
+def namespace_of(source: str, config: Config) -> str:
+    """The namespace of the spec at ``source``: the config's, or the slug of the path."""
+    namespace = config.spec(source).namespace
+    return default_namespace(source) if namespace is msgspec.UNSET else namespace
+
+
+def namespaces_of(sources: Iterable[str], config: Config) -> dict[str, str]:
+    """Namespace → spec source, for the sources of the catalog (the index meta's files)."""
+    return {namespace_of(source, config): source for source in sorted(sources)}
+
+
+def caller_from_headers(
+    headers: Mapping[str, str],
+    *,
+    config: Config,
+    namespaces: Mapping[str, str],
+    policies: Mapping[str, SecurityPolicy],
+    secrets: Secrets,
+) -> Caller:
+    """The identity of one MCP request.
+
+    Args:
+        headers: the inbound request headers (any case; one value per name).
+        config: the decoded config (``forward_headers``, ``credentials``, ``jwt``,
+            ``visibility.missing_credentials``).
+        namespaces: namespace → spec source of every document in the catalog
+            (:func:`namespaces_of` over the index meta's ``files``); their number decides
+            whether ``Authorization`` is forwarded by default.
+        policies: visibility key → policy (the index meta's ``policies``).
+        secrets: the JWT verifiers resolved at start-up.
+    """
+    inbound = {name.lower(): value for name, value in headers.items() if _clean(value)}
+    schemes = _schemes_by_namespace(policies.values())
+    single = len(namespaces) == 1
+    outbound: dict[str, Outbound] = {}
+    presented: dict[str, dict[str, Presented]] = {}
+    caller_id: str | None = None
+    verified_cache: dict[tuple[str, str], dict[str, Any] | None] = {}
+    for namespace, source in namespaces.items():
+        spec = config.spec(source)
+        forwarded = _forwarded_names(spec, single=single)
+        out_headers: dict[str, tuple[str, str]] = {}
+        for name in forwarded:
+            value = inbound.get(name.lower())
+            if value is not None:
+                out_headers[name.lower()] = (name, value)
+        query: list[tuple[str, str]] = []
+        cookies: list[tuple[str, str]] = []
+        credentials: dict[str, Presented] = {}
+        verifier = secrets.verifiers.get(source)
+        for scheme in schemes.get(namespace, {}).values():
+            found = _credential(scheme, spec, inbound, forwarded)
+            if found is None:
+                continue
+            value, placed = found
+            if scheme.location == "query" and scheme.parameter:
+                query.append((scheme.parameter, value))
+            elif scheme.location == "cookie" and scheme.parameter:
+                cookies.append((scheme.parameter, value))
+            else:
+                out_headers[placed.lower()] = (placed, value)
+            credential = Presented()
+            token = _bearer_token(scheme, value)
+            if verifier is not None and token is not None and token.count(".") == 2:
+                key = (source, token)
+                if key not in verified_cache:
+                    verified_cache[key] = verifier.verify(token)
+                claims = verified_cache[key]
+                if claims is None:
+                    continue  # a JWT the configured key rejects: the backend would too
+                credential = Presented(verified=True, scopes=verifier.scopes(claims))
+                if caller_id is None and isinstance(claims.get("sub"), str):
+                    caller_id = claims["sub"]
+            credentials[scheme.name] = credential
+        if out_headers or query or cookies:
+            outbound[namespace] = Outbound(
+                headers=tuple(out_headers.values()), query=tuple(query), cookies=tuple(cookies)
+            )
+        if credentials:
+            presented[namespace] = credentials
+    missing = config.visibility.missing_credentials
+    return Caller(
+        audience=_audience(policies, presented, missing=missing),
+        id=caller_id,
+        outbound=outbound,
+        presented=presented,
+    )
+
+
+def _audience(
+    policies: Mapping[str, SecurityPolicy],
+    presented: Mapping[str, Mapping[str, Presented]],
+    *,
+    missing: Literal["hide", "uncertain"],
+) -> Audience:
+    if not presented and missing == "hide":
+        return Audience()  # nothing presented: public operations only, no policy to weigh
+    return partition(policies, presented, missing=missing)
+
+
+def _clean(value: str) -> bool:
+    return not any(c in value for c in "\r\n\0")
+
+
+def _forwarded_names(spec: SpecConfig, *, single: bool) -> tuple[str, ...]:
+    names: tuple[str, ...]
+    if spec.forward_headers is msgspec.UNSET:
+        names = ("Authorization",) if single else ()
+    else:
+        names = spec.forward_headers
+    return names + tuple(h for h in spec.credentials.values() if h not in names)
+
+
+def _schemes_by_namespace(
+    policies: Iterable[SecurityPolicy],
+) -> dict[str, dict[str, SecurityScheme]]:
+    found: dict[str, dict[str, SecurityScheme]] = {}
+    for policy in policies:
+        schemes = found.setdefault(policy.namespace, {})
+        for alternative in policy.alternatives:
+            for use in alternative:
+                schemes.setdefault(use.scheme.name, use.scheme)
+    return found
+
+
+def _credential(
+    scheme: SecurityScheme,
+    spec: SpecConfig,
+    inbound: Mapping[str, str],
+    forwarded: tuple[str, ...],
+) -> tuple[str, str] | None:
+    """The credential value for ``scheme`` and the outbound header it goes in, if presented."""
+    configured = spec.credentials.get(scheme.name)
+    if scheme.type == "apiKey":
+        default = scheme.parameter if scheme.location == "header" else None
+        source_header = configured or default
+        if not source_header or source_header.lower() not in {f.lower() for f in forwarded}:
+            return None
+        value = inbound.get(source_header.lower())
+        if not value:
+            return None
+        return value, (scheme.parameter or source_header)
+    if scheme.type == "mutualTLS":
+        return None  # a client certificate is the gateway's, never the caller's
+    source_header = configured or "Authorization"
+    if source_header.lower() not in {f.lower() for f in forwarded}:
+        return None
+    value = inbound.get(source_header.lower())
+    if not value:
+        return None
+    kind = value.split(" ", 1)[0].lower()
+    if scheme.type in _BEARER_TYPES or scheme.scheme == "bearer":
+        expected = "bearer"
+    else:
+        expected = (scheme.scheme or "").lower()
+    if kind != expected:
+        return None
+    return value, "Authorization"
+
+
+def _bearer_token(scheme: SecurityScheme, value: str) -> str | None:
+    if scheme.type in _BEARER_TYPES or (scheme.type == "http" and scheme.scheme == "bearer"):
+        kind, _, token = value.partition(" ")
+        if kind.lower() == "bearer":
+            return token.strip()
+    return None

@@ -1,0 +1,630 @@
+"""The pure half of invoke_tool: arguments, version pin, the outbound request, the result.
+
+Pure: no I/O. ``server/proxy.py`` sends what :func:`build_request` returns and hands the
+answer to :func:`interpret` (style.md §2.5, build then send).
+
+Theory of operation (the seed page, invoke_tool; design.md, Error envelope):
+
+1. The name is resolved first (the view raises ``unknown_tool`` for a hidden or
+   nonexistent tool, whatever ``version`` says), then the pin: a ``version`` that is not
+   the definition's is ``tool_changed`` before anything reaches the backend.
+2. :func:`coerce_arguments`: ``null`` is ``{}``; a string holding a JSON object is that
+   object (the caller logs the rewrite); anything else is ``invalid_type`` naming the kind
+   that arrived. Then :class:`ArgumentValidator` checks the inputSchema and lists every
+   failing path.
+3. :func:`build_request` places each argument by its :class:`catalog.model.ParameterBinding`.
+   The URL is the backend's base URL plus the path template, and every argument value is
+   percent-encoded (path values with ``safe=""``, dot segments escaped), so no value can
+   change the scheme, host, port or the path's shape. Header values with CR, LF or NUL are
+   refused. OpenAPI ignores header parameters named Accept, Content-Type and
+   Authorization (3.1 §4.8.12.1); hop-by-hop headers are never taken from arguments.
+4. :func:`interpret`: 2xx is ``{"status", "body"}`` (JSON parsed, text as a string,
+   anything else base64 with ``contentType`` and ``encoding``); anything else is
+   ``backend_error`` with ``status``, ``body``, ``retryAfter``.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+import uuid
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+from urllib.parse import quote, urlsplit
+
+import jsonschema
+import msgspec
+
+from catalog.model import ParameterBinding, Route, ToolDefinition
+from server.errors import (
+    BackendError,
+    BackendNotConfigured,
+    InvalidArguments,
+    InvalidType,
+    ToolChanged,
+)
+
+__all__ = [
+    "ArgumentValidator",
+    "BackendResponse",
+    "OutboundRequest",
+    "base_url_for",
+    "build_request",
+    "check_version",
+    "coerce_arguments",
+    "interpret",
+    "origin_of",
+]
+
+
+class OutboundRequest(msgspec.Struct, frozen=True, kw_only=True):
+    """One HTTP request to a backend, ready to send.
+
+    ``origin`` is the backend's ``scheme://host:port``; the URL always starts with it.
+    """
+
+    method: str
+    url: str
+    origin: str
+    headers: tuple[tuple[str, str], ...] = ()
+    body: bytes | None = None
+    content_type: str | None = None
+
+    def __repr__(self) -> str:  # headers carry credentials: never printed
+        return f"OutboundRequest({self.method} {self.url.split('?', 1)[0]})"
+
+
+class BackendResponse(msgspec.Struct, frozen=True, kw_only=True):
+    """What a backend answered, as read by the proxy (the body within its budget)."""
+
+    status: int
+    headers: tuple[tuple[str, str], ...] = ()
+    body: bytes = b""
+
+    def header(self, name: str) -> str | None:
+        """The first value of header ``name`` (case-insensitive), or None."""
+        wanted = name.lower()
+        return next((v for k, v in self.headers if k.lower() == wanted), None)
+
+
+# -- 1. version and arguments -------------------------------------------------------------
+
+
+def check_version(definition: ToolDefinition, version: object) -> None:
+    """Refuse a pinned call answered by a replica holding another definition.
+
+    Raises:
+        ToolChanged: ``version`` is given and differs from the definition's.
+        InvalidType: ``version`` is neither absent (None) nor a string.
+    """
+    if version is None:
+        return
+    if not isinstance(version, str):
+        raise InvalidType(f"version must be a string, got {_kind(version)}")
+    if version != definition.version:
+        raise ToolChanged(
+            f"{definition.name} changed: this replica holds version {definition.version}, "
+            f"the call pinned {version}; call load_tool again",
+            version=definition.version,
+        )
+
+
+def coerce_arguments(arguments: object) -> tuple[dict[str, Any], bool]:
+    """The arguments as an object, and whether a JSON string was unwrapped.
+
+    Raises:
+        InvalidType: anything but an object, null or a string holding a JSON object; the
+            message names the kind that arrived.
+    """
+    if arguments is None:
+        return {}, False
+    if isinstance(arguments, dict):
+        return arguments, False
+    if isinstance(arguments, str):
+        try:
+            parsed = json.loads(arguments)
+        except ValueError:
+            raise InvalidType(
+                "arguments must be an object; got a string that is not JSON"
+            ) from None
+        if isinstance(parsed, dict):
+            return parsed, True
+        raise InvalidType(f"arguments must be an object; got a string holding JSON {_kind(parsed)}")
+    raise InvalidType(f"arguments must be an object; got {_kind(arguments)}")
+
+
+def _kind(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list | tuple):
+        return "an array"
+    if isinstance(value, dict):
+        return "an object"
+    return type(value).__name__
+
+
+class ArgumentValidator:
+    """Validates arguments against inputSchemas; compiled validators are kept by version.
+
+    One per Invoker (never a module global): a process holds a bounded number of
+    compiled schemas, the most recently used.
+    """
+
+    __slots__ = ("_cache", "_size")
+
+    def __init__(self, *, size: int = 1024) -> None:
+        self._cache: OrderedDict[str, jsonschema.Draft202012Validator] = OrderedDict()
+        self._size = size
+
+    def validate(self, definition: ToolDefinition, arguments: Mapping[str, Any]) -> None:
+        """Check ``arguments`` against the definition's inputSchema.
+
+        Raises:
+            InvalidArguments: with ``errors``, one ``{"path", "message"}`` per failure.
+        """
+        validator = self._validator(definition)
+        failures = sorted(
+            validator.iter_errors(arguments), key=lambda e: [str(p) for p in e.absolute_path]
+        )
+        if not failures:
+            return
+        errors = [
+            {"path": _pointer(error.absolute_path), "message": error.message} for error in failures
+        ]
+        listed = "; ".join(f"{e['path'] or '/'}: {e['message']}" for e in errors[:5])
+        raise InvalidArguments(
+            f"arguments do not match the inputSchema of {definition.name}: {listed}",
+            errors=errors,
+        )
+
+    def _validator(self, definition: ToolDefinition) -> jsonschema.Draft202012Validator:
+        key = definition.version or json.dumps(definition.input_schema, sort_keys=True)
+        validator = self._cache.get(key)
+        if validator is None:
+            validator = jsonschema.Draft202012Validator(definition.input_schema)
+            self._cache[key] = validator
+            if len(self._cache) > self._size:
+                self._cache.popitem(last=False)
+        else:
+            self._cache.move_to_end(key)
+        return validator
+
+
+def _pointer(path: Sequence[object]) -> str:
+    return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in path)
+
+
+# -- 2. the request -----------------------------------------------------------------------
+
+_PATH_PARAM: Final = re.compile(r"\{([^{}]+)\}")
+_IGNORED_HEADERS: Final = frozenset(
+    {
+        "accept",  # OpenAPI: header parameters with these three names are ignored
+        "content-type",
+        "authorization",
+        "host",  # hop-by-hop or framing: set by the client, never by an argument
+        "content-length",
+        "transfer-encoding",
+        "connection",
+        "keep-alive",
+        "upgrade",
+        "te",
+        "trailer",
+        "proxy-authorization",
+        "proxy-connection",
+        "cookie",
+    }
+)
+_RESERVED_KEPT: Final = ":/?[]@!$'()*,;"
+"""allowReserved keeps RFC 3986 reserved characters, except those that would split the
+query (``&``, ``=``, ``+``) or end it (``#``)."""
+_TOKEN: Final = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+_JSON_TYPES: Final = re.compile(r"^application/(.+\+)?json$")
+
+
+def origin_of(url: str) -> str | None:
+    """``scheme://host:port`` of an absolute http(s) URL, or None."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return None
+    try:
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        return None
+    host = parts.hostname
+    if ":" in host:
+        host = f"[{host}]"
+    return f"{parts.scheme}://{host}:{port}"
+
+
+def base_url_for(route: Route, override: str | None, *, tool: str) -> str:
+    """The base URL calls go to: the config's override, else the document's server.
+
+    Raises:
+        BackendNotConfigured: neither is an absolute http(s) URL.
+    """
+    base = override or route.base_url
+    if not base or origin_of(base) is None or urlsplit(base).query or urlsplit(base).fragment:
+        raise BackendNotConfigured(
+            f"{tool} has no backend: its document gives no absolute server URL "
+            f"({route.base_url or 'none'}) and the config sets no base_url"
+        )
+    return base.rstrip("/")
+
+
+def build_request(
+    route: Route,
+    arguments: Mapping[str, Any],
+    *,
+    base_url: str,
+    headers: Sequence[tuple[str, str]] = (),
+    query: Sequence[tuple[str, str]] = (),
+    cookies: Sequence[tuple[str, str]] = (),
+    max_body_bytes: int | None = None,
+) -> OutboundRequest:
+    """The request for ``route`` with ``arguments`` (already validated).
+
+    Args:
+        route: the tool's routing record.
+        arguments: the call's arguments; a variant's fixed and default arguments are
+            merged here.
+        base_url: from :func:`base_url_for`.
+        headers: credentials and static headers for this backend; they win over any
+            argument of the same name.
+        query: credential query parameters (an apiKey in the query).
+        cookies: credential cookies (an apiKey in a cookie).
+        max_body_bytes: the outgoing body budget.
+
+    Raises:
+        InvalidArguments: a header value with CR/LF, a missing path parameter, or a body
+            over ``max_body_bytes``.
+    """
+    args = dict(getattr(route, "default_arguments", {}) or {})
+    args.update(arguments)
+    args.update(getattr(route, "fixed_arguments", {}) or {})
+    origin = origin_of(base_url)
+    if origin is None:  # base_url_for already checked; a direct caller may not have
+        raise BackendNotConfigured(f"not an absolute http(s) URL: {base_url}")
+    path_values: dict[str, str] = {}
+    query_parts: list[str] = []
+    header_list: list[tuple[str, str]] = []
+    cookie_list: list[tuple[str, str]] = []
+    body_members: dict[str, Any] = {}
+    whole_body: Any = None
+    has_whole_body = False
+    for binding in route.bindings:
+        if binding.argument not in args:
+            continue
+        value = args[binding.argument]
+        if binding.location == "body":
+            if route.body_is_whole or not binding.wire_name:
+                whole_body, has_whole_body = value, True
+            else:
+                body_members[binding.wire_name] = value
+            continue
+        if value is None:
+            continue  # an explicit null parameter is sent as an absent one
+        if binding.content_type:
+            value = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+        if binding.location == "path":
+            segment = _path_value(binding, value)
+            if segment:  # an empty segment ("//") may be collapsed by the backend's router
+                path_values[binding.wire_name] = segment
+        elif binding.location == "query":
+            query_parts.extend(_query_pairs(binding, value))
+        elif binding.location == "header":
+            if binding.wire_name.lower() in _IGNORED_HEADERS or not _TOKEN.match(binding.wire_name):
+                continue
+            header_list.append((binding.wire_name, _header_value(binding, value)))
+        elif binding.location == "cookie":
+            cookie_list.append((binding.wire_name, _cookie_value(value)))
+    url = base_url + _expand_path(route.path, path_values)
+    query_parts.extend(f"{_q(k)}={_q(v)}" for k, v in query)
+    if query_parts:
+        url += "?" + "&".join(query_parts)
+    body, content_type = _body(route, body_members, whole_body, has_whole_body)
+    if body is not None and max_body_bytes is not None and len(body) > max_body_bytes:
+        raise InvalidArguments(
+            f"the request body is {len(body)} bytes, over the {max_body_bytes}-byte limit"
+        )
+    out: dict[str, tuple[str, str]] = {k.lower(): (k, v) for k, v in header_list}
+    all_cookies = [*cookie_list, *cookies]
+    for name, value in headers:
+        out[name.lower()] = (name, value)
+    if all_cookies:
+        jar = "; ".join(f"{_cookie_name(k)}={v}" for k, v in all_cookies)
+        given = out.get("cookie")
+        out["cookie"] = ("Cookie", f"{given[1]}; {jar}" if given else jar)
+    if content_type is not None:
+        out["content-type"] = ("Content-Type", content_type)
+    for name, value in out.values():
+        if any(c in value for c in "\r\n\0") or any(c in name for c in "\r\n\0:"):
+            raise InvalidArguments(
+                f"header {name!r}: a value may not contain CR, LF or NUL",
+                errors=[{"path": f"/{name}", "message": "CR, LF or NUL in a header value"}],
+            )
+    return OutboundRequest(
+        method=route.method.upper(),
+        url=url,
+        origin=origin,
+        headers=tuple(out.values()),
+        body=body,
+        content_type=content_type,
+    )
+
+
+def _q(text: str, *, allow_reserved: bool = False) -> str:
+    return quote(text, safe=_RESERVED_KEPT if allow_reserved else "")
+
+
+def _scalar(value: Any) -> str:
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int | float):
+        return json.dumps(value)
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def _segment(value: Any) -> str:
+    encoded = quote(_scalar(value), safe="")
+    # "." and ".." would be removed or climb a level in URL normalization; %2E is the
+    # same character to the backend and no dot segment to anyone on the way.
+    return encoded.replace(".", "%2E") if encoded in (".", "..") else encoded
+
+
+def _path_value(binding: ParameterBinding, value: Any) -> str:
+    style = binding.style or "simple"
+    explode = bool(binding.explode)
+    name = binding.wire_name
+    if isinstance(value, list):
+        items = [_segment(v) for v in value]
+        if style == "label":
+            return "." + ("." if explode else ",").join(items)
+        if style == "matrix":
+            if explode:
+                return "".join(f";{_segment(name)}={i}" for i in items)
+            return f";{_segment(name)}=" + ",".join(items)
+        return ",".join(items)
+    if isinstance(value, dict):
+        pairs = [(_segment(k), _segment(v)) for k, v in value.items()]
+        flat = [f"{k}={v}" for k, v in pairs] if explode else [x for kv in pairs for x in kv]
+        if style == "label":
+            return "." + ("." if explode else ",").join(flat)
+        if style == "matrix":
+            if explode:
+                return "".join(f";{p}" for p in flat)
+            return f";{_segment(name)}=" + ",".join(flat)
+        return ",".join(flat)
+    if style == "label":
+        return "." + _segment(value)
+    if style == "matrix":
+        return f";{_segment(name)}={_segment(value)}"
+    return _segment(value)
+
+
+def _expand_path(template: str, values: Mapping[str, str]) -> str:
+    def replace(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name not in values:
+            raise InvalidArguments(
+                f"path parameter {name!r} is required and may not be empty",
+                errors=[{"path": f"/{name}", "message": "path parameter missing or empty"}],
+            )
+        return values[name]
+
+    path = _PATH_PARAM.sub(replace, template)
+    # A value can still form a dot segment with its style's prefix (label: "." + "");
+    # %2E is the same character to the backend and no dot segment to any normalizer.
+    path = "/".join(
+        seg.replace(".", "%2E") if seg in (".", "..") else seg for seg in path.split("/")
+    )
+    return path if path.startswith("/") else "/" + path
+
+
+def _query_pairs(binding: ParameterBinding, value: Any) -> list[str]:
+    style = binding.style or "form"
+    explode = binding.explode if binding.explode is not None else style == "form"
+    reserved = binding.allow_reserved
+    name = _q(binding.wire_name)
+
+    def enc(v: Any) -> str:
+        return _q(_scalar(v), allow_reserved=reserved)
+
+    if isinstance(value, list):
+        if not value:
+            return []
+        if style == "spaceDelimited" and not explode:
+            return [f"{name}=" + "%20".join(enc(v) for v in value)]
+        if style == "pipeDelimited" and not explode:
+            return [f"{name}=" + "|".join(enc(v) for v in value)]
+        if explode:
+            return [f"{name}={enc(v)}" for v in value]
+        return [f"{name}=" + ",".join(enc(v) for v in value)]
+    if isinstance(value, dict):
+        if style == "deepObject":
+            return [f"{_q(f'{binding.wire_name}[{k}]')}={enc(v)}" for k, v in value.items()]
+        if explode:
+            return [f"{_q(str(k))}={enc(v)}" for k, v in value.items()]
+        return [f"{name}=" + ",".join(f"{enc(k)},{enc(v)}" for k, v in value.items())]
+    return [f"{name}={enc(value)}"]
+
+
+def _header_value(binding: ParameterBinding, value: Any) -> str:
+    if isinstance(value, list):
+        text = ",".join(_scalar(v) for v in value)
+    elif isinstance(value, dict):
+        if binding.explode:
+            text = ",".join(f"{k}={_scalar(v)}" for k, v in value.items())
+        else:
+            text = ",".join(f"{k},{_scalar(v)}" for k, v in value.items())
+    else:
+        text = _scalar(value)
+    if any(c in text for c in "\r\n\0"):
+        raise InvalidArguments(
+            f"header parameter {binding.argument!r}: a value may not contain CR, LF or NUL",
+            errors=[{"path": f"/{binding.argument}", "message": "CR, LF or NUL in a header value"}],
+        )
+    return text
+
+
+def _cookie_value(value: Any) -> str:
+    if isinstance(value, list):
+        return ",".join(quote(_scalar(v), safe="") for v in value)
+    if isinstance(value, dict):
+        return ",".join(
+            f"{quote(str(k), safe='')},{quote(_scalar(v), safe='')}" for k, v in value.items()
+        )
+    return quote(_scalar(value), safe="")
+
+
+def _cookie_name(name: str) -> str:
+    return name if _TOKEN.match(name) else quote(name, safe="")
+
+
+def _body(
+    route: Route, members: dict[str, Any], whole: Any, has_whole: bool
+) -> tuple[bytes | None, str | None]:
+    media = (route.body_media_type or "application/json").split(";")[0].strip().lower()
+    if has_whole:
+        payload: Any = whole
+    elif members:
+        payload = members
+    elif route.body_required and route.body_media_type and not route.body_is_whole:
+        payload = {}
+    else:
+        return None, None
+    if _JSON_TYPES.match(media) or media == "*/*":
+        return msgspec.json.encode(payload), route.body_media_type or "application/json"
+    if media == "application/x-www-form-urlencoded":
+        return _form(payload).encode("ascii"), media
+    if media == "multipart/form-data":
+        return _multipart(payload)
+    if isinstance(payload, str):
+        return payload.encode("utf-8"), route.body_media_type
+    if media.startswith("text/"):
+        return _scalar(payload).encode("utf-8"), route.body_media_type
+    return msgspec.json.encode(payload), "application/json"
+
+
+def _form(payload: Any) -> str:
+    if not isinstance(payload, dict):
+        return _q(_scalar(payload))
+    pairs: list[str] = []
+    for key, value in payload.items():
+        if value is None:
+            continue
+        if isinstance(value, list):
+            pairs.extend(f"{_q(str(key))}={_q(_scalar(v))}" for v in value)
+        else:
+            pairs.append(f"{_q(str(key))}={_q(_scalar(value))}")
+    return "&".join(pairs)
+
+
+def _multipart(payload: Any) -> tuple[bytes, str]:
+    boundary = uuid.uuid4().hex
+    fields = payload if isinstance(payload, dict) else {"body": payload}
+    chunks: list[bytes] = []
+    for key, value in fields.items():
+        if value is None:
+            continue
+        name = str(key).replace("\\", "\\\\").replace('"', "%22")
+        name = name.replace("\r", "%0D").replace("\n", "%0A")
+        for item in value if isinstance(value, list) else [value]:
+            if isinstance(item, dict | list):
+                data, kind = msgspec.json.encode(item), "application/json"
+            else:
+                data, kind = _scalar(item).encode("utf-8"), "text/plain; charset=utf-8"
+            chunks.append(
+                f'--{boundary}\r\nContent-Disposition: form-data; name="{name}"\r\n'
+                f"Content-Type: {kind}\r\n\r\n".encode()
+                + data
+                + b"\r\n"
+            )
+    chunks.append(f"--{boundary}--\r\n".encode())
+    return b"".join(chunks), f"multipart/form-data; boundary={boundary}"
+
+
+# -- 3. the result ------------------------------------------------------------------------
+
+
+def interpret(response: BackendResponse) -> dict[str, Any]:
+    """The invoke_tool success payload for a 2xx answer.
+
+    Raises:
+        BackendError: any other status, with ``status``, ``body`` and (when the backend
+            sent one) ``retryAfter``.
+    """
+    payload = _decode_body(response)
+    if 200 <= response.status < 300:
+        return {"status": response.status, **payload}
+    extra: dict[str, Any] = {"status": response.status, **payload}
+    retry_after = response.header("retry-after")
+    if retry_after is not None:
+        stripped = retry_after.strip()
+        extra["retryAfter"] = int(stripped) if stripped.isdigit() else stripped
+    if 300 <= response.status < 400 and response.header("location") is not None:
+        extra["location"] = response.header("location")
+    raise BackendError(f"the backend answered HTTP {response.status}", **extra)
+
+
+def _decode_body(response: BackendResponse) -> dict[str, Any]:
+    raw = response.body
+    content_type = response.header("content-type") or ""
+    media = content_type.split(";")[0].strip().lower()
+    if not raw:
+        return {"body": None}
+    if _JSON_TYPES.match(media) or media == "":
+        try:
+            return {"body": msgspec.json.decode(raw)}
+        except msgspec.DecodeError:
+            pass  # declared JSON but is not: fall through to text or bytes
+    charset = _charset(content_type)
+    if media.startswith("text/") or media in _TEXTUAL or charset or _JSON_TYPES.match(media):
+        try:
+            return {"body": raw.decode(charset or "utf-8")}
+        except (UnicodeDecodeError, LookupError):
+            pass
+    if media == "":
+        try:
+            return {"body": raw.decode("utf-8")}
+        except UnicodeDecodeError:
+            pass
+    return {
+        "body": base64.b64encode(raw).decode("ascii"),
+        "contentType": content_type or "application/octet-stream",
+        "encoding": "base64",
+    }
+
+
+_TEXTUAL: Final = frozenset(
+    {
+        "application/xml",
+        "application/javascript",
+        "application/x-www-form-urlencoded",
+        "application/yaml",
+        "application/x-yaml",
+        "application/graphql",
+    }
+)
+
+
+def _charset(content_type: str) -> str | None:
+    for part in content_type.split(";")[1:]:
+        key, _, value = part.strip().partition("=")
+        if key.lower() == "charset" and value:
+            return value.strip('"')
+    return None

@@ -1,0 +1,303 @@
+"""Sending invoke_tool's requests: the only module that imports httpx.
+
+One pooled keep-alive ``httpx.AsyncClient`` per backend (origin and connection settings)
+per process, created on first use and closed by :meth:`Invoker.aclose`. Each client has
+the timeouts, CA bundle, client certificate, outbound proxy and concurrency limit of its
+spec's config. Redirects are never followed by httpx; a redirect to the same origin is
+followed here (at most :data:`MAX_REDIRECTS`), one to any other origin is returned to the
+caller as the backend's answer, so credentials never leave the backend they were meant
+for. The response is streamed and cut at ``max_response_bytes``.
+
+httpx's exceptions become ``ToolError`` values here, once, ``from exc`` (style.md §2.8).
+Every invoke writes one audit line on the ``sezzlee.audit`` logger: tool, version,
+outcome, status, latency and the caller id when known, never a credential.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import ssl
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Final
+from urllib.parse import urljoin
+
+import httpx
+import msgspec
+
+from catalog.config import Config, SpecConfig
+from server.errors import BackendTimeout, BackendUnreachable, ResponseTooLarge, ToolError
+from server.identity import Caller, Secrets
+from server.invoke import (
+    ArgumentValidator,
+    BackendResponse,
+    OutboundRequest,
+    base_url_for,
+    build_request,
+    check_version,
+    coerce_arguments,
+    interpret,
+    origin_of,
+)
+
+if TYPE_CHECKING:
+    from server.view import CatalogView
+
+__all__ = ["MAX_REDIRECTS", "BackendSettings", "Invoker", "Proxy"]
+
+MAX_REDIRECTS: Final = 5
+_REDIRECTS: Final = frozenset({301, 302, 303, 307, 308})
+_AUDIT: Final = logging.getLogger("sezzlee.audit")
+_LOG: Final = logging.getLogger("sezzlee.invoke")
+
+
+class BackendSettings(msgspec.Struct, frozen=True, kw_only=True):
+    """How to reach one backend; equal settings share one pooled client."""
+
+    origin: str
+    timeout_seconds: float
+    connect_timeout_seconds: float
+    max_concurrency: int
+    max_response_bytes: int
+    ca_bundle: str | None = None
+    client_cert: str | None = None
+    client_key: str | None = None
+    proxy: str | None = None
+
+
+TransportFactory = Callable[[BackendSettings], httpx.AsyncBaseTransport]
+"""Builds the transport of a backend's client (tests pass ``httpx.MockTransport``)."""
+
+
+class _Backend:
+    __slots__ = ("client", "limit", "settings")
+
+    def __init__(self, settings: BackendSettings, transport: httpx.AsyncBaseTransport | None):
+        self.settings = settings
+        self.limit = asyncio.Semaphore(settings.max_concurrency)
+        timeout = httpx.Timeout(settings.timeout_seconds, connect=settings.connect_timeout_seconds)
+        limits = httpx.Limits(
+            max_connections=settings.max_concurrency,
+            max_keepalive_connections=settings.max_concurrency,
+        )
+        if transport is None:
+            transport = httpx.AsyncHTTPTransport(
+                verify=_tls(settings),
+                limits=limits,
+                proxy=settings.proxy,
+                trust_env=False,
+            )
+        self.client = httpx.AsyncClient(
+            transport=transport,
+            timeout=timeout,
+            follow_redirects=False,
+            trust_env=False,  # the config names the proxy; HTTP(S)_PROXY never applies
+        )
+
+
+def _tls(settings: BackendSettings) -> ssl.SSLContext | bool:
+    if not settings.origin.startswith("https:"):
+        return True
+    context = ssl.create_default_context(cafile=settings.ca_bundle)
+    if settings.client_cert:
+        context.load_cert_chain(settings.client_cert, settings.client_key)
+    return context
+
+
+class Proxy:
+    """Sends :class:`OutboundRequest` values over one pooled client per backend."""
+
+    def __init__(self, *, transport_factory: TransportFactory | None = None) -> None:
+        self._factory = transport_factory
+        self._backends: dict[BackendSettings, _Backend] = {}
+
+    def _backend(self, settings: BackendSettings) -> _Backend:
+        backend = self._backends.get(settings)
+        if backend is None:
+            transport = self._factory(settings) if self._factory else None
+            backend = self._backends[settings] = _Backend(settings, transport)
+        return backend
+
+    async def send(self, request: OutboundRequest, settings: BackendSettings) -> BackendResponse:
+        """Send ``request`` to its backend and read the answer within the budget.
+
+        Raises:
+            BackendUnreachable: connection refused, reset, DNS or TLS failure.
+            BackendTimeout: no answer within the timeouts.
+            ResponseTooLarge: the answer exceeds ``max_response_bytes``.
+        """
+        if request.origin != settings.origin or origin_of(request.url) != settings.origin:
+            raise BackendUnreachable(f"refusing to send to {origin_of(request.url)}")
+        backend = self._backend(settings)
+        async with backend.limit:
+            method, url, body = request.method, request.url, request.body
+            headers = list(request.headers)
+            for _ in range(MAX_REDIRECTS + 1):
+                response = await self._exchange(backend, method, url, headers, body)
+                location = response.header("location")
+                if response.status not in _REDIRECTS or location is None:
+                    return response
+                target = urljoin(url, location)
+                if origin_of(target) != settings.origin:
+                    return response  # another origin: never followed, the caller sees it
+                if response.status == 303 or (response.status in (301, 302) and method != "GET"):
+                    method, body = ("HEAD" if method == "HEAD" else "GET"), None
+                    headers = [(k, v) for k, v in headers if k.lower() != "content-type"]
+                url = target
+            return response
+
+    async def _exchange(
+        self,
+        backend: _Backend,
+        method: str,
+        url: str,
+        headers: list[tuple[str, str]],
+        body: bytes | None,
+    ) -> BackendResponse:
+        budget = backend.settings.max_response_bytes
+        try:
+            outgoing = backend.client.build_request(method, url, headers=headers, content=body)
+            response = await backend.client.send(outgoing, stream=True)
+            try:
+                declared = response.headers.get("content-length")
+                if declared is not None and declared.isdigit() and int(declared) > budget:
+                    raise _too_large(budget)
+                chunks: list[bytes] = []
+                size = 0
+                async for chunk in response.aiter_bytes():
+                    size += len(chunk)
+                    if size > budget:
+                        raise _too_large(budget)
+                    chunks.append(chunk)
+            finally:
+                await response.aclose()
+        except httpx.TimeoutException as exc:
+            raise BackendTimeout(f"the backend did not answer in time ({exc!r})") from exc
+        except httpx.TransportError as exc:
+            raise BackendUnreachable(f"the backend could not be reached ({exc!r})") from exc
+        except httpx.DecodingError as exc:
+            raise BackendUnreachable(f"the backend's answer could not be decoded: {exc}") from exc
+        return BackendResponse(
+            status=response.status_code,
+            headers=tuple(response.headers.multi_items()),
+            body=b"".join(chunks),
+        )
+
+    async def aclose(self) -> None:
+        """Close every pooled client."""
+        backends, self._backends = list(self._backends.values()), {}
+        for backend in backends:
+            await backend.client.aclose()
+
+
+def _too_large(budget: int) -> ResponseTooLarge:
+    return ResponseTooLarge(f"the backend's answer exceeds the {budget}-byte response budget")
+
+
+class Invoker:
+    """invoke_tool: resolve, check, build, send, interpret; one per server process.
+
+    Args:
+        config: the decoded config (``invoke`` defaults and per-spec settings).
+        secrets: static headers and JWT keys resolved at start-up.
+        transport_factory: builds each backend's transport (tests: ``httpx.MockTransport``).
+    """
+
+    def __init__(
+        self,
+        *,
+        config: Config,
+        secrets: Secrets,
+        transport_factory: TransportFactory | None = None,
+    ) -> None:
+        self._config = config
+        self._secrets = secrets
+        self._proxy = Proxy(transport_factory=transport_factory)
+        self._validator = ArgumentValidator()
+        self._known: dict[tuple[str, str], BackendSettings] = {}
+
+    async def invoke(
+        self,
+        view: CatalogView,
+        *,
+        name: str,
+        arguments: object,
+        version: object,
+        caller: Caller,
+    ) -> dict[str, Any]:
+        """Call tool ``name`` for ``caller``; the success payload ``{"status", "body"}``.
+
+        Raises:
+            ToolError: ``unknown_tool`` (checked first), ``tool_changed``, ``invalid_type``,
+                ``invalid_arguments``, ``backend_not_configured``, ``backend_error``,
+                ``backend_unreachable``, ``backend_timeout``, ``response_too_large``.
+        """
+        started = time.perf_counter()
+        shown_version = version if isinstance(version, str) else None
+        status: int | None = None
+        outcome = "ok"
+        try:
+            definition, record = view.target(name, caller.audience)
+            shown_version = definition.version
+            check_version(definition, version)
+            args, rewritten = coerce_arguments(arguments)
+            if rewritten:
+                _LOG.info("invoke %s: arguments arrived as a JSON string; unwrapped", name)
+            self._validator.validate(definition, args)
+            spec = self._config.spec(record.source)
+            base = base_url_for(record.route, spec.base_url, tool=name)
+            outbound = caller.outbound_for(record.namespace)
+            static = self._secrets.static_headers.get(record.source, ())
+            request = build_request(
+                record.route,
+                args,
+                base_url=base,
+                headers=[*outbound.headers, *static],
+                query=outbound.query,
+                cookies=outbound.cookies,
+                max_body_bytes=self._config.invoke.max_request_bytes,
+            )
+            settings = self._settings(request.origin, record.source, spec)
+            response = await self._proxy.send(request, settings)
+            status = response.status
+            return interpret(response)
+        except ToolError as error:
+            outcome = error.code
+            raise
+        finally:
+            _AUDIT.info(
+                "invoke tool=%s version=%s outcome=%s status=%s latency_ms=%.1f caller=%s",
+                name,
+                shown_version or "-",
+                outcome,
+                status if status is not None else "-",
+                (time.perf_counter() - started) * 1000,
+                caller.id or "-",
+            )
+
+    def _settings(self, origin: str, source: str, spec: SpecConfig) -> BackendSettings:
+        settings = self._known.get((origin, source))
+        if settings is None:
+            settings = self._known[(origin, source)] = self._derive(origin, spec)
+        return settings
+
+    def _derive(self, origin: str, spec: SpecConfig) -> BackendSettings:
+        invoke = self._config.invoke
+        return BackendSettings(
+            origin=origin,
+            timeout_seconds=spec.timeout_seconds or invoke.timeout_seconds,
+            connect_timeout_seconds=min(
+                invoke.connect_timeout_seconds, spec.timeout_seconds or invoke.timeout_seconds
+            ),
+            max_concurrency=spec.max_concurrency or invoke.max_concurrency,
+            max_response_bytes=invoke.max_response_bytes,
+            ca_bundle=spec.ca_bundle,
+            client_cert=spec.client_cert,
+            client_key=spec.client_key,
+            proxy=spec.proxy,
+        )
+
+    async def aclose(self) -> None:
+        """Close the pooled clients (the app's lifespan calls this on shutdown)."""
+        await self._proxy.aclose()

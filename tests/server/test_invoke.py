@@ -1,0 +1,523 @@
+"""server/invoke.py: arguments, version pin, request building and results, on Structs only."""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import Any
+from urllib.parse import urlsplit
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from catalog.model import ParameterBinding, Route, ToolDefinition
+from server.errors import (
+    BackendError,
+    BackendNotConfigured,
+    InvalidArguments,
+    InvalidType,
+    ToolChanged,
+)
+from server.invoke import (
+    ArgumentValidator,
+    BackendResponse,
+    base_url_for,
+    build_request,
+    check_version,
+    coerce_arguments,
+    interpret,
+    origin_of,
+)
+
+GET_ORDER = ToolDefinition(
+    name="get_order",
+    description="Fetches one order by id.",
+    input_schema={
+        "type": "object",
+        "properties": {"id": {"type": "integer", "description": "Order id"}},
+        "required": ["id"],
+        "additionalProperties": False,
+    },
+    version="6361f59c4d6b968c",
+)
+
+BASE = "http://127.0.0.1:8001"
+
+
+def path_route(path: str = "/orders/{id}", **binding: Any) -> Route:
+    return Route(
+        method="GET",
+        path=path,
+        base_url=BASE,
+        bindings=(ParameterBinding(argument="id", location="path", wire_name="id", **binding),),
+    )
+
+
+# -- arguments --------------------------------------------------------------------------
+
+
+def test_null_arguments_compose_as_empty_object() -> None:
+    assert coerce_arguments(None) == ({}, False)
+
+
+def test_object_arguments_pass_through_unchanged() -> None:
+    assert coerce_arguments({"id": 1}) == ({"id": 1}, False)
+
+
+def test_string_holding_an_object_is_unwrapped_and_reported() -> None:
+    assert coerce_arguments('{"id": 1}') == ({"id": 1}, True)
+
+
+@pytest.mark.parametrize(
+    ("value", "kind"),
+    [
+        ("not json", "a string that is not JSON"),
+        ("[1, 2]", "a string holding JSON an array"),
+        ("3", "a string holding JSON a number"),
+        ([1, 2], "an array"),
+        (3, "a number"),
+        (2.5, "a number"),
+        (True, "a boolean"),
+    ],
+)
+def test_other_shapes_are_invalid_type_naming_the_kind(value: object, kind: str) -> None:
+    with pytest.raises(InvalidType) as caught:
+        coerce_arguments(value)
+    assert kind in caught.value.message
+    envelope = caught.value.envelope()["error"]
+    assert envelope["code"] == "invalid_type"
+    assert envelope["retryable"] is False
+
+
+def test_version_absent_is_not_checked() -> None:
+    check_version(GET_ORDER, None)
+
+
+def test_same_version_passes() -> None:
+    check_version(GET_ORDER, "6361f59c4d6b968c")
+
+
+def test_other_version_is_tool_changed() -> None:
+    with pytest.raises(ToolChanged) as caught:
+        check_version(GET_ORDER, "0000000000000000")
+    assert caught.value.envelope()["error"]["code"] == "tool_changed"
+    assert caught.value.envelope()["error"]["retryable"] is False
+
+
+def test_non_string_version_is_invalid_type() -> None:
+    with pytest.raises(InvalidType):
+        check_version(GET_ORDER, 12)
+
+
+def test_validation_lists_every_failing_path() -> None:
+    definition = ToolDefinition(
+        name="create_order",
+        description="Creates a new order.",
+        input_schema={
+            "type": "object",
+            "properties": {
+                "item": {"type": "string"},
+                "quantity": {"type": "integer", "minimum": 1},
+                "tags": {"type": "array", "items": {"type": "string"}},
+            },
+            "required": ["item"],
+        },
+        version="aaaaaaaaaaaaaaaa",
+    )
+    validator = ArgumentValidator()
+    validator.validate(definition, {"item": "keyboard", "quantity": 2})
+    with pytest.raises(InvalidArguments) as caught:
+        validator.validate(definition, {"quantity": 0, "tags": ["ok", 5]})
+    errors = caught.value.envelope()["error"]["errors"]
+    paths = sorted(e["path"] for e in errors)
+    assert paths == ["", "/quantity", "/tags/1"]  # "" is the root: item is required
+    assert all(e["message"] for e in errors)
+    assert caught.value.envelope()["error"]["retryable"] is False
+
+
+def test_validator_cache_is_bounded() -> None:
+    validator = ArgumentValidator(size=2)
+    for n in range(5):
+        definition = ToolDefinition(
+            name=f"t{n}",
+            description="",
+            input_schema={"type": "object", "properties": {"x": {"type": "integer"}}},
+            version=f"{n:016x}",
+        )
+        validator.validate(definition, {"x": n})
+        with pytest.raises(InvalidArguments):
+            validator.validate(definition, {"x": "no"})
+    assert len(validator._cache) == 2
+
+
+# -- base URL ---------------------------------------------------------------------------
+
+
+def test_base_url_from_route_or_override() -> None:
+    route = path_route()
+    assert base_url_for(route, None, tool="get_order") == BASE
+    assert base_url_for(route, "https://api.example/v2/", tool="get_order") == (
+        "https://api.example/v2"
+    )
+
+
+@pytest.mark.parametrize("base", [None, "/v1", "ftp://host/x", "http:///nohost"])
+def test_missing_or_relative_base_is_backend_not_configured(base: str | None) -> None:
+    route = Route(method="GET", path="/x", base_url=base)
+    with pytest.raises(BackendNotConfigured) as caught:
+        base_url_for(route, None, tool="t")
+    assert caught.value.envelope()["error"]["code"] == "backend_not_configured"
+
+
+def test_origin_includes_default_ports() -> None:
+    assert origin_of("http://a.example/x") == "http://a.example:80"
+    assert origin_of("https://a.example:8443") == "https://a.example:8443"
+    assert origin_of("http://[::1]:9/x") == "http://[::1]:9"
+    assert origin_of("/relative") is None
+
+
+# -- the request ------------------------------------------------------------------------
+
+
+def test_path_parameter_is_percent_encoded_whole() -> None:
+    request = build_request(path_route(), {"id": "a/b?c#d@e%2F"}, base_url=BASE)
+    assert request.url == f"{BASE}/orders/a%2Fb%3Fc%23d%40e%252F"
+    assert request.method == "GET"
+    assert request.body is None
+
+
+@pytest.mark.parametrize("value", [".", ".."])
+def test_dot_segments_are_escaped(value: str) -> None:
+    request = build_request(path_route(), {"id": value}, base_url=BASE)
+    assert request.url == f"{BASE}/orders/" + "%2E" * len(value)
+
+
+def test_path_styles() -> None:
+    assert build_request(path_route(), {"id": [1, 2]}, base_url=BASE).url.endswith("/1,2")
+    label = path_route(style="label")
+    assert build_request(label, {"id": 5}, base_url=BASE).url.endswith("/orders/.5")
+    matrix = path_route(style="matrix", explode=True)
+    assert build_request(matrix, {"id": [1, 2]}, base_url=BASE).url.endswith(";id=1;id=2")
+    obj = path_route(explode=True)
+    assert build_request(obj, {"id": {"a": 1, "b": "x"}}, base_url=BASE).url.endswith("/a=1,b=x")
+
+
+@pytest.mark.parametrize("args", [{}, {"id": ""}, {"id": None}, {"id": []}])
+def test_missing_or_empty_path_parameter_is_invalid_arguments(args: dict[str, Any]) -> None:
+    with pytest.raises(InvalidArguments):
+        build_request(path_route(), args, base_url=BASE)
+
+
+def query_route(**binding: Any) -> Route:
+    return Route(
+        method="GET",
+        path="/orders",
+        bindings=(ParameterBinding(argument="f", location="query", wire_name="f", **binding),),
+    )
+
+
+@pytest.mark.parametrize(
+    ("binding", "value", "query"),
+    [
+        ({}, "a b&c=d", "f=a%20b%26c%3Dd"),
+        ({}, [1, 2], "f=1&f=2"),
+        ({"explode": False}, [1, 2], "f=1,2"),
+        ({"style": "spaceDelimited", "explode": False}, ["a", "b"], "f=a%20b"),
+        ({"style": "pipeDelimited", "explode": False}, ["a", "b"], "f=a|b"),
+        ({"style": "deepObject", "explode": True}, {"x": 1, "y": "z"}, "f%5Bx%5D=1&f%5By%5D=z"),
+        ({}, {"x": 1, "y": 2}, "x=1&y=2"),
+        ({"explode": False}, {"x": 1, "y": 2}, "f=x,1,y,2"),
+        ({}, True, "f=true"),
+        ({"allow_reserved": True}, "a/b:c&d#e", "f=a/b:c%26d%23e"),
+        ({"content_type": "application/json"}, {"k": [1]}, "f=%7B%22k%22%3A%5B1%5D%7D"),
+    ],
+)
+def test_query_styles(binding: dict[str, Any], value: Any, query: str) -> None:
+    request = build_request(query_route(**binding), {"f": value}, base_url=BASE)
+    assert request.url == f"{BASE}/orders?{query}"
+
+
+def test_null_and_absent_parameters_are_not_sent() -> None:
+    assert build_request(query_route(), {"f": None}, base_url=BASE).url == f"{BASE}/orders"
+    assert build_request(query_route(), {}, base_url=BASE).url == f"{BASE}/orders"
+
+
+def test_header_and_cookie_parameters_under_wire_names() -> None:
+    route = Route(
+        method="GET",
+        path="/x",
+        bindings=(
+            ParameterBinding(argument="request_id", location="header", wire_name="X-Request-Id"),
+            ParameterBinding(argument="session", location="cookie", wire_name="sid"),
+            ParameterBinding(argument="auth", location="header", wire_name="Authorization"),
+        ),
+    )
+    request = build_request(
+        route,
+        {"request_id": "r-1", "session": "a;b c", "auth": "Bearer stolen"},
+        base_url=BASE,
+        headers=[("Authorization", "Bearer caller")],
+        cookies=[("api_key", "k")],
+    )
+    headers = dict(request.headers)
+    assert headers["X-Request-Id"] == "r-1"
+    assert headers["Cookie"] == "sid=a%3Bb%20c; api_key=k"
+    assert headers["Authorization"] == "Bearer caller"  # OpenAPI ignores that parameter
+
+
+@pytest.mark.parametrize("value", ["a\r\nX-Evil: 1", "a\nb", "a\rb", "a\0b"])
+def test_header_values_with_line_breaks_are_refused(value: str) -> None:
+    route = Route(
+        method="GET",
+        path="/x",
+        bindings=(ParameterBinding(argument="h", location="header", wire_name="X-H"),),
+    )
+    with pytest.raises(InvalidArguments) as caught:
+        build_request(route, {"h": value}, base_url=BASE)
+    assert caught.value.envelope()["error"]["errors"][0]["path"] == "/h"
+
+
+def body_route(media: str | None, *, whole: bool = False, required: bool = True) -> Route:
+    bindings = (
+        (ParameterBinding(argument="body", location="body", wire_name=""),)
+        if whole
+        else (
+            ParameterBinding(argument="item", location="body", wire_name="item"),
+            ParameterBinding(argument="tags", location="body", wire_name="tags"),
+        )
+    )
+    return Route(
+        method="POST",
+        path="/orders",
+        bindings=bindings,
+        body_media_type=media,
+        body_required=required,
+        body_is_whole=whole,
+    )
+
+
+def test_json_body_from_top_level_members() -> None:
+    request = build_request(
+        body_route("application/json"), {"item": "kb", "tags": ["a"]}, base_url=BASE
+    )
+    assert json.loads(request.body or b"") == {"item": "kb", "tags": ["a"]}
+    assert dict(request.headers)["Content-Type"] == "application/json"
+
+
+def test_whole_body_sent_as_is() -> None:
+    request = build_request(
+        body_route("application/json", whole=True), {"body": [1, 2]}, base_url=BASE
+    )
+    assert request.body == b"[1,2]"
+    text = build_request(body_route("text/plain", whole=True), {"body": "héllo"}, base_url=BASE)
+    assert text.body == "héllo".encode()
+    assert text.content_type == "text/plain"
+
+
+def test_required_object_body_with_no_members_is_empty_object() -> None:
+    request = build_request(body_route("application/json"), {}, base_url=BASE)
+    assert request.body == b"{}"
+    optional = build_request(body_route("application/json", required=False), {}, base_url=BASE)
+    assert optional.body is None
+
+
+def test_form_body() -> None:
+    request = build_request(
+        body_route("application/x-www-form-urlencoded"),
+        {"item": "a&b=c", "tags": ["x", "y z"]},
+        base_url=BASE,
+    )
+    assert request.body == b"item=a%26b%3Dc&tags=x&tags=y%20z"
+    assert request.content_type == "application/x-www-form-urlencoded"
+
+
+def test_multipart_body() -> None:
+    request = build_request(
+        body_route("multipart/form-data"), {"item": "kb", "tags": ["a", "b"]}, base_url=BASE
+    )
+    assert request.content_type is not None
+    boundary = request.content_type.split("boundary=")[1]
+    body = (request.body or b"").decode()
+    assert body.endswith(f"--{boundary}--\r\n")
+    assert body.count('name="tags"') == 2
+    assert 'name="item"\r\nContent-Type: text/plain; charset=utf-8\r\n\r\nkb\r\n' in body
+
+
+def test_body_over_the_limit_is_refused() -> None:
+    with pytest.raises(InvalidArguments):
+        build_request(
+            body_route("application/json"), {"item": "x" * 100}, base_url=BASE, max_body_bytes=50
+        )
+
+
+def test_credentials_win_over_arguments_and_credential_query_is_appended() -> None:
+    route = Route(
+        method="GET",
+        path="/x",
+        bindings=(ParameterBinding(argument="key", location="header", wire_name="X-Api-Key"),),
+    )
+    request = build_request(
+        route,
+        {"key": "from-agent"},
+        base_url=BASE,
+        headers=[("X-Api-Key", "from-caller")],
+        query=[("api_key", "s&cret")],
+    )
+    assert dict(request.headers)["X-Api-Key"] == "from-caller"
+    assert request.url == f"{BASE}/x?api_key=s%26cret"
+    assert "from-caller" not in repr(request)
+
+
+# -- safety properties ------------------------------------------------------------------
+
+hostile = st.one_of(
+    st.text(),
+    st.sampled_from(
+        [
+            "..",
+            ".",
+            "../../admin",
+            "@evil.example",
+            "//evil.example/x",
+            "%2F..%2F",
+            "http://evil.example/",
+            "https://evil.example:443/x?y#z",
+            "a\r\nHost: evil.example",
+            "\u202e\u0000\ufeff",
+            "ｅｖｉｌ．ｅｘａｍｐｌｅ",
+        ]
+    ),
+)
+scalar = st.one_of(hostile, st.integers(), st.booleans(), st.floats(allow_nan=False))
+value = st.one_of(
+    scalar, st.lists(scalar, max_size=3), st.dictionaries(hostile, scalar, max_size=3)
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    path_value=value,
+    query_value=value,
+    header_value=value,
+    cookie_value=value,
+    style=st.sampled_from([None, "simple", "label", "matrix", "form", "deepObject"]),
+    explode=st.sampled_from([None, True, False]),
+    reserved=st.booleans(),
+)
+def test_no_value_changes_the_origin_or_the_path_shape_or_adds_a_header(
+    path_value: Any,
+    query_value: Any,
+    header_value: Any,
+    cookie_value: Any,
+    style: str | None,
+    explode: bool | None,
+    reserved: bool,
+) -> None:
+    route = Route(
+        method="POST",
+        path="/v1/orders/{id}/notes",
+        bindings=(
+            ParameterBinding(
+                argument="id", location="path", wire_name="id", style=style, explode=explode
+            ),
+            ParameterBinding(
+                argument="q",
+                location="query",
+                wire_name="q",
+                style=style,
+                explode=explode,
+                allow_reserved=reserved,
+            ),
+            ParameterBinding(argument="h", location="header", wire_name="X-H"),
+            ParameterBinding(argument="c", location="cookie", wire_name="c"),
+        ),
+    )
+    base = "https://backend.example:8443/api"
+    args = {"id": path_value, "q": query_value, "h": header_value, "c": cookie_value}
+    try:
+        request = build_request(route, args, base_url=base)
+    except InvalidArguments:
+        return  # a CR/LF header value, or a null path value: refused, nothing sent
+    parts = urlsplit(request.url)
+    assert (parts.scheme, parts.hostname, parts.port) == ("https", "backend.example", 8443)
+    assert request.origin == "https://backend.example:8443"
+    assert origin_of(request.url) == request.origin
+    assert parts.fragment == ""
+    assert "#" not in request.url
+    segments = parts.path.split("/")
+    assert segments[:4] == ["", "api", "v1", "orders"]
+    assert segments[-1] == "notes"
+    assert len(segments) == 6  # the value stays in its one segment
+    assert segments[4] not in ("", ".", "..")
+    for name, header in request.headers:
+        assert not any(c in name + header for c in "\r\n\0")
+    assert [name.lower() for name, _ in request.headers].count("host") == 0
+
+
+# -- results ----------------------------------------------------------------------------
+
+
+def response(status: int, body: bytes, content_type: str | None, **headers: str) -> BackendResponse:
+    pairs = [("content-type", content_type)] if content_type else []
+    pairs += [(k.replace("_", "-"), v) for k, v in headers.items()]
+    return BackendResponse(status=status, headers=tuple(pairs), body=body)
+
+
+def test_json_success_is_parsed() -> None:
+    payload = interpret(response(200, b'{"id": 1, "owner": "alice"}', "application/json"))
+    assert payload == {"status": 200, "body": {"id": 1, "owner": "alice"}}
+
+
+def test_problem_json_is_json() -> None:
+    payload = interpret(response(201, b'{"a": 1}', "application/problem+json"))
+    assert payload["body"] == {"a": 1}
+
+
+def test_text_success_is_a_string_in_its_charset() -> None:
+    payload = interpret(response(200, "naïve".encode("latin-1"), "text/plain; charset=latin-1"))
+    assert payload == {"status": 200, "body": "naïve"}
+
+
+def test_binary_success_is_base64_with_content_type() -> None:
+    payload = interpret(response(200, b"%PDF\x00\xff", "application/pdf"))
+    assert payload["body"] == base64.b64encode(b"%PDF\x00\xff").decode()
+    assert payload["contentType"] == "application/pdf"
+    assert payload["encoding"] == "base64"
+
+
+def test_no_content_is_null_body() -> None:
+    assert interpret(response(204, b"", None)) == {"status": 204, "body": None}
+
+
+@pytest.mark.parametrize(
+    ("status", "retryable"),
+    [
+        (400, False),
+        (404, False),
+        (408, True),
+        (425, True),
+        (429, True),
+        (500, False),
+        (502, True),
+        (503, True),
+        (504, True),
+    ],
+)
+def test_non_2xx_is_backend_error_with_retryable_per_status(status: int, retryable: bool) -> None:
+    with pytest.raises(BackendError) as caught:
+        interpret(response(status, b'{"detail": "no"}', "application/json"))
+    error = caught.value.envelope()["error"]
+    assert error["code"] == "backend_error"
+    assert error["status"] == status
+    assert error["body"] == {"detail": "no"}
+    assert error["retryable"] is retryable
+
+
+def test_retry_after_is_passed_through() -> None:
+    with pytest.raises(BackendError) as caught:
+        interpret(response(429, b"slow down", "text/plain", retry_after="7"))
+    assert caught.value.envelope()["error"]["retryAfter"] == 7
+    with pytest.raises(BackendError) as dated:
+        interpret(response(503, b"", None, retry_after="Wed, 21 Oct 2026 07:28:00 GMT"))
+    assert dated.value.envelope()["error"]["retryAfter"] == "Wed, 21 Oct 2026 07:28:00 GMT"
