@@ -1,0 +1,274 @@
+"""server/identity.py: forwarded credentials per namespace, JWT scopes, audiences."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+import jwt
+import msgspec
+import pytest
+from cryptography.hazmat.primitives.asymmetric import rsa
+
+from catalog.config import Config, JwtConfig, SpecConfig, VisibilityConfig
+from catalog.errors import ConfigError
+from catalog.model import SchemeUse, SecurityPolicy, SecurityScheme
+from catalog.visibility import PUBLIC_KEY, Verdict, visibility_key
+from examples.backend import DEMO_AUDIENCE, DEMO_ISSUER, DEMO_SECRET, demo_token
+from server.identity import (
+    Caller,
+    Secrets,
+    caller_from_headers,
+    namespace_of,
+    namespaces_of,
+    resolve_secrets,
+)
+
+OAUTH = SecurityScheme(name="orders_auth", type="oauth2")
+API_KEY = SecurityScheme(name="key", type="apiKey", location="header", parameter="X-Api-Key")
+QUERY_KEY = SecurityScheme(name="qkey", type="apiKey", location="query", parameter="api_key")
+BASIC = SecurityScheme(name="basic", type="http", scheme="basic")
+
+
+def policy(namespace: str, scheme: SecurityScheme, *scopes: str) -> SecurityPolicy:
+    return SecurityPolicy(
+        namespace=namespace, alternatives=((SchemeUse(scheme=scheme, scopes=scopes),),)
+    )
+
+
+READ = policy("", OAUTH, "orders:read")
+WRITE = policy("", OAUTH, "orders:write")
+ADMIN = policy("", OAUTH, "orders:admin")
+POLICIES = {visibility_key(p): p for p in (READ, WRITE, ADMIN)}
+JWT_SPEC = SpecConfig(
+    namespace="",
+    jwt=JwtConfig(issuer=DEMO_ISSUER, audience=DEMO_AUDIENCE, hs256_secret_env="DEMO_SECRET"),
+)
+DEMO_CONFIG = Config(specs={"orders.yaml": JWT_SPEC})
+DEMO_SECRETS = resolve_secrets(
+    DEMO_CONFIG, environ={"DEMO_SECRET": DEMO_SECRET}, read_file=lambda _: b""
+)
+
+
+def demo_caller(headers: dict[str, str], *, config: Config = DEMO_CONFIG) -> Caller:
+    return caller_from_headers(
+        headers,
+        config=config,
+        namespaces=namespaces_of(["orders.yaml"], config),
+        policies=POLICIES,
+        secrets=DEMO_SECRETS
+        if config is DEMO_CONFIG
+        else resolve_secrets(config, environ={"DEMO_SECRET": DEMO_SECRET}, read_file=lambda _: b""),
+    )
+
+
+def verdicts(caller: Caller) -> tuple[Verdict, Verdict, Verdict]:
+    read, write, admin = (caller.audience.verdict(visibility_key(p)) for p in (READ, WRITE, ADMIN))
+    return read, write, admin
+
+
+def test_two_tokens_see_different_audiences() -> None:
+    alice = demo_caller({"Authorization": f"Bearer {demo_token('alice')}"})
+    bob = demo_caller({"authorization": f"Bearer {demo_token('bob')}"})
+    admin = demo_caller({"Authorization": f"Bearer {demo_token('admin')}"})
+    assert verdicts(alice) == (Verdict.VISIBLE, Verdict.VISIBLE, Verdict.HIDDEN)
+    assert verdicts(bob) == (Verdict.VISIBLE, Verdict.HIDDEN, Verdict.HIDDEN)
+    assert verdicts(admin) == (Verdict.VISIBLE,) * 3
+    assert alice.audience != bob.audience
+    assert (alice.id, bob.id, admin.id) == ("alice", "bob", "admin")
+    assert alice.presented[""]["orders_auth"].verified
+
+
+def test_no_credential_sees_public_only() -> None:
+    nobody = demo_caller({})
+    assert verdicts(nobody) == (Verdict.HIDDEN,) * 3
+    assert nobody.audience.verdict(PUBLIC_KEY) is Verdict.VISIBLE
+    assert nobody.outbound == {}
+    assert nobody.id is None
+
+
+def test_missing_credentials_shown_uncertain_when_configured() -> None:
+    config = msgspec.structs.replace(
+        DEMO_CONFIG, visibility=VisibilityConfig(missing_credentials="uncertain")
+    )
+    assert verdicts(demo_caller({}, config=config)) == (Verdict.UNCERTAIN,) * 3
+    # a verified token lacking a scope is still hidden: the scope decides
+    bob = demo_caller({"Authorization": f"Bearer {demo_token('bob')}"}, config=config)
+    assert verdicts(bob) == (Verdict.VISIBLE, Verdict.HIDDEN, Verdict.HIDDEN)
+
+
+@pytest.mark.parametrize(
+    "token",
+    [
+        demo_token("alice", secret="another-secret-that-is-long-enough-0123456789"),
+        demo_token("alice", lifetime_seconds=-3600),
+        jwt.encode(
+            {
+                "sub": "alice",
+                "scope": "orders:read",
+                "iss": "https://evil",
+                "aud": DEMO_AUDIENCE,
+                "exp": int(time.time()) + 60,
+            },
+            DEMO_SECRET,
+            algorithm="HS256",
+        ),
+    ],
+    ids=["bad-signature", "expired", "wrong-issuer"],
+)
+def test_a_jwt_the_key_rejects_counts_as_not_presented(token: str) -> None:
+    caller = demo_caller({"Authorization": f"Bearer {token}"})
+    assert verdicts(caller) == (Verdict.HIDDEN,) * 3
+    assert caller.id is None
+    # it is still forwarded: the backend answers for itself
+    assert caller.outbound_for("").headers == (("Authorization", f"Bearer {token}"),)
+
+
+def test_an_opaque_token_is_uncertain() -> None:
+    caller = demo_caller({"Authorization": "Bearer opaque-demo-token"})
+    assert verdicts(caller) == (Verdict.UNCERTAIN,) * 3
+    assert not caller.presented[""]["orders_auth"].verified
+
+
+def test_without_jwt_config_a_jwt_is_unverified() -> None:
+    config = Config(specs={"orders.yaml": SpecConfig(namespace="")})
+    caller = demo_caller({"Authorization": f"Bearer {demo_token('alice')}"}, config=config)
+    assert verdicts(caller) == (Verdict.UNCERTAIN,) * 3
+    assert caller.id is None
+
+
+def test_authorization_of_the_wrong_kind_is_not_a_bearer_credential() -> None:
+    caller = demo_caller({"Authorization": "Basic YWxpY2U6cHc="})
+    assert verdicts(caller) == (Verdict.HIDDEN,) * 3
+
+
+def multi(config: Config, headers: dict[str, str]) -> Caller:
+    policies = {
+        visibility_key(p): p
+        for p in (policy("github", OAUTH), policy("slack", API_KEY), policy("legacy", BASIC))
+    }
+    return caller_from_headers(
+        headers,
+        config=config,
+        namespaces=namespaces_of(["github.json", "slack.yaml", "legacy.yaml"], config),
+        policies=policies,
+        secrets=Secrets(),
+    )
+
+
+def test_with_several_namespaces_nothing_is_forwarded_by_default() -> None:
+    caller = multi(Config(), {"Authorization": "Bearer ghp_x", "X-Api-Key": "k"})
+    assert caller.outbound == {}
+    assert caller.presented == {}
+    assert caller.audience.visible == {PUBLIC_KEY}
+
+
+def test_forward_headers_route_credentials_to_one_namespace_only() -> None:
+    config = Config(
+        specs={
+            "github.json": SpecConfig(forward_headers=("Authorization",)),
+            "slack.yaml": SpecConfig(forward_headers=("X-Api-Key",)),
+        }
+    )
+    caller = multi(config, {"Authorization": "Bearer ghp_x", "x-api-key": "k", "Cookie": "c=1"})
+    assert caller.outbound_for("github").headers == (("Authorization", "Bearer ghp_x"),)
+    assert caller.outbound_for("slack").headers == (("X-Api-Key", "k"),)
+    assert caller.outbound_for("legacy").headers == ()
+    assert set(caller.presented) == {"github", "slack"}
+    github_key = visibility_key(policy("github", OAUTH))
+    slack_key = visibility_key(policy("slack", API_KEY))
+    assert caller.audience.uncertain == {github_key, slack_key}
+
+
+def test_credentials_name_the_inbound_header_and_the_scheme_places_it() -> None:
+    config = Config(
+        specs={"svc.yaml": SpecConfig(namespace="svc", credentials={"qkey": "X-Svc-Key"})}
+    )
+    qpolicy = policy("svc", QUERY_KEY)
+    caller = caller_from_headers(
+        {"X-Svc-Key": "s3cret", "Authorization": "Bearer not-for-svc"},
+        config=config,
+        namespaces=namespaces_of(["svc.yaml"], config),
+        policies={visibility_key(qpolicy): qpolicy},
+        secrets=Secrets(),
+    )
+    outbound = caller.outbound_for("svc")
+    assert outbound.query == (("api_key", "s3cret"),)
+    # the inbound header itself is forwarded because the config names it
+    assert ("X-Svc-Key", "s3cret") in outbound.headers
+    assert caller.audience.verdict(visibility_key(qpolicy)) is Verdict.UNCERTAIN
+
+
+def test_basic_credential_is_uncertain() -> None:
+    config = Config(specs={"legacy.yaml": SpecConfig(forward_headers=("Authorization",))})
+    caller = multi(config, {"Authorization": "Basic YWxpY2U6cHc="})
+    assert caller.audience.uncertain == {visibility_key(policy("legacy", BASIC))}
+
+
+def test_header_values_with_line_breaks_are_dropped() -> None:
+    caller = demo_caller({"Authorization": "Bearer a\r\nX-Evil: 1"})
+    assert caller.outbound == {}
+
+
+def test_credentials_never_appear_in_repr() -> None:
+    token = demo_token("alice")
+    caller = demo_caller({"Authorization": f"Bearer {token}"})
+    assert token not in repr(caller)
+    assert token not in repr(caller.outbound)
+    assert token not in str(caller.outbound_for(""))
+    secrets = resolve_secrets(
+        Config(specs={"a.yaml": SpecConfig(static_headers={"X-Team": "TEAM"})}),
+        environ={"TEAM": "hush"},
+        read_file=lambda _: b"",
+    )
+    assert secrets.static_headers == {"a.yaml": (("X-Team", "hush"),)}
+    assert "hush" not in repr(secrets)
+
+
+def test_namespaces_follow_the_config() -> None:
+    config = Config(specs={"orders.yaml": SpecConfig(namespace="")})
+    assert namespace_of("orders.yaml", config) == ""
+    assert namespace_of("amazonaws.com/ec2.json", config) == "amazonaws_com_ec2"
+
+
+def test_unset_environment_variables_fail_at_start_up() -> None:
+    with pytest.raises(ConfigError, match="DEMO_SECRET"):
+        resolve_secrets(DEMO_CONFIG, environ={}, read_file=lambda _: b"")
+    with pytest.raises(ConfigError, match="TEAM"):
+        resolve_secrets(
+            Config(specs={"a.yaml": SpecConfig(static_headers={"X-Team": "TEAM"})}),
+            environ={},
+            read_file=lambda _: b"",
+        )
+
+
+def test_jwks_file_verifies_rs256_tokens() -> None:
+    private = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    public_jwk: dict[str, Any] = json.loads(
+        jwt.algorithms.RSAAlgorithm.to_jwk(private.public_key())
+    )
+    public_jwk.update(kid="k1", alg="RS256", use="sig")
+    files = {"keys.json": json.dumps({"keys": [public_jwk]}).encode()}
+    config = Config(
+        specs={
+            "orders.yaml": SpecConfig(
+                namespace="", jwt=JwtConfig(audience=DEMO_AUDIENCE, jwks_file="keys.json")
+            )
+        }
+    )
+    secrets = resolve_secrets(config, environ={}, read_file=files.__getitem__)
+    claims = {"sub": "carol", "scope": "orders:read orders:admin", "aud": DEMO_AUDIENCE}
+    claims["exp"] = int(time.time()) + 60
+    token = jwt.encode(claims, private, algorithm="RS256", headers={"kid": "k1"})
+    caller = caller_from_headers(
+        {"Authorization": f"Bearer {token}"},
+        config=config,
+        namespaces=namespaces_of(["orders.yaml"], config),
+        policies=POLICIES,
+        secrets=secrets,
+    )
+    assert verdicts(caller) == (Verdict.VISIBLE, Verdict.HIDDEN, Verdict.VISIBLE)
+    assert caller.id == "carol"
+    with pytest.raises(ConfigError, match="jwks_file"):
+        resolve_secrets(config, environ={}, read_file=lambda _: b"not json")
