@@ -3,7 +3,8 @@
 ToolError                      a meta tool failed; rendered as the isError envelope
  ├── codes (class attribute ``code``, ``retryable``):
  │    unknown_tool, tool_changed, invalid_type, invalid_arguments, response_too_large,
- │    backend_error, backend_unreachable, backend_timeout, backend_not_configured
+ │    backend_error, backend_unreachable, backend_timeout, backend_not_configured,
+ │    catalog_unavailable
 ProtocolError                  a JSON-RPC failure; rendered as a JSON-RPC error object
  └── carries ``rpc_code`` and the HTTP status for each era (mcp-wire §8)
 
@@ -21,6 +22,7 @@ __all__ = [
     "BackendNotConfigured",
     "BackendTimeout",
     "BackendUnreachable",
+    "CatalogUnavailable",
     "InvalidArguments",
     "InvalidType",
     "ResponseTooLarge",
@@ -112,6 +114,13 @@ class BackendTimeout(ToolError):
     """The backend did not answer in time."""
 
     code = "backend_timeout"
+    retryable = True
+
+
+class CatalogUnavailable(ToolError):
+    """No index has been loaded yet (the indexer has not committed); try again shortly."""
+
+    code = "catalog_unavailable"
     retryable = True
 
 

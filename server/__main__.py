@@ -1,0 +1,137 @@
+"""The server's command line: read flags, config and environment once, serve with granian.
+
+``python -m server --index DIR [--config FILE] [--host H] [--port P] [--workers N]``
+(also the ``sezzlee-server`` console script). granian imports the app in each worker
+process from an import string, so the parent hands the flags to the workers through
+``SEZZLEE_*`` environment variables and :func:`app_from_env` (a granian factory) reads
+them there. This module is the only place in ``server/`` that reads files, flags or the
+environment (style.md §2.9).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Final
+
+from litestar import Litestar
+
+from catalog.config import Config, decode_config
+from catalog.errors import ConfigError
+from server.app import create_app
+from server.identity import resolve_secrets
+
+__all__ = ["JsonFormatter", "app_from_env", "main"]
+
+_ENV_INDEX: Final = "SEZZLEE_INDEX"
+_ENV_CONFIG: Final = "SEZZLEE_CONFIG"
+_ENV_LOG_LEVEL: Final = "SEZZLEE_LOG_LEVEL"
+_RESERVED: Final = frozenset(logging.makeLogRecord({}).__dict__) | {"message", "asctime"}
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per line: time, level, logger, message and the ``extra`` fields."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        entry: dict[str, Any] = {
+            "ts": round(record.created, 3),
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "msg": record.getMessage(),
+        }
+        for key, value in record.__dict__.items():
+            if key not in _RESERVED and not key.startswith("_"):
+                entry[key] = value
+        if record.exc_info:
+            entry["exc"] = self.formatException(record.exc_info)
+        return json.dumps(entry, default=str)
+
+
+def _configure_logging(level: str) -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(JsonFormatter())
+    root = logging.getLogger("sezzlee")
+    root.handlers[:] = [handler]
+    root.setLevel(level.upper())
+    root.propagate = False
+
+
+def _load_config(path: str | None) -> Config:
+    if not path:
+        return Config()
+    return decode_config(Path(path).read_bytes(), file=path)
+
+
+def app_from_env() -> Litestar:
+    """The app of one worker, built from the ``SEZZLEE_*`` variables the parent set."""
+    _configure_logging(os.environ.get(_ENV_LOG_LEVEL, "info"))
+    config_path = os.environ.get(_ENV_CONFIG) or None
+    config = _load_config(config_path)
+    base = Path(config_path).parent if config_path else Path.cwd()
+    secrets = resolve_secrets(
+        config,
+        environ=os.environ,
+        read_file=lambda name: (base / name).read_bytes(),
+    )
+    return create_app(os.environ[_ENV_INDEX], config=config, secrets=secrets)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="sezzlee-server", description=__doc__.splitlines()[0])
+    parser.add_argument("--index", required=True, help="the index directory the indexer writes")
+    parser.add_argument("--config", help="the TOML configuration file")
+    parser.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=8000, help="port (default 8000)")
+    parser.add_argument("--workers", type=int, default=1, help="worker processes (default 1)")
+    parser.add_argument(
+        "--log-level",
+        default="info",
+        choices=["debug", "info", "warning", "error"],
+        help="level of the JSON logs on stderr (info logs every request)",
+    )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the server until interrupted."""
+    args = _parser().parse_args(argv)
+    try:  # fail at start-up, in the parent, with the file and key named
+        config = _load_config(args.config)
+        base = Path(args.config).parent if args.config else Path.cwd()
+        resolve_secrets(config, environ=os.environ, read_file=lambda n: (base / n).read_bytes())
+    except (ConfigError, OSError) as exc:
+        print(f"sezzlee-server: {exc}", file=sys.stderr)
+        return 2
+    os.environ[_ENV_INDEX] = str(Path(args.index).resolve())
+    os.environ[_ENV_CONFIG] = str(Path(args.config).resolve()) if args.config else ""
+    os.environ[_ENV_LOG_LEVEL] = args.log_level
+    from granian import Granian
+    from granian.constants import Interfaces
+
+    _configure_logging(args.log_level)
+    logging.getLogger("sezzlee.server").info(
+        "starting",
+        extra={"host": args.host, "port": args.port, "workers": args.workers, "t": time.time()},
+    )
+    Granian(
+        "server.__main__:app_from_env",
+        factory=True,
+        address=args.host,
+        port=args.port,
+        workers=args.workers,
+        interface=Interfaces.ASGI,
+        log_access=False,
+        log_level=args.log_level,  # type: ignore[arg-type]  # granian takes its LogLevels str enum
+        workers_kill_timeout=5,
+    ).serve()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
