@@ -5,10 +5,13 @@ Pure: no I/O. The rules are normative in ``catalog/spec/search-semantics.md``:
 * ``prefold``: NFKD, drop the combining marks U+0300–U+036F, NFC. Only that block: a
   blanket mark strip would break kana (tantivy-notes §2).
 * words: runs of letters and digits. A run is also split at camelCase and
-  letter/digit boundaries; both the whole run and its parts are emitted, so ``getUserById``
-  is found by ``getuser``, ``user`` and ``byid``.
+  letter/digit boundaries; the whole run and its parts are emitted, so ``getUserById``
+  is found by ``getuser``, ``user`` and ``byid``. A folded word that still splits at a
+  letter/digit boundary gets its parts added (``0aA`` → ``0aa``, ``0``, ``a``, ``a``,
+  ``aa``), so that folding the words again yields no new word.
 * each word is lower-cased and ASCII-folded by tantivy's own filters, so the index and
-  the query agree to the byte (``Straße`` → ``strasse``, ``Łódź`` → ``lodz``).
+  the query agree to the byte (``Straße`` → ``strasse``, ``Łódź`` → ``lodz``), then
+  lower-cased again: ASCII folding can yield a capital (``ɢ`` → ``G``).
 * ``fold_tag`` folds a whole tag the same way but never splits it into words.
 """
 
@@ -29,6 +32,7 @@ _MARKS: Final = re.compile("[\u0300-\u036f]")
 _RUN: Final = re.compile(r"[^\W_]+")
 # Boundaries inside a run: lower→Upper, UPPER→Upper+lower (HTTPServer), letter↔digit.
 # Case boundaries are ASCII only: ``Straße`` or ``İstanbul`` must stay one word.
+_DIGITS: Final = re.compile(r"(?<=\D)(?=\d)|(?<=\d)(?=\D)")
 _BOUNDARY: Final = re.compile(
     r"(?<=[a-z])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])|(?<=\D)(?=\d)|(?<=\d)(?=\D)"
 )
@@ -37,12 +41,14 @@ _WORDS: Final = (
     tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple())
     .filter(tantivy.Filter.lowercase())
     .filter(tantivy.Filter.ascii_fold())
+    .filter(tantivy.Filter.lowercase())
     .build()
 )
 _TAG: Final = (
     tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.raw())
     .filter(tantivy.Filter.lowercase())
     .filter(tantivy.Filter.ascii_fold())
+    .filter(tantivy.Filter.lowercase())
     .build()
 )
 
@@ -68,6 +74,17 @@ def fold_words(text: str) -> list[str]:
     if not pieces:
         return []
     words: list[str] = _WORDS.analyze(" ".join(pieces))
+    # A folded word may still split at a letter/digit boundary its source did not show
+    # (``0aA`` gave ``0aa``, ``0``, ``a``, ``a``; ``A❶`` gave ``a1``). Add those parts, so
+    # that folding the output again yields no new word (idempotence).
+    known = set(words)
+    for word in list(words):
+        digit_parts = _DIGITS.split(word)
+        if len(digit_parts) > 1:
+            for part in digit_parts:
+                if part not in known:
+                    known.add(part)
+                    words.append(part)
     return words
 
 

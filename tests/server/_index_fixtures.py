@@ -95,7 +95,7 @@ def make_tool(
     )
 
 
-def write_index(directory: Path, tools: Iterable[CatalogTool]) -> None:
+def write_index(directory: Path, tools: Iterable[CatalogTool], *, first_ordinal: int = 0) -> None:
     """Write ``tools`` in name order (catalog order) and the meta document, one commit."""
     directory.mkdir(parents=True, exist_ok=True)
     index = tantivy.Index(build_schema(), path=str(directory))
@@ -109,7 +109,9 @@ def write_index(directory: Path, tools: Iterable[CatalogTool]) -> None:
         if not tool.security.is_public:
             policies[key] = tool.security
         tags.setdefault(key, set()).update(fold_tag(t) for t in tool.search.tags)
-        writer.add_document(tool_document(tool, ordinal=ordinal, visibility_key=key))
+        writer.add_document(
+            tool_document(tool, ordinal=first_ordinal + ordinal, visibility_key=key)
+        )
     meta = IndexMeta(
         schema_version=SCHEMA_VERSION,
         fingerprint="test",

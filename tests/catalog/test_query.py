@@ -1,0 +1,192 @@
+"""catalog.query: clamping, keywords, stemming (search-semantics.md)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from catalog.errors import InvalidSearchArguments
+from catalog.fold import MAX_GRAM, fold_words
+from catalog.query import (
+    DEFAULT_LIMIT,
+    MAX_LIMIT,
+    STOP_WORDS,
+    SearchRequest,
+    clamp_request,
+    folded_tags,
+    keywords,
+    stem,
+)
+
+
+@pytest.mark.parametrize(
+    ("limit", "clamped"),
+    [
+        (None, DEFAULT_LIMIT),
+        (0, 1),
+        (-5, 1),
+        (1, 1),
+        (50, 50),
+        (51, 50),
+        (10**9, 50),
+        (2.9, 2),
+        (0.5, 1),
+        (float("inf"), 50),
+        ("7", 7),
+        (" 12.5 ", 12),
+        ("-3", 1),
+    ],
+)
+def test_limit_is_clamped(limit: Any, clamped: int) -> None:
+    arguments = {} if limit is None else {"limit": limit}
+    assert clamp_request(arguments).limit == clamped
+
+
+def test_limit_absent_is_twenty() -> None:
+    assert clamp_request({}).limit == 20
+
+
+@pytest.mark.parametrize("limit", [True, "ten", [], {}, float("nan")])
+def test_limit_no_clamp_can_repair_is_refused(limit: Any) -> None:
+    with pytest.raises(InvalidSearchArguments) as caught:
+        clamp_request({"limit": limit})
+    assert caught.value.errors[0]["path"] == "/limit"
+
+
+@pytest.mark.parametrize(
+    ("detail", "clamped"),
+    [
+        (None, "card"),
+        ("", "card"),
+        ("Schema", "card"),
+        ("SCHEMA", "card"),
+        ("shcema", "card"),
+        (" schema", "card"),
+        (1, "card"),
+        (["schema"], "card"),
+        ("card", "card"),
+        ("schema", "schema"),
+    ],
+)
+def test_detail_is_card_unless_exactly_schema(detail: Any, clamped: str) -> None:
+    arguments = {} if detail is None else {"detail": detail}
+    assert clamp_request(arguments).detail == clamped
+
+
+@pytest.mark.parametrize(("tags", "kept"), [(None, ()), ([], ()), (["a", "B c"], ("a", "B c"))])
+def test_tags_are_kept_whole(tags: Any, kept: tuple[str, ...]) -> None:
+    arguments = {"tags": tags} if tags is not None else {}
+    assert clamp_request(arguments).tags == kept
+    assert clamp_request({"tags": None}).tags == ()
+
+
+@pytest.mark.parametrize("tags", ["orders", ["orders", 3], [None], {"a": 1}])
+def test_tags_of_the_wrong_kind_are_refused_not_dropped(tags: Any) -> None:
+    with pytest.raises(InvalidSearchArguments) as caught:
+        clamp_request({"tags": tags})
+    assert caught.value.errors[0]["path"].startswith("/tags")
+
+
+@pytest.mark.parametrize("query", [3, ["a"], {"q": 1}])
+def test_query_must_be_a_string(query: Any) -> None:
+    with pytest.raises(InvalidSearchArguments):
+        clamp_request({"query": query})
+
+
+def test_defaults() -> None:
+    assert clamp_request({"query": None, "unknown": 1}) == SearchRequest()
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.dictionaries(
+        st.sampled_from(["query", "limit", "detail", "tags"]),
+        st.one_of(st.none(), st.integers(), st.text(max_size=8), st.lists(st.text(max_size=5))),
+    )
+)
+def test_clamp_always_gives_a_valid_request_or_refuses(arguments: dict[str, Any]) -> None:
+    try:
+        request = clamp_request(arguments)
+    except InvalidSearchArguments as error:
+        refused = error.errors
+    else:
+        refused = []
+    if refused:
+        return
+    assert 1 <= request.limit <= MAX_LIMIT
+    assert request.detail in ("card", "schema")
+    if isinstance(arguments.get("tags"), list):
+        assert list(request.tags) == arguments["tags"]  # never clamped
+
+
+@pytest.mark.parametrize(
+    ("word", "stemmed"),
+    [
+        ("movies", "movie"),
+        ("categories", "categor"),
+        ("matches", "match"),
+        ("addresses", "address"),
+        ("playlists", "playlist"),
+        ("directed", "direct"),
+        ("playing", "play"),
+        ("status", "status"),
+        ("analysis", "analysis"),
+        ("string", "string"),
+        ("speed", "speed"),
+        ("news", "new"),
+        ("ids", "ids"),
+        ("v2s", "v2s"),
+    ],
+)
+def test_stem(word: str, stemmed: str) -> None:
+    assert stem(word) == stemmed
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet="abcdefghijklmnopqrstuvwxyz", min_size=1, max_size=15))
+def test_stem_is_a_prefix_so_prefix_matching_only_widens(word: str) -> None:
+    stemmed = stem(word)
+    assert word.startswith(stemmed)
+    assert len(stemmed) >= min(len(word), 3)
+
+
+def test_keywords_drop_stop_words_unless_nothing_else() -> None:
+    words = [k.word for k in keywords("give me the number of movies directed by Sofia Coppola")]
+    assert words == ["number", "movies", "directed", "sofia", "coppola"]
+    assert [k.word for k in keywords("what is it")] == ["what", "is", "it"]
+    assert {"the", "of", "by"} <= STOP_WORDS
+
+
+def test_keywords_are_folded_deduplicated_and_cut() -> None:
+    found = keywords("Crème CRÈME getUserById " + "x" * 30)
+    assert [k.prefix for k in found] == [
+        "creme",
+        "getuserbyid",
+        "get",
+        "user",
+        "id",
+        "x" * MAX_GRAM,
+    ]  # "by": a stop word
+
+
+def test_empty_query_has_no_keywords() -> None:
+    assert keywords("") == ()
+    assert keywords("  ?! // ") == ()
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=60))
+def test_keywords_come_from_fold_words(query: str) -> None:
+    folded = set(fold_words(query))
+    for keyword in keywords(query):
+        assert keyword.word in folded
+        assert keyword.word.startswith(keyword.prefix) or len(keyword.word) > MAX_GRAM
+
+
+def test_folded_tags() -> None:
+    assert folded_tags(("Orders", "ORDERS", "Order  Notes")) == ("order notes", "orders")
+    assert folded_tags(("orders", "  ")) is None  # an empty tag is carried by nobody
+    assert folded_tags(()) == ()

@@ -1,0 +1,403 @@
+"""server.view over a real index: every sentence of the contract's search_tools section.
+
+Indexes are built in tmp directories from hand-built catalog records (single writer
+thread, name order), the way the indexer writes them.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+import tantivy
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from catalog.index_schema import build_schema, register_analyzers, tool_document
+from catalog.model import CatalogTool
+from catalog.query import clamp_request
+from catalog.visibility import PUBLIC_KEY, Audience, visibility_key
+from server.errors import ResponseTooLarge, UnknownTool
+from server.view import TAG_VOCABULARY_CAP, CatalogView, read_meta
+from tests.server._index_fixtures import build_view, make_tool, open_view, secured, write_index
+
+BUDGET = 48 * 1024
+ADMIN = secured("shop", "admin")
+ADMIN_KEY = visibility_key(ADMIN)
+PUBLIC = Audience()
+UNCERTAIN_ADMIN = Audience(uncertain=frozenset({ADMIN_KEY}))
+VISIBLE_ADMIN = Audience(visible=frozenset({PUBLIC_KEY, ADMIN_KEY}))
+
+
+def _shop() -> list[CatalogTool]:
+    tools = [
+        make_tool("get_order", "Fetches one order by id.", tags=["Orders"], arguments=["id"]),
+        make_tool("list_orders", "Lists orders.", tags=["Orders"], arguments=["status"]),
+        make_tool(
+            "create_order",
+            "Creates a new order.",
+            method="POST",
+            path="/orders",
+            tags=["Orders", "Billing"],
+            arguments=["item", "quantity"],
+        ),
+        make_tool(
+            "add_note", "Add a note to an order", tags=["Order Notes"], arguments=["order_id"]
+        ),
+        make_tool("creme", "Crème brûlée recipe", tags=["Crème Brûlée"]),
+        make_tool(
+            "purge_orders", "Deletes every order.", tags=["Admin"], security=ADMIN, method="DELETE"
+        ),
+    ]
+    tools += [make_tool(f"widget_{i:02d}", f"Widget number {i}.") for i in range(60)]
+    return tools
+
+
+PUBLIC_NAMES = {t.definition.name for t in _shop() if t.security.is_public}
+
+
+@pytest.fixture(scope="module")
+def view(tmp_path_factory: pytest.TempPathFactory) -> CatalogView:
+    return build_view(tmp_path_factory.mktemp("shop") / "index", _shop())
+
+
+def _search(view: CatalogView, audience: Audience = PUBLIC, **arguments: Any) -> dict[str, Any]:
+    answer = view.search(clamp_request(arguments), audience, budget=BUDGET)
+    result: dict[str, Any] = json.loads(answer)
+    return result
+
+
+def _names(result: dict[str, Any]) -> list[str]:
+    return [r["name"] for r in result["results"]]
+
+
+# -- keywords rank, they never filter ------------------------------------------------------
+
+
+def test_a_query_matching_nothing_still_lists_limit_results(view: CatalogView) -> None:
+    empty = _search(view)
+    nothing = _search(view, query="zzzzqqq")
+    assert nothing["total"] == empty["total"] == len(PUBLIC_NAMES)
+    assert len(nothing["results"]) == 20
+    assert _names(nothing) == _names(empty)  # catalog order
+
+
+def test_keyword_matches_come_first_then_catalog_order(view: CatalogView) -> None:
+    result = _search(view, query="order", limit=50)
+    names = _names(result)
+    assert result["total"] == len(PUBLIC_NAMES)
+    matched = {"get_order", "list_orders", "create_order", "add_note"}
+    assert set(names[:4]) == matched
+    rest = names[4:]
+    assert rest == sorted(rest)  # padding follows catalog (name) order
+    assert "purge_orders" not in names
+
+
+def test_empty_query_lists_in_catalog_order(view: CatalogView) -> None:
+    names = _names(_search(view, limit=50))
+    assert names == sorted(PUBLIC_NAMES)[:50]
+
+
+def test_exact_word_ranks_above_prefix(tmp_path: Path) -> None:
+    view = build_view(
+        tmp_path / "i",
+        [
+            make_tool("a_tool", "Lists orders placed today."),
+            make_tool("b_tool", "Shows one order."),
+        ],
+    )
+    assert _names(_search(view, query="order")) == ["b_tool", "a_tool"]
+
+
+def test_more_keywords_matched_rank_above_fewer(tmp_path: Path) -> None:
+    view = build_view(
+        tmp_path / "i",
+        [
+            make_tool("invoice_invoice", "Invoice invoice invoice, the invoice."),
+            make_tool("pay_one", "Pay an invoice by card."),
+        ],
+    )
+    assert _names(_search(view, query="invoice card")) == ["pay_one", "invoice_invoice"]
+
+
+def test_name_outranks_description(tmp_path: Path) -> None:
+    view = build_view(
+        tmp_path / "i",
+        [make_tool("a_list", "Refunds a payment."), make_tool("refund", "Does one thing.")],
+    )
+    assert _names(_search(view, query="refund")) == ["refund", "a_list"]
+
+
+def test_ties_break_by_catalog_order_across_segments(tmp_path: Path) -> None:
+    directory = tmp_path / "i"
+    names = [f"item_{i:02d}" for i in range(30)]
+    write_index(directory, [make_tool(n, "Same words.") for n in names[:10]], first_ordinal=100)
+    # A second commit adds a second segment; its documents sort before the first's in
+    # ord but come after them in doc address order.
+    index = tantivy.Index(build_schema(), path=str(directory))
+    register_analyzers(index)
+    writer = index.writer(50_000_000, 1)
+    extra = sorted(names[10:], reverse=True)
+    for i, name in enumerate(extra):
+        tool = make_tool(name, "Same words.")
+        writer.add_document(tool_document(tool, ordinal=i, visibility_key=PUBLIC_KEY))
+    writer.commit()
+    writer.wait_merging_threads()
+    view = open_view(directory)
+    assert view.searcher.num_segments == 2
+    page = _names(_search(view, query="same words", limit=5))
+    assert page == [extra[i] for i in range(5)]  # ord 0..4, all in the second segment
+
+
+def test_stemmed_keyword_finds_the_singular(tmp_path: Path) -> None:
+    view = build_view(
+        tmp_path / "i", [make_tool("a_x", "Anything."), make_tool("get_movie", "One movie.")]
+    )
+    assert _names(_search(view, query="movies"))[0] == "get_movie"
+
+
+# -- limit and detail are clamped --------------------------------------------------------
+
+
+@pytest.mark.parametrize(("limit", "count"), [(0, 1), (-5, 1), (51, 50), (None, 20), (7, 7)])
+def test_limit_is_clamped(view: CatalogView, limit: int | None, count: int) -> None:
+    arguments: dict[str, Any] = {} if limit is None else {"limit": limit}
+    result = _search(view, **arguments)
+    assert len(result["results"]) == count
+    assert result["total"] == len(PUBLIC_NAMES)  # total is counted before limit
+
+
+@pytest.mark.parametrize("detail", [None, "", "Schema", "shcema", 3])
+def test_detail_other_than_schema_is_card(view: CatalogView, detail: Any) -> None:
+    arguments = {} if detail is None else {"detail": detail}
+    first = _search(view, query="order", limit=1, **arguments)["results"][0]
+    assert set(first) == {"name", "description", "parameters"}
+
+
+def test_schema_entries_are_exactly_the_load_answer(view: CatalogView) -> None:
+    for audience in (PUBLIC, UNCERTAIN_ADMIN, VISIBLE_ADMIN):
+        answer = view.search(
+            clamp_request({"query": "order", "detail": "schema", "limit": 10}),
+            audience,
+            budget=BUDGET,
+        )
+        entries = json.loads(answer)["results"]
+        assert entries
+        for entry in entries:
+            loaded = msgspec.json.decode(msgspec.json.encode(view.load(entry["name"], audience)))
+            assert entry == loaded
+            assert list(entry) == list(loaded)  # key order too
+
+
+def test_schema_page_keeps_ranking_total_and_limit(view: CatalogView) -> None:
+    cards = _search(view, query="order note", limit=7)
+    schemas = _search(view, query="order note", limit=7, detail="schema")
+    assert _names(cards) == _names(schemas)
+    assert cards["total"] == schemas["total"]
+
+
+# -- tags ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("tags", [None, []])
+def test_no_tags_filter_nothing(view: CatalogView, tags: list[str] | None) -> None:
+    assert _search(view, tags=tags)["total"] == len(PUBLIC_NAMES)
+
+
+def test_unknown_tag_gives_nothing_not_everything(view: CatalogView) -> None:
+    result = _search(view, tags=["nobody-has-this"])
+    assert result["total"] == 0
+    assert result["results"] == []
+
+
+def test_a_tag_is_whole_never_split(view: CatalogView) -> None:
+    assert _names(_search(view, tags=["Order Notes"])) == ["add_note"]
+    assert _search(view, tags=["order"])["total"] == 0
+    assert _search(view, tags=["notes"])["total"] == 0
+
+
+def test_order_does_not_match_orders(view: CatalogView) -> None:
+    assert _search(view, tags=["order"])["total"] == 0
+    assert _search(view, tags=["orders"])["total"] == 3
+
+
+def test_tags_ignore_case_accents_and_spacing(view: CatalogView) -> None:
+    for tag in ("creme brulee", "CRÈME BRÛLÉE", "  Crème   Brûlée "):
+        assert _names(_search(view, tags=[tag])) == ["creme"]
+    assert _names(_search(view, tags=["ORDER NOTES"])) == ["add_note"]
+
+
+def test_tags_are_a_conjunction(view: CatalogView) -> None:
+    assert _names(_search(view, tags=["orders", "billing"])) == ["create_order"]
+    assert _search(view, tags=["orders", "order notes"])["total"] == 0
+
+
+def test_an_empty_tag_matches_nobody(view: CatalogView) -> None:
+    assert _search(view, tags=["orders", " "])["total"] == 0
+
+
+def test_tags_filter_with_keywords_still_ranks_only(view: CatalogView) -> None:
+    result = _search(view, query="create", tags=["orders"])
+    assert result["total"] == 3
+    assert _names(result)[0] == "create_order"
+
+
+# -- total and the tag vocabulary -------------------------------------------------------
+
+
+def test_vocabulary_is_the_visible_catalog_not_the_result_set(view: CatalogView) -> None:
+    narrowed = _search(view, tags=["billing"])
+    assert _names(narrowed) == ["create_order"]
+    assert narrowed["tags"] == ["billing", "creme brulee", "order notes", "orders"]
+
+
+def test_vocabulary_and_total_follow_visibility(view: CatalogView) -> None:
+    public = _search(view)
+    assert "admin" not in public["tags"]
+    for audience in (UNCERTAIN_ADMIN, VISIBLE_ADMIN):
+        seen = _search(view, audience)
+        assert "admin" in seen["tags"]
+        assert seen["total"] == len(PUBLIC_NAMES) + 1
+
+
+def test_vocabulary_is_omitted_when_empty(tmp_path: Path) -> None:
+    result = _search(build_view(tmp_path / "i", [make_tool("a", "A.")]))
+    assert "tags" not in result
+    assert result["total"] == 1
+
+
+def test_vocabulary_is_omitted_not_shortened_above_the_cap(tmp_path: Path) -> None:
+    def tools(n: int) -> list[CatalogTool]:
+        return [make_tool(f"t{i:03d}", "x", tags=[f"tag {i:03d}"]) for i in range(n)]
+
+    at_cap = _search(build_view(tmp_path / "a", tools(TAG_VOCABULARY_CAP)))
+    assert len(at_cap["tags"]) == TAG_VOCABULARY_CAP
+    over = _search(build_view(tmp_path / "b", tools(TAG_VOCABULARY_CAP + 1)))
+    assert "tags" not in over
+    assert over["total"] == TAG_VOCABULARY_CAP + 1
+
+
+def test_meta_document_is_never_a_result(view: CatalogView) -> None:
+    everyone = Audience(visible=frozenset({PUBLIC_KEY, ADMIN_KEY}))
+    result = _search(view, everyone, limit=50, query="meta")
+    assert result["total"] == len(_shop())
+    assert all(n != "__meta__" for n in _names(_search(view, everyone, limit=50)))
+    with pytest.raises(UnknownTool):
+        view.load("__meta__", everyone)
+
+
+# -- visibility ---------------------------------------------------------------------------
+
+
+def test_hidden_tools_are_not_listed(view: CatalogView) -> None:
+    assert "purge_orders" not in _names(_search(view, query="purge", limit=50))
+
+
+def test_uncertain_cards_say_so_and_visible_ones_do_not(view: CatalogView) -> None:
+    uncertain = _search(view, UNCERTAIN_ADMIN, query="purge", limit=2)["results"]
+    assert uncertain[0] == {
+        "name": "purge_orders",
+        "description": "Deletes every order.",
+        "parameters": "",
+        "authUncertain": True,
+    }
+    assert "authUncertain" not in uncertain[1]
+    visible = _search(view, VISIBLE_ADMIN, query="purge", limit=1)["results"][0]
+    assert visible["name"] == "purge_orders"
+    assert "authUncertain" not in visible
+
+
+def test_load_and_target_hide_what_search_hides(view: CatalogView) -> None:
+    with pytest.raises(UnknownTool) as hidden:
+        view.load("purge_orders", PUBLIC)
+    with pytest.raises(UnknownTool) as missing:
+        view.load("no_such_tool", PUBLIC)
+    assert str(hidden.value).replace("purge_orders", "X") == str(missing.value).replace(
+        "no_such_tool", "X"
+    )
+    with pytest.raises(UnknownTool):
+        view.target("purge_orders", PUBLIC)
+
+
+def test_load_marks_uncertain_and_target_routes(view: CatalogView) -> None:
+    assert view.load("purge_orders", UNCERTAIN_ADMIN).auth_uncertain
+    assert not view.load("purge_orders", VISIBLE_ADMIN).auth_uncertain
+    definition, record = view.target("get_order", PUBLIC)
+    assert definition.name == "get_order"
+    assert record.route.method == "GET"
+    assert record.visibility_key == PUBLIC_KEY
+
+
+# -- the response budget ------------------------------------------------------------------
+
+
+def test_over_budget_is_refused_naming_detail_query_and_limit(view: CatalogView) -> None:
+    request = clamp_request({"query": "widget", "detail": "schema", "limit": 50})
+    with pytest.raises(ResponseTooLarge) as refused:
+        view.search(request, PUBLIC, budget=2_000)
+    message = refused.value.message
+    assert "detail" in message
+    assert '"card"' in message
+    assert "'widget'" in message
+    assert "limit 50" in message
+    assert not refused.value.is_retryable()
+    with pytest.raises(ResponseTooLarge) as cards:
+        view.search(clamp_request({"limit": 50}), PUBLIC, budget=500)
+    assert "detail" in cards.value.message
+    assert "limit" in cards.value.message
+
+
+def test_read_meta_of_an_empty_index_is_none(tmp_path: Path) -> None:
+    index = tantivy.Index(build_schema(), path=str(tmp_path))
+    assert read_meta(index.searcher(), index.schema) is None
+
+
+# -- properties ---------------------------------------------------------------------------
+
+_AUDIENCES = st.sampled_from([PUBLIC, UNCERTAIN_ADMIN, VISIBLE_ADMIN])
+_QUERIES = st.one_of(
+    st.text(max_size=20),
+    st.lists(
+        st.sampled_from(["order", "ord", "widget", "1", "note", "zz", "Crème"]), max_size=4
+    ).map(" ".join),
+)
+_TAGS = st.one_of(
+    st.none(),
+    st.lists(st.sampled_from(["orders", "Billing", "admin", "x", "Order Notes"]), max_size=2),
+)
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    audience=_AUDIENCES,
+    query=_QUERIES,
+    tags=_TAGS,
+    limit=st.integers(-3, 60),
+    detail=st.sampled_from(["card", "schema"]),
+)
+def test_results_are_visible_and_the_same_call_gives_the_same_page(
+    view: CatalogView,
+    audience: Audience,
+    query: str,
+    tags: list[str] | None,
+    limit: int,
+    detail: str,
+) -> None:
+    arguments = {"query": query, "tags": tags, "limit": limit, "detail": detail}
+    request = clamp_request(arguments)
+    first = view.search(request, audience, budget=10**7)
+    assert view.search(request, audience, budget=10**7) == first
+    result = json.loads(first)
+    names = _names(result)
+    visible = {t.definition.name for t in _shop() if audience.verdict(visibility_key(t.security))}
+    assert set(names) <= visible
+    assert len(names) == len(set(names))
+    assert len(names) == min(request.limit, result["total"])
+    assert result["total"] <= len(visible)
+    if not tags:
+        assert result["total"] == len(visible)
