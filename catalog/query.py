@@ -254,7 +254,7 @@ def stem(word: str) -> str:
         return word
     if word.endswith("ies") and len(word) - 3 >= _MIN_STEM + 1:
         return word[:-3]
-    if word.endswith(("sses", "shes", "ches", "xes", "zes")):
+    if word.endswith(("sses", "shes", "ches", "xes", "zes")) and len(word) - 2 >= _MIN_STEM:
         return word[:-2]
     if word.endswith("s") and not word.endswith(("ss", "us", "is")):
         return word[:-1]
