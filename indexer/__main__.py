@@ -1,0 +1,153 @@
+"""The indexer's command line: build once, keep watching, or check without writing.
+
+The only module of the indexer that reads flags and the config file. Exit status: 0 on
+success; 1 for invalid input (a broken document under ``--check``, an invalid config,
+a missing spec directory); 2 when another indexer holds the index; 3 when the index
+cannot be written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from catalog.config import Config, decode_config
+from catalog.errors import ConfigError
+from catalog.index_schema import SCHEMA_VERSION
+from indexer.build import Converter, cpu_workers
+from indexer.errors import IndexerError
+from indexer.manifest import FileState, Manifest
+from indexer.plan import apply_names, assign_names, make_plan
+from indexer.report import Reporter
+from indexer.scan import scan
+from indexer.session import Session
+
+__all__ = ["main"]
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="sezzlee-indexer",
+        description="Build and keep sezzlee's tool index from a directory of OpenAPI documents.",
+    )
+    parser.add_argument("--specs", type=Path, required=True, help="the spec directory")
+    parser.add_argument("--index", type=Path, help="the index directory (created if absent)")
+    parser.add_argument("--config", type=Path, help="the TOML configuration file")
+    parser.add_argument("--watch", action="store_true", help="keep the index up to date")
+    parser.add_argument(
+        "--check", action="store_true", help="validate the specs and config; write nothing"
+    )
+    parser.add_argument(
+        "--workers", type=int, default=cpu_workers(), help="conversion processes (default: cores)"
+    )
+    return parser
+
+
+def _load_config(path: Path | None) -> Config:
+    if path is None:
+        return Config()
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise ConfigError(str(path), f"cannot read: {exc.strerror}") from exc
+    return decode_config(data, file=str(path))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the indexer; the process exit status."""
+    args = _parser().parse_args(argv)
+    reporter = Reporter()
+    if not args.check and args.index is None:
+        reporter.event("usage", level="error", message="--index is required unless --check")
+        return 1
+    if not args.specs.is_dir():
+        reporter.event("fatal", level="error", message=f"{args.specs}: not a directory")
+        return 1
+    try:
+        config = _load_config(args.config)
+    except ConfigError as exc:
+        reporter.event("config_invalid", level="error", message=str(exc))
+        return 1
+    if args.check:
+        return _check(args.specs, config, reporter, workers=args.workers)
+    try:
+        session = Session(args.specs, args.index, config, reporter, workers=args.workers)
+    except IndexerError as exc:
+        reporter.event("fatal", level="error", message=str(exc))
+        return exc.exit_status
+    try:
+        result = session.sync()
+        reporter.event(
+            "summary",
+            full=result.full,
+            committed=result.committed,
+            commit=result.commit,
+            documents=result.documents,
+            operations=result.operations,
+            operations_written=result.operations_written,
+            errors=result.broken,
+            warnings=result.warnings,
+            elapsed_s=round(result.elapsed_s, 3),
+            operations_per_s=round(result.operations_written / max(result.elapsed_s, 1e-9)),
+        )
+        if args.watch:
+            from indexer.watch import watch
+
+            watch(
+                session,
+                config_path=args.config,
+                load_config=lambda: _load_config(args.config),
+            )
+    except IndexerError as exc:
+        reporter.event("fatal", level="error", message=str(exc))
+        return exc.exit_status
+    except KeyboardInterrupt:
+        pass
+    finally:
+        session.close()
+    return 0
+
+
+def _check(specs_dir: Path, config: Config, reporter: Reporter, *, workers: int) -> int:
+    """Convert every document as a build would, report its problems, write nothing."""
+    started = time.perf_counter()
+    scanned = scan(specs_dir)
+    converter = Converter(specs_dir, workers=workers)
+    try:
+        conversions = {c.source: c for c in converter.convert(config, list(scanned))}
+    finally:
+        converter.close()
+    names = assign_names({}, conversions, ())
+    named = {
+        s: apply_names(c, names.finals.get(s, ()), names.warnings.get(s, ()))
+        for s, c in conversions.items()
+    }
+    stats = {s: (f.size, f.mtime_ns) for s, f in scanned.items()}
+    plan = make_plan(
+        Manifest(schema_version=SCHEMA_VERSION), named, (), stats, full=True, now=time.time()
+    )
+    for source in sorted(named):
+        for problem in plan.manifest.files[source].problems:
+            reporter.problem(problem)
+    broken = sorted(
+        s
+        for s, e in plan.manifest.files.items()
+        if e.state in (FileState.BROKEN_KEPT_LAST_GOOD, FileState.BROKEN_NEVER_INDEXED)
+    )
+    reporter.event(
+        "check",
+        level="error" if broken else "info",
+        documents=len(scanned),
+        operations=plan.meta.operations,
+        errors=len(broken),
+        broken=broken,
+        elapsed_s=round(time.perf_counter() - started, 3),
+    )
+    return 1 if broken else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

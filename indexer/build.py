@@ -1,0 +1,212 @@
+"""Catalog conversion of changed files into ``Conversion`` records, in or out of process.
+
+Reads spec files (and the files they ``$ref``) and calls
+``catalog.load.convert_document``; writes nothing. A document that cannot be converted
+becomes a ``Conversion`` with ``ok=False`` and its problem (file, location, reason):
+other documents are never affected, whatever the converter raises.
+
+Large batches (a full build) run in a process pool so that conversion uses every core
+while the main process writes; results come back in submission order (sorted source
+paths), so the index is written in the same order whatever the pool's timing, and cross
+the process boundary as msgpack bytes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import multiprocessing
+import os
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Executor, ProcessPoolExecutor
+from pathlib import Path
+from typing import Final
+
+import msgspec
+
+from catalog.config import Config, SpecConfig, default_namespace
+from catalog.errors import SpecError
+from catalog.fingerprint import with_version
+from catalog.fold import fold_tag
+from catalog.load import convert_document
+from catalog.model import CatalogTool, Problem, SecurityPolicy
+from catalog.visibility import visibility_key
+from indexer.manifest import ToolEntry
+from indexer.plan import Conversion, encode_tools
+from indexer.scan import hash_bytes
+
+__all__ = [
+    "POOL_THRESHOLD",
+    "Converter",
+    "config_hash",
+    "convert_file",
+    "cpu_workers",
+    "namespace_for",
+]
+
+POOL_THRESHOLD: Final = 8
+"""Batches of fewer files convert in-process: a watch change must not pay the pool's
+inter-process hop (or its start-up) on the way to a sub-300 ms commit."""
+
+_CANONICAL: Final = msgspec.json.Encoder(order="sorted")
+_MSGPACK: Final = msgspec.msgpack.Encoder()
+_CONVERSION: Final = msgspec.msgpack.Decoder(Conversion)
+
+
+def namespace_for(config: Config, source: str) -> str:
+    """The namespace of the document ``source``: its config section's, or the path slug."""
+    namespace = config.spec(source).namespace
+    if isinstance(namespace, msgspec.UnsetType):
+        return default_namespace(source)
+    return namespace
+
+
+def config_hash(config: Config, source: str) -> str:
+    """A hash of every config input the conversion of ``source`` depends on."""
+    data = _CANONICAL.encode([namespace_for(config, source), config.spec(source)])
+    return hashlib.blake2b(data, digest_size=8).hexdigest()
+
+
+def _digest(tool: CatalogTool) -> str:
+    # Everything published about a tool besides name, version and visibility: a change to
+    # tags, search terms, route or security must change the catalog fingerprint.
+    data = _MSGPACK.encode(
+        (tool.namespace, tool.source, tool.route, tool.security, tool.search, tool.card)
+    )
+    return hashlib.blake2b(data + bytes([tool.deprecated]), digest_size=8).hexdigest()
+
+
+def _loader(specs_dir: Path) -> Callable[[str], bytes]:
+    root = specs_dir.resolve()
+
+    def load(relative: str) -> bytes:
+        path = (root / relative).resolve()
+        if not path.is_relative_to(root):
+            raise FileNotFoundError(f"{relative}: outside the spec directory")
+        return path.read_bytes()
+
+    return load
+
+
+def convert_file(specs_dir: str, source: str, namespace: str, spec_config: SpecConfig) -> bytes:
+    """Read and convert one document; the msgpack of its :class:`Conversion`.
+
+    Runs in a pool worker, so it takes and returns plain, picklable values.
+    """
+    root = Path(specs_dir)
+    chash = hashlib.blake2b(_CANONICAL.encode([namespace, spec_config]), digest_size=8).hexdigest()
+    try:
+        data = (root / source).read_bytes()
+    except OSError as exc:
+        problem = Problem(file=source, location="", reason=f"cannot read: {exc.strerror}")
+        conv = Conversion(
+            source=source,
+            content_hash="",
+            config_hash=chash,
+            namespace=namespace,
+            ok=False,
+            problems=(problem,),
+        )
+        return _MSGPACK.encode(conv)
+    content_hash = hash_bytes(data)
+    try:
+        result = convert_document(
+            source, data, namespace=namespace, spec_config=spec_config, load=_loader(root)
+        )
+    except SpecError as exc:
+        problem = Problem(file=exc.file or source, location=exc.location, reason=exc.reason)
+        return _MSGPACK.encode(_failed(source, content_hash, chash, namespace, problem))
+    except RecursionError:
+        problem = Problem(file=source, location="", reason="document nested too deeply")
+        return _MSGPACK.encode(_failed(source, content_hash, chash, namespace, problem))
+    except Exception as exc:
+        problem = Problem(
+            file=source, location="", reason=f"internal error while converting: {exc!r}"
+        )
+        return _MSGPACK.encode(_failed(source, content_hash, chash, namespace, problem))
+    tools: list[CatalogTool] = []
+    entries: list[ToolEntry] = []
+    policies: dict[str, SecurityPolicy] = {}
+    tags: dict[str, set[str]] = {}
+    for tool in result.tools:
+        if not tool.definition.version:
+            tool = msgspec.structs.replace(tool, definition=with_version(tool.definition))
+        key = visibility_key(tool.security)
+        if not tool.security.is_public:
+            policies[key] = tool.security
+        tags.setdefault(key, set()).update(fold_tag(t) for t in tool.search.tags)
+        name = tool.definition.name
+        entries.append(ToolEntry(name, name, 0, tool.definition.version, key, _digest(tool)))
+        tools.append(tool)
+    conv = Conversion(
+        source=source,
+        content_hash=content_hash,
+        config_hash=chash,
+        namespace=namespace,
+        ok=True,
+        tools=tuple(entries),
+        payload=encode_tools(tools),
+        dependencies=tuple(sorted(set(result.dependencies) - {source})),
+        problems=tuple(result.warnings),
+        policies=policies,
+        tags={k: tuple(sorted(v - {""})) for k, v in sorted(tags.items()) if v - {""}},
+    )
+    return _MSGPACK.encode(conv)
+
+
+def _failed(
+    source: str, content_hash: str, chash: str, namespace: str, problem: Problem
+) -> Conversion:
+    return Conversion(
+        source=source,
+        content_hash=content_hash,
+        config_hash=chash,
+        namespace=namespace,
+        ok=False,
+        problems=(problem,),
+    )
+
+
+class Converter:
+    """Converts batches of documents; owns the process pool (started on first need)."""
+
+    def __init__(self, specs_dir: Path, *, workers: int = 2) -> None:
+        self._specs_dir = str(specs_dir)
+        self._workers = workers
+        self._pool: Executor | None = None
+
+    def convert(self, config: Config, sources: Sequence[str]) -> Iterator[Conversion]:
+        """Convert ``sources`` and yield their conversions in the same order."""
+        args = [(s, namespace_for(config, s), config.spec(s)) for s in sources]
+        if len(sources) < POOL_THRESHOLD or self._workers <= 1:
+            for source, namespace, spec in args:
+                yield _CONVERSION.decode(convert_file(self._specs_dir, source, namespace, spec))
+            return
+        pool = self._ensure_pool()
+        results = pool.map(
+            convert_file,
+            [self._specs_dir] * len(args),
+            [a[0] for a in args],
+            [a[1] for a in args],
+            [a[2] for a in args],
+        )
+        for data in results:
+            yield _CONVERSION.decode(data)
+
+    def _ensure_pool(self) -> Executor:
+        if self._pool is None:
+            # forkserver, not fork: the parent runs tantivy's writer threads, and forking a
+            # threaded process can deadlock the child.
+            context = multiprocessing.get_context("forkserver")
+            self._pool = ProcessPoolExecutor(max_workers=self._workers, mp_context=context)
+        return self._pool
+
+    def close(self) -> None:
+        """Stop the pool, if one was started."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+
+
+def cpu_workers() -> int:
+    """Pool size: every core the process may use."""
+    return max(1, len(os.sched_getaffinity(0)))

@@ -1,0 +1,41 @@
+"""Errors of the indexer process: what stops it, as one clear line for the operator.
+
+IndexerError
+ ├── IndexBusyError    another indexer holds the index's writer lock (exit status 2)
+ └── IndexStoreError   tantivy failed to open, write or commit the index (exit status 3)
+
+A broken spec document is not an error here: it is a value (a problem in its file
+status), reported and kept out of the way of every other document. tantivy's own
+exceptions (all ``ValueError``) are translated once, in ``writer.py``.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+__all__ = ["IndexBusyError", "IndexStoreError", "IndexerError"]
+
+
+class IndexerError(Exception):
+    """Base class: a condition that stops the indexer, with its exit status."""
+
+    exit_status: ClassVar[int] = 1
+
+
+class IndexBusyError(IndexerError):
+    """Another process (or this one) already writes to the index directory."""
+
+    exit_status: ClassVar[int] = 2
+
+    def __init__(self, index_dir: str) -> None:
+        self.index_dir = index_dir
+        super().__init__(
+            f"another indexer is already writing to {index_dir} (its writer lock is held); "
+            "stop it first or choose another --index directory"
+        )
+
+
+class IndexStoreError(IndexerError):
+    """tantivy could not open, write or commit the index."""
+
+    exit_status: ClassVar[int] = 3

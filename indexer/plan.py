@@ -1,0 +1,491 @@
+"""What to write: previous manifest + scan + conversions → an ``IndexPlan``.
+
+Pure: no I/O, no tantivy. Theory of operation:
+
+1. ``dirty_sources`` picks the files to (re)convert: new files, files whose content or
+   config inputs changed, files the caller forces (after a crash), and every file that
+   ``$ref``s one of those or a deleted file (transitively).
+2. The caller converts them (``build.py``). ``assign_names`` then resolves name clashes
+   across documents that share a namespace: documents are taken in source-path order,
+   the first claims a name, later ones get ``_2``, ``_3``, ... Only namespaces touched by
+   this round are resolved, so another namespace is never renamed. A file whose
+   published names move because of that, without having changed itself, is returned
+   so the caller converts it too (its raw names are unchanged, so one extra round is a
+   fixpoint).
+3. ``make_plan`` merges the conversions into the manifest: a broken file keeps its last
+   good tools (or has none), a deleted file's tools go, ordinals are allocated, and the
+   catalog fingerprint and the meta record are computed. The plan says whether a commit
+   is needed at all: only when the fingerprint or a file status changed.
+
+Ordinals follow tool-name order with gaps: a full build spaces them ``ORDINAL_GAP``
+apart; an incremental insert takes evenly spaced points inside the gap between its
+neighbours, and when a gap is exhausted the plan asks for a full rebuild (renumbering).
+So an incremental index lists tools in the same relative order as a full build.
+"""
+
+from __future__ import annotations
+
+import bisect
+import hashlib
+import itertools
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Final
+
+import msgspec
+
+from catalog.fingerprint import with_version
+from catalog.index_schema import SCHEMA_VERSION, FileStatus, IndexMeta
+from catalog.model import CatalogTool, Problem, SecurityPolicy
+from indexer.manifest import FileEntry, FileState, Manifest, ToolEntry, check_transition
+
+__all__ = [
+    "MAX_ORDINAL",
+    "ORDINAL_GAP",
+    "Conversion",
+    "FileAdd",
+    "IndexPlan",
+    "NamePlan",
+    "OrdinalsExhausted",
+    "allocate_ordinals",
+    "apply_names",
+    "assign_names",
+    "catalog_fingerprint",
+    "decode_tools",
+    "dirty_sources",
+    "encode_tools",
+    "make_plan",
+]
+
+ORDINAL_GAP: Final = 2**32
+MAX_ORDINAL: Final = 2**64 - 1
+
+_TOOLS_ENCODER: Final = msgspec.msgpack.Encoder()
+_TOOLS_DECODER: Final = msgspec.msgpack.Decoder(tuple[CatalogTool, ...])
+
+
+def encode_tools(tools: Sequence[CatalogTool]) -> bytes:
+    """The compact payload a conversion carries its tools in (across processes too)."""
+    return _TOOLS_ENCODER.encode(tuple(tools))
+
+
+def decode_tools(payload: bytes) -> tuple[CatalogTool, ...]:
+    """Inverse of :func:`encode_tools`."""
+    return _TOOLS_DECODER.decode(payload)
+
+
+class Conversion(msgspec.Struct, frozen=True, kw_only=True):
+    """One document converted (or not): summaries for planning, tools as a payload."""
+
+    source: str
+    content_hash: str
+    config_hash: str
+    namespace: str
+    ok: bool
+    tools: tuple[ToolEntry, ...] = ()  # ordinal 0; name == raw_name until assign_names
+    payload: bytes = b""  # encode_tools(...) of the tools, in document order
+    dependencies: tuple[str, ...] = ()
+    problems: tuple[Problem, ...] = ()  # the error when not ok, then warnings
+    policies: dict[str, SecurityPolicy] = msgspec.field(default_factory=dict)
+    tags: dict[str, tuple[str, ...]] = msgspec.field(default_factory=dict)
+
+
+class FileAdd(msgspec.Struct, frozen=True, kw_only=True):
+    """The documents to add for one file: its tools and their ordinals, in order."""
+
+    source: str
+    payload: bytes
+    ordinals: tuple[int, ...]
+    visibility: tuple[str, ...]
+
+
+class IndexPlan(msgspec.Struct, frozen=True, kw_only=True):
+    """One commit's worth of work, and the manifest that describes the result."""
+
+    full: bool  # delete everything first (a full build)
+    commit_needed: bool
+    delete_sources: tuple[str, ...]
+    adds: tuple[FileAdd, ...]
+    manifest: Manifest
+    meta: IndexMeta
+    operations_written: int
+
+
+class NamePlan(msgspec.Struct, frozen=True, kw_only=True):
+    """The outcome of :func:`assign_names`."""
+
+    finals: dict[str, tuple[str, ...]]  # source → published names, in raw-name order
+    warnings: dict[str, tuple[Problem, ...]]  # source → clash warnings
+    reconvert: frozenset[str]  # unconverted files whose published names move
+
+
+class OrdinalsExhausted(Exception):
+    """No room left between two neighbours: the caller rebuilds (renumbers) everything."""
+
+
+# --- 1. which files to convert -------------------------------------------------------
+
+
+def dirty_sources(
+    files: Mapping[str, FileEntry],
+    scanned: Mapping[str, str],
+    config_hashes: Mapping[str, str],
+    *,
+    forced: Iterable[str] = (),
+) -> tuple[frozenset[str], frozenset[str]]:
+    """The files to convert and the files deleted.
+
+    Args:
+        files: the manifest's entries.
+        scanned: source → content hash of every spec file now present.
+        config_hashes: source → hash of its config inputs (namespace and section).
+        forced: sources to convert whatever their hashes say.
+
+    Returns:
+        (to convert, deleted).
+    """
+    deleted = frozenset(files) - frozenset(scanned)
+    dirty: set[str] = set(forced) & set(scanned)
+    for source, content_hash in scanned.items():
+        entry = files.get(source)
+        if (
+            entry is None
+            or entry.content_hash != content_hash
+            or entry.config_hash != config_hashes.get(source, "")
+        ):
+            dirty.add(source)
+    moved = set(dirty) | set(deleted)
+    dependents: dict[str, set[str]] = {}
+    for source, entry in files.items():
+        for dep in entry.dependencies:
+            dependents.setdefault(dep, set()).add(source)
+    frontier = list(moved)
+    while frontier:  # transitive: a ref of a ref also invalidates
+        for source in dependents.get(frontier.pop(), ()):
+            if source in scanned and source not in dirty:
+                dirty.add(source)
+                frontier.append(source)
+    return frozenset(dirty), deleted
+
+
+# --- 2. names ------------------------------------------------------------------------
+
+
+def assign_names(
+    files: Mapping[str, FileEntry],
+    conversions: Mapping[str, Conversion],
+    deleted: Iterable[str],
+) -> NamePlan:
+    """Resolve clashes among documents sharing a namespace (see the module docstring)."""
+    gone = set(deleted)
+    # Namespaces touched: of every converted or deleted file, before and after.
+    touched: set[str] = set()
+    for source in set(conversions) | gone:
+        if source in files:
+            touched.add(files[source].namespace)
+        if source in conversions:
+            touched.add(conversions[source].namespace)
+    members: dict[str, list[tuple[str, tuple[str, ...]]]] = {}
+    for source in sorted((set(files) | set(conversions)) - gone):
+        conv = conversions.get(source)
+        if conv is not None and conv.ok:
+            namespace, raws = conv.namespace, tuple(t.raw_name for t in conv.tools)
+        else:
+            entry = files.get(source)
+            if entry is None:
+                continue  # broken and never indexed: claims no names
+            # A broken file keeps its last good tools, so it keeps their names too.
+            namespace, raws = entry.namespace, tuple(t.raw_name for t in entry.tools)
+        if namespace in touched:
+            members.setdefault(namespace, []).append((source, raws))
+    finals: dict[str, tuple[str, ...]] = {}
+    warnings: dict[str, tuple[Problem, ...]] = {}
+    reconvert: set[str] = set()
+    for group in members.values():
+        taken: set[str] = set()
+        for source, raws in group:  # sorted by source path
+            own = set(raws)
+            names: list[str] = []
+            problems: list[Problem] = []
+            for raw in raws:
+                name = raw
+                if name in taken:
+                    k = 2
+                    while f"{raw}_{k}" in taken or f"{raw}_{k}" in own:
+                        k += 1
+                    name = f"{raw}_{k}"
+                    problems.append(
+                        Problem(
+                            file=source,
+                            location=raw,
+                            reason=f"tool name {raw!r} is already used by an earlier "
+                            f"document in the same namespace; published as {name!r}",
+                            severity="warning",
+                        )
+                    )
+                taken.add(name)
+                names.append(name)
+            finals[source] = tuple(names)
+            if problems:
+                warnings[source] = tuple(problems)
+            entry = files.get(source)
+            conv = conversions.get(source)
+            if conv is None and entry is not None:
+                current = tuple(t.name for t in entry.tools)
+                if current != finals[source] and entry.state in (
+                    FileState.FRESH,
+                    FileState.CHANGED,
+                ):
+                    reconvert.add(source)
+    return NamePlan(finals=finals, warnings=warnings, reconvert=frozenset(reconvert))
+
+
+def apply_names(conv: Conversion, names: Sequence[str], warnings: Sequence[Problem]) -> Conversion:
+    """``conv`` with its tools published under ``names`` (re-versioned when renamed)."""
+    if not conv.ok:
+        return conv
+    problems = tuple(p for p in conv.problems if not _is_clash(p)) + tuple(warnings)
+    if tuple(t.name for t in conv.tools) == tuple(names):
+        return msgspec.structs.replace(conv, problems=problems)
+    tools = list(decode_tools(conv.payload))
+    entries = list(conv.tools)
+    for i, name in enumerate(names):
+        if tools[i].definition.name == name:
+            continue
+        definition = with_version(msgspec.structs.replace(tools[i].definition, name=name))
+        card = msgspec.structs.replace(tools[i].card, name=name)
+        tools[i] = msgspec.structs.replace(tools[i], definition=definition, card=card)
+        entries[i] = msgspec.structs.replace(entries[i], name=name, version=definition.version)
+    return msgspec.structs.replace(
+        conv, tools=tuple(entries), payload=encode_tools(tools), problems=problems
+    )
+
+
+def _is_clash(problem: Problem) -> bool:
+    return problem.severity == "warning" and "already used by an earlier document" in problem.reason
+
+
+# --- 3. the plan ---------------------------------------------------------------------
+
+
+def allocate_ordinals(
+    kept: Mapping[str, int], new_names: Iterable[str], *, full: bool
+) -> dict[str, int]:
+    """Ordinals for ``new_names`` that keep name order with ``kept`` (name → ordinal).
+
+    Raises:
+        OrdinalsExhausted: a gap between two kept neighbours is too small.
+    """
+    fresh = sorted(set(new_names) - set(kept))
+    if full or not kept:
+        names = sorted(set(kept) | set(fresh))
+        return {name: (i + 1) * ORDINAL_GAP for i, name in enumerate(names)}
+    order = sorted(kept)
+    result: dict[str, int] = {}
+    groups: dict[int, list[str]] = {}
+    for name in fresh:
+        groups.setdefault(bisect.bisect_left(order, name), []).append(name)
+    for pos, names in groups.items():
+        lo = kept[order[pos - 1]] if pos > 0 else 0
+        if pos < len(order):
+            hi = kept[order[pos]]
+        else:
+            hi = min(lo + ORDINAL_GAP * (len(names) + 1), MAX_ORDINAL)
+        if hi - lo <= len(names):
+            raise OrdinalsExhausted(f"no ordinal left between {lo} and {hi}")
+        step = (hi - lo) // (len(names) + 1)
+        for i, name in enumerate(names):
+            result[name] = lo + step * (i + 1)
+    return result
+
+
+def catalog_fingerprint(tools: Iterable[ToolEntry]) -> str:
+    """A hash over the sorted (name, version, visibility, digest) of every published tool."""
+    h = hashlib.sha256()
+    for t in sorted(tools, key=lambda t: t.name):
+        h.update(f"{t.name}\t{t.version}\t{t.visibility}\t{t.digest}\n".encode())
+    return h.hexdigest()[:16]
+
+
+def make_plan(
+    previous: Manifest,
+    conversions: Mapping[str, Conversion],
+    deleted: Iterable[str],
+    stats: Mapping[str, tuple[int, int]],
+    *,
+    full: bool,
+    now: float,
+    force: bool = False,
+) -> IndexPlan:
+    """Merge named conversions into ``previous`` and describe the commit.
+
+    Args:
+        previous: the manifest as of the last commit (ignored for its files when full).
+        conversions: the converted files, after :func:`apply_names`.
+        deleted: files gone from the spec directory.
+        stats: source → (size, mtime_ns) vouching for each converted file's hash.
+        full: rebuild the whole index (every present file must be in ``conversions``).
+        now: the commit time (unix seconds).
+        force: commit even if nothing changed (reconciling after a crash).
+
+    Raises:
+        OrdinalsExhausted: an incremental insert found no room; plan a full build.
+    """
+    before = {} if full else dict(previous.files)
+    files = dict(before)
+    delete_sources: set[str] = set()
+    for source in deleted:
+        if files.pop(source, None) is not None:
+            delete_sources.add(source)
+    referenced = {dep for conv in conversions.values() for dep in conv.dependencies}
+    referenced |= {dep for e in files.values() for dep in e.dependencies}
+    pending: dict[str, Conversion] = {}
+    for source, conv in sorted(conversions.items()):
+        prev = before.get(source)
+        size, mtime_ns = stats.get(source, (0, 0))
+        base = FileEntry(
+            content_hash=conv.content_hash,
+            size=size,
+            mtime_ns=mtime_ns,
+            config_hash=conv.config_hash,
+            namespace=conv.namespace,
+            state=FileState.CHANGED,
+            problems=conv.problems,
+            dependencies=conv.dependencies,
+        )
+        before_state = prev.state if prev else None
+        if conv.ok:
+            files[source] = msgspec.structs.replace(
+                base,
+                good_hash=conv.content_hash,
+                state=check_transition(before_state, FileState.CHANGED),
+                tools=conv.tools,
+                policies=conv.policies,
+                tags=conv.tags,
+            )
+            delete_sources.add(source)
+            pending[source] = conv
+        elif prev is not None and prev.tools:
+            # Bad input, nothing lost: the last good tools stay exactly as indexed.
+            files[source] = msgspec.structs.replace(
+                prev,
+                content_hash=conv.content_hash,
+                size=size,
+                mtime_ns=mtime_ns,
+                config_hash=conv.config_hash,
+                state=check_transition(before_state, FileState.BROKEN_KEPT_LAST_GOOD),
+                problems=conv.problems,
+                dependencies=tuple(sorted(set(prev.dependencies) | set(conv.dependencies))),
+            )
+        elif source in referenced:
+            # A fragment other documents $ref (not a document of its own): no tools.
+            problems = tuple(msgspec.structs.replace(p, severity="warning") for p in conv.problems)
+            state = check_transition(before_state, FileState.CHANGED)
+            files[source] = msgspec.structs.replace(base, state=state, problems=problems)
+            if prev is not None:
+                delete_sources.add(source)
+        else:
+            state = check_transition(before_state, FileState.BROKEN_NEVER_INDEXED)
+            files[source] = msgspec.structs.replace(base, state=state)
+            if prev is not None:
+                delete_sources.add(source)
+    for source, entry in files.items():
+        if source not in conversions and entry.state is FileState.CHANGED:
+            files[source] = msgspec.structs.replace(entry, state=FileState.FRESH)
+
+    previous_ordinals = {t.name: t.ordinal for e in previous.files.values() for t in e.tools}
+    kept: dict[str, int] = {}
+    for source, entry in files.items():
+        if source not in pending:
+            kept.update((t.name, t.ordinal) for t in entry.tools)
+    new_names = [t.name for conv in pending.values() for t in conv.tools]
+    if full:
+        ordinals = allocate_ordinals({}, new_names, full=True)
+    else:
+        # A tool re-indexed under a name the catalog already had keeps its ordinal.
+        reuse = {
+            n: previous_ordinals[n] for n in new_names if n in previous_ordinals and n not in kept
+        }
+        if _in_order(kept | reuse):
+            kept |= reuse
+        ordinals = kept | allocate_ordinals(kept, new_names, full=False)
+    adds: list[FileAdd] = []
+    written = 0
+    for source, conv in pending.items():
+        entry = files[source]
+        tools = tuple(msgspec.structs.replace(t, ordinal=ordinals[t.name]) for t in entry.tools)
+        files[source] = msgspec.structs.replace(entry, tools=tools)
+        adds.append(
+            FileAdd(
+                source=source,
+                payload=conv.payload,
+                ordinals=tuple(t.ordinal for t in tools),
+                visibility=tuple(t.visibility for t in tools),
+            )
+        )
+        written += len(tools)
+
+    all_tools = [t for e in files.values() for t in e.tools]
+    fingerprint = catalog_fingerprint(all_tools)
+    statuses = {source: _status(entry) for source, entry in sorted(files.items())}
+    previous_statuses = {s: _status(e) for s, e in previous.files.items()}
+    commit_needed = (
+        full
+        or force
+        or fingerprint != previous.fingerprint
+        or _normalized(statuses) != _normalized(previous_statuses)
+    )
+    commit = previous.commit + 1 if commit_needed else previous.commit
+    manifest = Manifest(
+        schema_version=SCHEMA_VERSION,
+        commit=commit,
+        fingerprint=fingerprint,
+        files=dict(sorted(files.items())),
+    )
+    policies: dict[str, SecurityPolicy] = {}
+    tags: dict[str, set[str]] = {}
+    for entry in files.values():
+        policies.update(entry.policies)
+        for key, values in entry.tags.items():
+            tags.setdefault(key, set()).update(values)
+    meta = IndexMeta(
+        schema_version=SCHEMA_VERSION,
+        fingerprint=fingerprint,
+        commit=commit,
+        committed_at=now,
+        operations=len(all_tools),
+        files=statuses,
+        policies=dict(sorted(policies.items())),
+        tags={key: tuple(sorted(values)) for key, values in sorted(tags.items())},
+    )
+    return IndexPlan(
+        full=full,
+        commit_needed=commit_needed,
+        delete_sources=tuple(sorted(delete_sources)),
+        adds=tuple(adds),
+        manifest=manifest,
+        meta=meta,
+        operations_written=written,
+    )
+
+
+def _in_order(ordinals: Mapping[str, int]) -> bool:
+    values = [ordinals[name] for name in sorted(ordinals)]
+    return all(a < b for a, b in itertools.pairwise(values))
+
+
+def _status(entry: FileEntry) -> FileStatus:
+    return FileStatus(
+        state=entry.state.value,
+        content_hash=entry.content_hash,
+        operations=len(entry.tools),
+        problems=entry.problems,
+    )
+
+
+def _normalized(statuses: Mapping[str, FileStatus]) -> dict[str, FileStatus]:
+    # "changed" vs "fresh" only says which commit re-indexed a file; it alone is no reason
+    # to commit again.
+    return {
+        s: msgspec.structs.replace(st, state="fresh") if st.state == "changed" else st
+        for s, st in statuses.items()
+    }

@@ -1,0 +1,258 @@
+"""One indexer run: reconcile at start, then scan → convert → plan → write, per change.
+
+Owns the state that lives between commits (the manifest, the last scan, the config)
+and wires the stages; the stages themselves are ``scan``, ``build``, ``plan`` (pure) and
+``writer``. ``Session.sync`` is the single entry for the first build and every watch
+batch alike, so start-up reconciliation and live changes take the same path.
+
+Start-up cases (the ``__meta__`` document is the truth, the manifest a cache):
+
+* empty index, another ``SCHEMA_VERSION``, a wiped foreign-schema index, or no manifest:
+  full build (delete all + add all, one commit);
+* manifest and meta from the same commit: incremental against the spec directory;
+* they disagree (a crash between the tantivy commit and the manifest rename): the files
+  whose status differs are re-converted and rewritten, and a commit is forced.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+import msgspec
+
+from catalog.config import Config
+from catalog.index_schema import SCHEMA_VERSION, IndexMeta
+from indexer.build import Converter, config_hash
+from indexer.manifest import FileEntry, FileState, Manifest, load_manifest, save_manifest
+from indexer.plan import (
+    Conversion,
+    IndexPlan,
+    OrdinalsExhausted,
+    apply_names,
+    assign_names,
+    dirty_sources,
+    make_plan,
+)
+from indexer.report import Reporter
+from indexer.scan import ScannedFile, scan
+from indexer.writer import WRITER_HEAP_BYTES, IndexStore
+
+__all__ = ["Session", "SyncResult"]
+
+
+class SyncResult(msgspec.Struct, frozen=True, kw_only=True):
+    """What one sync did (the summary's numbers)."""
+
+    full: bool
+    committed: bool
+    commit: int
+    fingerprint: str
+    documents: int  # spec files known
+    operations: int  # tools in the index after this sync
+    converted: int  # files converted in this sync
+    operations_written: int
+    broken: int  # files broken now (kept or never indexed)
+    warnings: int
+    elapsed_s: float
+    commit_s: float = 0.0
+    committed_at: float = 0.0  # unix time right after the commit returned
+
+
+class Session:
+    """The indexer's state between commits, and the one writer."""
+
+    def __init__(
+        self,
+        specs_dir: Path,
+        index_dir: Path,
+        config: Config,
+        reporter: Reporter,
+        *,
+        workers: int = 2,
+        heap_bytes: int = WRITER_HEAP_BYTES,
+    ) -> None:
+        """Open the index (taking its lock) and decide how to reconcile it.
+
+        Raises:
+            IndexBusyError: another indexer holds the index.
+            IndexStoreError: the index cannot be opened.
+        """
+        self.specs_dir = specs_dir
+        self.index_dir = index_dir
+        self.config = config
+        self.reporter = reporter
+        self.store = IndexStore(index_dir, heap_bytes=heap_bytes)
+        self.converter = Converter(specs_dir, workers=workers)
+        self._full = False
+        self._force = False
+        self._forced: set[str] = set()
+        meta = self.store.read_meta()
+        manifest = load_manifest(index_dir)
+        self.manifest = self._reconcile(meta, manifest)
+        self.scanned: dict[str, ScannedFile] = {
+            source: ScannedFile(
+                content_hash=entry.content_hash, size=entry.size, mtime_ns=entry.mtime_ns
+            )
+            for source, entry in self.manifest.files.items()
+            if entry.size or entry.mtime_ns
+        }
+
+    def _reconcile(self, meta: IndexMeta | None, manifest: Manifest | None) -> Manifest:
+        base = max(meta.commit if meta else 0, manifest.commit if manifest else 0)
+        reason = ""
+        if self.store.wiped:
+            reason = "the index had another tantivy schema"
+        elif meta is None:
+            reason = "the index is empty"
+        elif meta.schema_version != SCHEMA_VERSION:
+            reason = f"the index has schema version {meta.schema_version}, not {SCHEMA_VERSION}"
+        elif manifest is None or manifest.schema_version != SCHEMA_VERSION:
+            reason = "the indexer's manifest is missing"
+        if reason or meta is None or manifest is None:
+            self._full = True
+            self.reporter.event("full_build", reason=reason)
+            return Manifest(schema_version=SCHEMA_VERSION, commit=base)
+        if manifest.commit == meta.commit and manifest.fingerprint == meta.fingerprint:
+            return manifest
+        for source in set(meta.files) | set(manifest.files):
+            status = meta.files.get(source)
+            entry = manifest.files.get(source)
+            if (
+                status is None
+                or entry is None
+                or status.content_hash != entry.content_hash
+                or _normal(status.state) != _normal(entry.state.value)
+                or status.operations != len(entry.tools)
+            ):
+                self._forced.add(source)
+        self._force = True
+        self.reporter.event(
+            "reconcile",
+            level="warning",
+            reason="the manifest disagrees with the index's last commit",
+            manifest_commit=manifest.commit,
+            index_commit=meta.commit,
+            files=sorted(self._forced),
+        )
+        return msgspec.structs.replace(manifest, commit=base, fingerprint=meta.fingerprint)
+
+    def sync(self, touched: Iterable[str] = (), *, config: Config | None = None) -> SyncResult:
+        """Bring the index up to date with the spec directory (and ``config``, if new).
+
+        Args:
+            touched: sources a watcher reported; they are re-hashed whatever their stat says.
+            config: a new configuration to apply.
+        """
+        started = time.perf_counter()
+        if config is not None:
+            self.config = config
+        stale = set(touched)
+        scanned = scan(self.specs_dir, {s: f for s, f in self.scanned.items() if s not in stale})
+        hashes = {s: f.content_hash for s, f in scanned.items()}
+        config_hashes = {s: config_hash(self.config, s) for s in scanned}
+        full = self._full
+        if full:
+            dirty, deleted = frozenset(scanned), frozenset[str]()
+        else:
+            dirty, deleted = dirty_sources(
+                self.manifest.files, hashes, config_hashes, forced=self._forced
+            )
+        if not dirty and not deleted and not self._force:
+            self.scanned = scanned
+            return self._result(full=False, plan=None, started=started, converted=0)
+        files = {} if full else self.manifest.files
+        conversions = self._convert(sorted(dirty), full=full)
+        names = assign_names(files, conversions, deleted)
+        if names.reconvert:
+            conversions.update(self._convert(sorted(names.reconvert), full=False))
+            names = assign_names(files, conversions, deleted)
+        named = {
+            source: apply_names(
+                conv,
+                names.finals.get(source, tuple(t.name for t in conv.tools)),
+                names.warnings.get(source, ()),
+            )
+            for source, conv in conversions.items()
+        }
+        stats = {s: (f.size, f.mtime_ns) for s, f in scanned.items()}
+        previous = self.manifest
+        try:
+            plan = make_plan(
+                previous, named, deleted, stats, full=full, now=time.time(), force=self._force
+            )
+        except OrdinalsExhausted:
+            self.reporter.event("renumber", reason="no ordinal gap left; rebuilding")
+            self._full = True
+            return self.sync(touched)
+        for conv in named.values():
+            for problem in conv.problems:
+                self.reporter.problem(problem)
+        commit_s = 0.0
+        if plan.commit_needed:
+            with self.reporter.progress("writing", plan.operations_written) as advance:
+                commit_s = self.store.apply(plan, progress=advance)
+            save_manifest(self.index_dir, plan.manifest)
+        elif conversions:
+            save_manifest(self.index_dir, plan.manifest)  # new stat values; no new commit
+        self.manifest = plan.manifest
+        self.scanned = scanned
+        self._full = False
+        self._force = False
+        self._forced = set()
+        return self._result(
+            full=full, plan=plan, started=started, converted=len(conversions), commit_s=commit_s
+        )
+
+    def _convert(self, sources: list[str], *, full: bool) -> dict[str, Conversion]:
+        result: dict[str, Conversion] = {}
+        with self.reporter.progress("converting", len(sources)) as advance:
+            for conv in self.converter.convert(self.config, sources):
+                result[conv.source] = conv
+                advance(1)
+        return result
+
+    def _result(
+        self,
+        *,
+        full: bool,
+        plan: IndexPlan | None,
+        started: float,
+        converted: int,
+        commit_s: float = 0.0,
+    ) -> SyncResult:
+        manifest = self.manifest
+        broken = sum(
+            1
+            for e in manifest.files.values()
+            if e.state in (FileState.BROKEN_KEPT_LAST_GOOD, FileState.BROKEN_NEVER_INDEXED)
+        )
+        return SyncResult(
+            full=full,
+            committed=bool(plan and plan.commit_needed),
+            commit=manifest.commit,
+            fingerprint=manifest.fingerprint,
+            documents=len(manifest.files),
+            operations=sum(len(e.tools) for e in manifest.files.values()),
+            converted=converted,
+            operations_written=plan.operations_written if plan else 0,
+            broken=broken,
+            warnings=_warnings(manifest.files),
+            elapsed_s=time.perf_counter() - started,
+            commit_s=commit_s,
+            committed_at=time.time(),
+        )
+
+    def close(self) -> None:
+        """Stop the pool and release the writer."""
+        self.converter.close()
+        self.store.close()
+
+
+def _normal(state: str) -> str:
+    return "fresh" if state == "changed" else state
+
+
+def _warnings(files: Mapping[str, FileEntry]) -> int:
+    return sum(1 for e in files.values() for p in e.problems if p.severity == "warning")

@@ -1,0 +1,153 @@
+"""The only IndexWriter: opens (or rebuilds) the index, applies a plan, commits.
+
+The only module of the indexer that touches tantivy. tantivy's exceptions (all
+``ValueError``) become ``IndexBusyError`` / ``IndexStoreError`` here.
+
+* The directory is created here (``Index()`` does not, tantivy-notes §5).
+* An index written with another tantivy schema cannot be opened with ours: it is wiped
+  and recreated (after checking that no other indexer holds its lock), and the caller
+  rebuilds it from the specs. An index whose ``__meta__`` records another
+  ``SCHEMA_VERSION`` is rebuilt by the caller in one commit (delete all, add all).
+* One writer, one indexing thread (notes §4.4: identical doc order across builds), held
+  for the life of the process: its OS file lock is what refuses a second indexer.
+* Every commit deletes and re-adds the ``__meta__`` document, so the fingerprint and the
+  file statuses become visible atomically with the tools (notes §5).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Final
+
+import tantivy
+
+from catalog.index_schema import (
+    META_ID,
+    IndexMeta,
+    build_schema,
+    decode_meta,
+    meta_document,
+    register_analyzers,
+    tool_document,
+)
+from indexer.errors import IndexBusyError, IndexStoreError
+from indexer.manifest import MANIFEST_NAME
+from indexer.plan import IndexPlan, decode_tools
+
+__all__ = ["WRITER_HEAP_BYTES", "IndexStore"]
+
+WRITER_HEAP_BYTES: Final = 512 * 1024 * 1024
+"""One thread's indexing heap: large enough that a 125,000-tool build stays one segment
+for most of its run (notes §6 used 512 MB for 100k docs); the minimum is 15 MB."""
+
+_TANTIVY_FILES: Final = (".idx", ".pos", ".term", ".store", ".fast", ".fieldnorm", ".del")
+
+
+class IndexStore:
+    """An open index and its writer."""
+
+    def __init__(self, index_dir: Path, *, heap_bytes: int = WRITER_HEAP_BYTES) -> None:
+        """Open ``index_dir`` (creating it) and take the writer lock.
+
+        Raises:
+            IndexBusyError: another indexer holds the lock.
+            IndexStoreError: the directory cannot be opened as an index.
+        """
+        self.index_dir = index_dir
+        self.wiped = False
+        self.schema = build_schema()
+        try:
+            index_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise IndexStoreError(f"cannot create {index_dir}: {exc.strerror}") from exc
+        try:
+            self.index = tantivy.Index(self.schema, path=str(index_dir))
+        except ValueError as exc:
+            if "schema does not match" not in str(exc):
+                raise IndexStoreError(f"cannot open the index at {index_dir}: {exc}") from exc
+            self._wipe_foreign()
+            self.index = tantivy.Index(self.schema, path=str(index_dir))
+        register_analyzers(self.index)
+        self.index.config_reader("manual")
+        self._writer = self._take_writer(self.index, heap_bytes)
+
+    def _take_writer(self, index: tantivy.Index, heap_bytes: int) -> tantivy.IndexWriter:
+        try:
+            return index.writer(heap_size=heap_bytes, num_threads=1)
+        except ValueError as exc:
+            if "LockBusy" in str(exc):
+                raise IndexBusyError(str(self.index_dir)) from exc
+            raise IndexStoreError(f"cannot write the index at {self.index_dir}: {exc}") from exc
+
+    def _wipe_foreign(self) -> None:
+        # Another schema: hold its lock while wiping, so a running indexer is not clobbered.
+        try:
+            old = tantivy.Index.open(str(self.index_dir))
+        except ValueError as exc:
+            raise IndexStoreError(f"cannot open the index at {self.index_dir}: {exc}") from exc
+        writer = self._take_writer(old, 15_000_000)
+        for path in self.index_dir.iterdir():
+            if path.is_file() and (
+                path.suffix in _TANTIVY_FILES
+                or path.name in ("meta.json", ".managed.json", MANIFEST_NAME)
+            ):
+                path.unlink()
+        del writer, old
+        self.wiped = True
+
+    def read_meta(self) -> IndexMeta | None:
+        """The ``__meta__`` record of the last commit, or None for an empty index."""
+        self.index.reload()
+        searcher = self.index.searcher()
+        query = tantivy.Query.term_query(self.schema, "id", META_ID)
+        hits = searcher.search(query, 1).hits
+        if not hits:
+            return None
+        values = searcher.doc(hits[0][1]).get_all("meta")
+        if not values:
+            return None
+        try:
+            return decode_meta(bytes(values[0]))
+        except ValueError:  # msgspec.DecodeError: written by another version
+            return None
+
+    def apply(self, plan: IndexPlan, *, progress: Callable[[int], None] | None = None) -> float:
+        """Write the plan and commit; the seconds the commit call took.
+
+        On failure nothing is committed: the previous commit stays the index's state.
+
+        Raises:
+            IndexStoreError: tantivy refused a document or the commit.
+        """
+        writer = self._writer
+        try:
+            if plan.full:
+                writer.delete_all_documents()
+            else:
+                for source in plan.delete_sources:
+                    writer.delete_documents_by_term("source", source)
+            writer.delete_documents_by_term("id", META_ID)
+            for add in plan.adds:
+                tools = decode_tools(add.payload)
+                for tool, ordinal, key in zip(tools, add.ordinals, add.visibility, strict=True):
+                    writer.add_document(tool_document(tool, ordinal=ordinal, visibility_key=key))
+                if progress is not None:
+                    progress(len(tools))
+            writer.add_document(meta_document(plan.meta))
+            started = time.perf_counter()
+            writer.commit()
+            return time.perf_counter() - started
+        except ValueError as exc:
+            with contextlib.suppress(ValueError):
+                writer.rollback()
+            raise IndexStoreError(f"cannot write the index at {self.index_dir}: {exc}") from exc
+
+    def close(self) -> None:
+        """Release the writer (and its lock), waiting for merges to finish."""
+        writer, self._writer = self._writer, None  # type: ignore[assignment]  # closed
+        if writer is not None:
+            with contextlib.suppress(ValueError, RuntimeError):
+                writer.wait_merging_threads()
