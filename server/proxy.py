@@ -20,13 +20,16 @@ import logging
 import ssl
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final, Protocol
 from urllib.parse import urljoin
 
 import httpx
 import msgspec
 
 from catalog.config import Config, SpecConfig
+from catalog.index_schema import InvokeRecord
+from catalog.model import ToolDefinition
+from catalog.visibility import Audience
 from server.errors import BackendTimeout, BackendUnreachable, ResponseTooLarge, ToolError
 from server.identity import Caller, Secrets
 from server.invoke import (
@@ -41,10 +44,7 @@ from server.invoke import (
     origin_of,
 )
 
-if TYPE_CHECKING:
-    from server.view import CatalogView
-
-__all__ = ["MAX_REDIRECTS", "BackendSettings", "Invoker", "Proxy"]
+__all__ = ["MAX_REDIRECTS", "BackendSettings", "Invoker", "Proxy", "Targets"]
 
 MAX_REDIRECTS: Final = 5
 _REDIRECTS: Final = frozenset({301, 302, 303, 307, 308})
@@ -64,6 +64,14 @@ class BackendSettings(msgspec.Struct, frozen=True, kw_only=True):
     client_cert: str | None = None
     client_key: str | None = None
     proxy: str | None = None
+
+
+class Targets(Protocol):
+    """What the invoker reads a tool from: ``server.view.CatalogView`` in the server."""
+
+    def target(self, name: str, audience: Audience) -> tuple[ToolDefinition, InvokeRecord]:
+        """The definition and routing record; raises ``UnknownTool`` when hidden or absent."""
+        ...
 
 
 TransportFactory = Callable[[BackendSettings], httpx.AsyncBaseTransport]
@@ -157,7 +165,9 @@ class Proxy:
     ) -> BackendResponse:
         budget = backend.settings.max_response_bytes
         try:
-            outgoing = backend.client.build_request(method, url, headers=headers, content=body)
+            # UTF-8 on the wire: a header argument may hold any text (CR/LF refused earlier)
+            raw = [(k.encode("ascii"), v.encode("utf-8")) for k, v in headers]
+            outgoing = backend.client.build_request(method, url, headers=raw, content=body)
             response = await backend.client.send(outgoing, stream=True)
             try:
                 declared = response.headers.get("content-length")
@@ -219,7 +229,7 @@ class Invoker:
 
     async def invoke(
         self,
-        view: CatalogView,
+        view: Targets,
         *,
         name: str,
         arguments: object,
