@@ -127,7 +127,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         workers=args.workers,
         interface=Interfaces.ASGI,
         log_access=False,
-        log_level=args.log_level,  # type: ignore[arg-type]  # granian takes its LogLevels str enum
+        log_level=args.log_level,
         workers_kill_timeout=5,
     ).serve()
     return 0
