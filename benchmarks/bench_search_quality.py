@@ -1,0 +1,235 @@
+"""Search quality: recall@1, recall@5, hit@5 and MRR on RestBench and WAPIIBench.
+
+Runs sezzlee's search_tools (a real index per catalog, cards, limit 10) and FastMCP's
+BM25 search transform (``fastmcp==4.1.6``, the ``bench`` extra) over the same converted
+tools, side by side. Query sets come from ``$SEZZLEE_BENCH_DATA`` (default
+``../shared/bench-data`` next to the repository); see its README.
+
+Definitions (search-semantics.md, Quality):
+
+* recall@k: the share of a query's gold operations found in the top k, averaged over
+  queries. RestBench gold is an ordered call chain of 1-4 operations, all needed, so each
+  chain step counts once; WAPIIBench gold is one operation (recall@k = hit@k).
+* hit@5: at least one gold operation in the top 5.
+* MRR: 1 / rank of the first gold operation in the top 10 (0 when none is there).
+* Halves: a query's number (the digits after the last ``-`` of its id) even is the
+  development half, odd the held-out half. Rules were tuned on development only.
+* Catalogs: "per spec" searches each query's own API; "pooled" puts every API of the set
+  in one catalog (namespaces keep names apart).
+
+Usage: ``python -m benchmarks.bench_search_quality``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from benchmarks.catalog_index import (
+    bench_data_dir,
+    convert_spec,
+    everyone,
+    open_catalog,
+    write_catalog,
+)
+from catalog.model import CatalogTool
+from catalog.query import SearchRequest
+
+SETS = ("restbench", "wapiibench")
+TOP = 10
+RESULTS = Path(__file__).resolve().parent / "results"
+
+Ranker = Callable[[str], list[str]]
+
+
+class Query(msgspec.Struct, frozen=True):
+    id: str
+    text: str
+    spec: str
+    gold: tuple[str, ...]  # tool names
+
+    @property
+    def half(self) -> str:
+        return "dev" if int(self.id.rsplit("-", 1)[1]) % 2 == 0 else "held-out"
+
+
+def load_set(name: str) -> tuple[dict[str, list[CatalogTool]], list[Query]]:
+    """The converted tools per spec and the queries, gold mapped to tool names."""
+    folder = bench_data_dir() / name
+    lines = (folder / "queries.jsonl").read_text(encoding="utf-8").splitlines()
+    raw = [json.loads(line) for line in lines if line.strip()]
+    tools: dict[str, list[CatalogTool]] = {}
+    for spec in sorted({r["spec"] for r in raw}):
+        tools[spec] = convert_spec(folder / spec)
+    queries = []
+    for r in raw:
+        by_route = {(t.route.method, t.route.path): t.definition.name for t in tools[r["spec"]]}
+        gold = tuple(by_route[(g["method"].upper(), g["path"])] for g in r["gold"])
+        queries.append(Query(id=r["id"], text=r["query"], spec=r["spec"], gold=gold))
+    return tools, queries
+
+
+def sezzlee_ranker(directory: Path, tools: Sequence[CatalogTool]) -> Ranker:
+    """search_tools over a fresh index of ``tools``."""
+    write_catalog(directory, tools)
+    view = open_catalog(directory)
+    audience = everyone(view)
+
+    def rank(text: str) -> list[str]:
+        answer = view.search(SearchRequest(query=text, limit=TOP), audience, budget=1 << 30)
+        return [r["name"] for r in json.loads(answer)["results"]]
+
+    return rank
+
+
+def fastmcp_ranker(tools: Sequence[CatalogTool]) -> Ranker:
+    """FastMCP's BM25SearchTransform over the same tools (name, description, arguments)."""
+    from fastmcp.server.transforms.search.bm25 import BM25SearchTransform
+    from fastmcp.tools.base import Tool
+
+    peer = [
+        Tool(
+            name=t.definition.name,
+            description=t.definition.description,
+            parameters=t.definition.input_schema,
+        )
+        for t in tools
+    ]
+    transform = BM25SearchTransform(max_results=TOP)
+    loop = asyncio.new_event_loop()
+
+    def rank(text: str) -> list[str]:
+        found = loop.run_until_complete(transform._search(peer, text))  # noqa: SLF001
+        return [t.name for t in found]
+
+    return rank
+
+
+def score(ranked: list[str], gold: tuple[str, ...]) -> dict[str, float]:
+    """recall@1, recall@5, hit@5 and reciprocal rank of one query."""
+    wanted = set(gold)
+    first = next((i for i, name in enumerate(ranked[:TOP]) if name in wanted), None)
+    return {
+        "r1": len(wanted & set(ranked[:1])) / len(wanted),
+        "r5": len(wanted & set(ranked[:5])) / len(wanted),
+        "hit5": float(bool(wanted & set(ranked[:5]))),
+        "mrr": 0.0 if first is None else 1.0 / (first + 1),
+    }
+
+
+def evaluate(
+    name: str,
+    tools: dict[str, list[CatalogTool]],
+    queries: list[Query],
+    workdir: Path,
+    *,
+    peer: bool,
+) -> list[dict[str, Any]]:
+    """Rows of metrics for one query set: catalog × engine × half."""
+    engines: dict[str, dict[str, dict[str, Ranker]]] = {"sezzlee": {}, "fastmcp-bm25": {}}
+    pooled = [t for spec in sorted(tools) for t in tools[spec]]
+    for spec, spec_tools in tools.items():
+        slug = Path(spec).stem
+        engines["sezzlee"].setdefault("per spec", {})[spec] = sezzlee_ranker(
+            workdir / f"{name}-{slug}", spec_tools
+        )
+        if peer:
+            engines["fastmcp-bm25"].setdefault("per spec", {})[spec] = fastmcp_ranker(spec_tools)
+    pooled_ours = sezzlee_ranker(workdir / f"{name}-pooled", pooled)
+    engines["sezzlee"]["pooled"] = {spec: pooled_ours for spec in tools}
+    if peer:
+        pooled_peer = fastmcp_ranker(pooled)
+        engines["fastmcp-bm25"]["pooled"] = {spec: pooled_peer for spec in tools}
+    rows = []
+    for engine, catalogs in engines.items():
+        for catalog, rankers in catalogs.items():
+            per_query = {q.id: score(rankers[q.spec](q.text), q.gold) for q in queries}
+            for half in ("dev", "held-out"):
+                chosen = [per_query[q.id] for q in queries if q.half == half]
+                row: dict[str, Any] = {
+                    "set": name,
+                    "catalog": catalog,
+                    "engine": engine,
+                    "half": half,
+                    "queries": len(chosen),
+                }
+                for metric in ("r1", "r5", "hit5", "mrr"):
+                    row[metric] = round(sum(s[metric] for s in chosen) / len(chosen), 3)
+                rows.append(row)
+    return rows
+
+
+def _table(rows: list[dict[str, Any]]) -> str:
+    lines = [
+        "| set | catalog | half | engine | queries | R@1 | R@5 | hit@5 | MRR |",
+        "| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['set']} | {r['catalog']} | {r['half']} | {r['engine']} | {r['queries']} "
+            f"| {r['r1']:.3f} | {r['r5']:.3f} | {r['hit5']:.3f} | {r['mrr']:.3f} |"
+        )
+    return "\n".join(lines)
+
+
+def _goals(rows: list[dict[str, Any]]) -> list[str]:
+    def get(name: str, catalog: str, engine: str) -> float:
+        return float(
+            next(
+                r["r5"]
+                for r in rows
+                if r["set"] == name
+                and r["catalog"] == catalog
+                and r["engine"] == engine
+                and r["half"] == "held-out"
+            )
+        )
+
+    out = []
+    for catalog in ("per spec", "pooled"):
+        rest = get("restbench", catalog, "sezzlee")
+        peer = get("restbench", catalog, "fastmcp-bm25")
+        wapii = get("wapiibench", catalog, "sezzlee")
+        out.append(
+            f"- held-out, {catalog}: RestBench R@5 {rest:.3f} (goal ≥ 0.60: "
+            f"{'met' if rest >= 0.60 else 'missed'}), {100 * (rest - peer):+.1f} points over "
+            f"FastMCP BM25 (goal ≥ +10: {'met' if rest - peer >= 0.10 else 'missed'}); "
+            f"WAPIIBench R@5 {wapii:.3f} (goal ≥ 0.97: {'met' if wapii >= 0.97 else 'missed'})"
+        )
+    return out
+
+
+def main() -> int:
+    started = time.perf_counter()
+    rows: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory(prefix="sezzlee-quality-") as tmp:
+        for name in SETS:
+            tools, queries = load_set(name)
+            rows += evaluate(name, tools, queries, Path(tmp), peer=True)
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / "search_quality.json").write_text(json.dumps(rows, indent=2) + "\n")
+    print("## Search quality\n")
+    print(
+        "RestBench (TMDB, Spotify; gold = an ordered call chain, each step counted) and "
+        "WAPIIBench (Asana, Google Calendar, Google Sheets, Slack; one gold operation). "
+        "sezzlee: search_tools cards, limit 10. Peer: FastMCP 4.1.6 BM25SearchTransform over "
+        "the same converted tools. Even query numbers = development (tuned on), "
+        "odd = held out.\n"
+    )
+    print(_table(rows))
+    print()
+    print("\n".join(_goals(rows)))
+    print(f"\n<sub>{time.perf_counter() - started:.0f} s</sub>")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,110 @@
+"""Benchmark catalogs: OpenAPI files → converted tools → a real index → a CatalogView.
+
+Shared by the search benchmarks (not a benchmark itself: no ``bench_`` prefix). Builds
+the way the indexer does (one writer thread, catalog order = name order, a ``__meta__``
+document), through the catalog's own converter.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+import tantivy
+
+from catalog.config import SpecConfig
+from catalog.fold import fold_tag
+from catalog.index_schema import (
+    SCHEMA_VERSION,
+    IndexMeta,
+    build_schema,
+    meta_document,
+    register_analyzers,
+    tool_document,
+)
+from catalog.load import convert_document
+from catalog.model import CatalogTool, SecurityPolicy
+from catalog.visibility import PUBLIC_KEY, Audience, visibility_key
+from server.view import CatalogView, read_meta
+
+__all__ = [
+    "REPO",
+    "bench_data_dir",
+    "convert_spec",
+    "everyone",
+    "open_catalog",
+    "write_catalog",
+]
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def bench_data_dir() -> Path:
+    """``$SEZZLEE_BENCH_DATA``, or ``../shared/bench-data`` next to the repository."""
+    configured = os.environ.get("SEZZLEE_BENCH_DATA")
+    return Path(configured) if configured else (REPO.parent / "shared" / "bench-data").resolve()
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "_", text.lower()).strip("_")
+
+
+def convert_spec(path: Path, *, namespace: str | None = None) -> list[CatalogTool]:
+    """The tools of one OpenAPI file (namespace: the file stem's slug by default)."""
+    directory = path.parent
+    result = convert_document(
+        path.name,
+        path.read_bytes(),
+        namespace=_slug(path.stem) if namespace is None else namespace,
+        spec_config=SpecConfig(),
+        load=lambda relative: (directory / relative).read_bytes(),
+    )
+    return list(result.tools)
+
+
+def write_catalog(directory: Path, tools: Iterable[CatalogTool]) -> None:
+    """One commit of ``tools`` in name order, plus the meta document."""
+    directory.mkdir(parents=True, exist_ok=True)
+    index = tantivy.Index(build_schema(), path=str(directory), reuse=False)
+    register_analyzers(index)
+    writer = index.writer(200_000_000, 1)
+    policies: dict[str, SecurityPolicy] = {}
+    tags: dict[str, set[str]] = {}
+    ordered = sorted(tools, key=lambda t: t.definition.name)
+    for ordinal, tool in enumerate(ordered):
+        key = visibility_key(tool.security)
+        if key != PUBLIC_KEY:
+            policies[key] = tool.security
+        tags.setdefault(key, set()).update(fold_tag(t) for t in tool.search.tags)
+        writer.add_document(tool_document(tool, ordinal=ordinal, visibility_key=key))
+    meta = IndexMeta(
+        schema_version=SCHEMA_VERSION,
+        fingerprint="bench",
+        commit=1,
+        committed_at=0.0,
+        operations=len(ordered),
+        files={},
+        policies=policies,
+        tags={k: tuple(sorted(v - {""})) for k, v in tags.items()},
+    )
+    writer.add_document(meta_document(meta))
+    writer.commit()
+    writer.wait_merging_threads()
+
+
+def open_catalog(directory: Path) -> CatalogView:
+    """A view over an index directory, as the server opens it."""
+    index = tantivy.Index.open(str(directory))
+    register_analyzers(index)
+    searcher = index.searcher()
+    meta = read_meta(searcher, index.schema)
+    if meta is None:
+        raise RuntimeError(f"{directory}: no __meta__ document")
+    return CatalogView(searcher=searcher, schema=index.schema, meta=meta, generation=0)
+
+
+def everyone(view: CatalogView, *, keys: Sequence[str] = ()) -> Audience:
+    """An audience that sees every tool of the view (benchmarks search the whole catalog)."""
+    return Audience(visible=frozenset({PUBLIC_KEY, *view.meta.policies, *view.meta.tags, *keys}))
