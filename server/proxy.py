@@ -30,7 +30,13 @@ from catalog.config import Config, SpecConfig
 from catalog.index_schema import InvokeRecord
 from catalog.model import ToolDefinition
 from catalog.visibility import Audience
-from server.errors import BackendTimeout, BackendUnreachable, ResponseTooLarge, ToolError
+from server.errors import (
+    BackendTimeout,
+    BackendUnreachable,
+    InvalidArguments,
+    ResponseTooLarge,
+    ToolError,
+)
 from server.identity import Caller, Secrets
 from server.invoke import (
     ArgumentValidator,
@@ -231,7 +237,7 @@ class Invoker:
         self,
         view: Targets,
         *,
-        name: str,
+        name: object,
         arguments: object,
         version: object,
         caller: Caller,
@@ -248,6 +254,11 @@ class Invoker:
         status: int | None = None
         outcome = "ok"
         try:
+            if not isinstance(name, str):
+                raise InvalidArguments(
+                    "name must be a string, exactly as search_tools returned it",
+                    errors=[{"path": "/name", "message": "expected a string"}],
+                )
             definition, record = view.target(name, caller.audience)
             shown_version = definition.version
             check_version(definition, version)

@@ -214,6 +214,7 @@ def test_base_url_override_from_config() -> None:
             "unknown_tool",
         ),
         ({"name": "get_order", "arguments": [1]}, "invalid_type"),
+        ({"name": None, "arguments": {}}, "invalid_arguments"),
         ({"name": "get_order", "arguments": {"id": "one"}}, "invalid_arguments"),
         ({"name": "get_order", "arguments": {}}, "invalid_arguments"),
     ],
