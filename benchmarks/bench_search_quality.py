@@ -107,7 +107,7 @@ def fastmcp_ranker(tools: Sequence[CatalogTool]) -> Ranker:
     loop = asyncio.new_event_loop()
 
     def rank(text: str) -> list[str]:
-        found = loop.run_until_complete(transform._search(peer, text))  # noqa: SLF001
+        found = loop.run_until_complete(transform._search(peer, text))
         return [t.name for t in found]
 
     return rank
