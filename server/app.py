@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Mapping
+import signal
+import threading
+from collections.abc import AsyncIterator, Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 from litestar import Litestar
@@ -63,6 +65,41 @@ class ServerState:
         """The namespaces of the current view's files, computed once per view."""
 
 
+_SHUTDOWN_SIGNALS: Final = (signal.SIGINT, signal.SIGTERM)
+
+
+def _chain_shutdown_signals(loop: asyncio.AbstractEventLoop, callback: Callable[[], None]) -> None:
+    """Run ``callback`` first when the ASGI server is told to stop, then its own handler.
+
+    granian and uvicorn both wait for open responses to finish *before* the lifespan
+    shutdown runs, so listen streams would hold the process until it is killed. Closing
+    them on the signal itself lets them end with their final response (mcp-wire §6).
+    granian's worker registers its handler on the loop (``loop.add_signal_handler``),
+    uvicorn with ``signal.signal``; both are chained. Off the main thread (a server run
+    in a test thread) signals cannot be handled and nothing is installed.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return
+    registered: dict[int, Any] = getattr(loop, "_signal_handlers", {})  # asyncio internals
+    for sig in _SHUTDOWN_SIGNALS:
+        on_loop = registered.get(sig)
+        plain = signal.getsignal(sig)
+
+        def handler(on_loop: Any = on_loop, plain: Any = plain, sig: int = sig) -> None:
+            callback()
+            if on_loop is not None and not on_loop.cancelled():
+                on_loop._callback(*on_loop._args)  # the server's own loop handler
+            elif callable(plain):
+                plain(sig, None)
+            elif plain == signal.SIG_DFL and sig == signal.SIGINT:
+                raise KeyboardInterrupt
+
+        try:
+            loop.add_signal_handler(sig, handler)
+        except (NotImplementedError, RuntimeError, ValueError):  # no signals here
+            return
+
+
 def create_app(
     index_dir: Path | str,
     *,
@@ -93,6 +130,7 @@ def create_app(
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
+        _chain_shutdown_signals(asyncio.get_running_loop(), notifier.close)
         await reader.start()
         poller = asyncio.create_task(reader.run(), name="sezzlee-index-reader")
         try:
