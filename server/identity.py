@@ -26,6 +26,7 @@ Theory of operation (design.md, Visibility and Caller identity):
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final, Literal
 
@@ -62,6 +63,7 @@ _ASYMMETRIC: Final = (
     "ES512",
 )
 _LEEWAY_SECONDS: Final = 30  # clock skew between the issuer and this host
+_VERIFIED_CACHE: Final = 4096  # verified tokens kept per spec (a few MB at most)
 
 
 class JwtVerifier:
@@ -70,7 +72,7 @@ class JwtVerifier:
     Built once at start-up by :func:`resolve_secrets`; verification itself is pure.
     """
 
-    __slots__ = ("_config", "_jwks", "_secret")
+    __slots__ = ("_config", "_jwks", "_secret", "_verified")
 
     def __init__(
         self, config: JwtConfig, *, secret: bytes | None = None, jwks: jwt.PyJWKSet | None = None
@@ -78,9 +80,26 @@ class JwtVerifier:
         self._config = config
         self._secret = secret
         self._jwks = jwks
+        # An agent sends the same token on every call; a signature check costs ~100 µs.
+        self._verified: dict[str, dict[str, Any]] = {}
 
-    def verify(self, token: str) -> dict[str, Any] | None:
-        """The token's claims when it verifies, else None."""
+    def verify(self, token: str, *, now: float | None = None) -> dict[str, Any] | None:
+        """The token's claims when it verifies (and has not expired since), else None."""
+        moment = time.time() if now is None else now
+        claims = self._verified.get(token)
+        if claims is not None:
+            if moment <= claims["exp"] + _LEEWAY_SECONDS:
+                return claims
+            del self._verified[token]
+            return None  # its exp is signed: it stays expired
+        claims = self._check(token)
+        if claims is not None and isinstance(claims.get("exp"), int | float):
+            if len(self._verified) >= _VERIFIED_CACHE:
+                del self._verified[next(iter(self._verified))]  # the oldest entry
+            self._verified[token] = claims
+        return claims
+
+    def _check(self, token: str) -> dict[str, Any] | None:
         options = {"require": ["exp"], "verify_aud": self._config.audience is not None}
         try:
             if self._secret is not None:

@@ -1,7 +1,7 @@
 """Sending invoke_tool's requests: the only module that imports httpx.
 
-One pooled keep-alive ``httpx.AsyncClient`` per backend (origin and connection settings)
-per process, created on first use and closed by :meth:`Invoker.aclose`. Each client has
+One pooled keep-alive ``httpx`` connection pool per backend (origin and connection
+settings) per process, created on first use and closed by :meth:`Invoker.aclose`. Each pool has
 the timeouts, CA bundle, client certificate, outbound proxy and concurrency limit of its
 spec's config. Redirects are never followed by httpx; a redirect to the same origin is
 followed here (at most :data:`MAX_REDIRECTS`), one to any other origin is returned to the
@@ -54,12 +54,17 @@ __all__ = ["MAX_REDIRECTS", "BackendSettings", "Invoker", "Proxy", "Targets"]
 
 MAX_REDIRECTS: Final = 5
 _REDIRECTS: Final = frozenset({301, 302, 303, 307, 308})
+_DEFAULT_HEADERS: Final = (
+    (b"Accept", b"*/*"),
+    (b"Accept-Encoding", b"gzip, deflate"),  # what httpx decodes without extras
+    (b"User-Agent", b"sezzlee"),
+)
 _AUDIT: Final = logging.getLogger("sezzlee.audit")
 _LOG: Final = logging.getLogger("sezzlee.invoke")
 
 
 class BackendSettings(msgspec.Struct, frozen=True, kw_only=True):
-    """How to reach one backend; equal settings share one pooled client."""
+    """How to reach one backend; equal settings share one connection pool."""
 
     origin: str
     timeout_seconds: float
@@ -81,33 +86,36 @@ class Targets(Protocol):
 
 
 TransportFactory = Callable[[BackendSettings], httpx.AsyncBaseTransport]
-"""Builds the transport of a backend's client (tests pass ``httpx.MockTransport``)."""
+"""Builds the transport of a backend's connection pool (tests pass ``httpx.MockTransport``)."""
 
 
 class _Backend:
-    __slots__ = ("client", "limit", "settings")
+    """One backend's connection pool, concurrency limit and timeouts.
+
+    Requests go straight to the pooled ``httpx`` transport: the client layer above it
+    keeps a cookie jar, which on a pool shared by every caller would hand one caller's
+    cookies to the next (and it re-parses URLs we already built).
+    """
+
+    __slots__ = ("limit", "settings", "timeout", "transport")
 
     def __init__(self, settings: BackendSettings, transport: httpx.AsyncBaseTransport | None):
         self.settings = settings
         self.limit = asyncio.Semaphore(settings.max_concurrency)
-        timeout = httpx.Timeout(settings.timeout_seconds, connect=settings.connect_timeout_seconds)
-        limits = httpx.Limits(
-            max_connections=settings.max_concurrency,
-            max_keepalive_connections=settings.max_concurrency,
-        )
+        self.timeout = httpx.Timeout(
+            settings.timeout_seconds, connect=settings.connect_timeout_seconds
+        ).as_dict()
         if transport is None:
             transport = httpx.AsyncHTTPTransport(
                 verify=_tls(settings),
-                limits=limits,
-                proxy=settings.proxy,
+                limits=httpx.Limits(
+                    max_connections=settings.max_concurrency,
+                    max_keepalive_connections=settings.max_concurrency,
+                ),
+                proxy=settings.proxy,  # the config's; HTTP(S)_PROXY never applies
                 trust_env=False,
             )
-        self.client = httpx.AsyncClient(
-            transport=transport,
-            timeout=timeout,
-            follow_redirects=False,
-            trust_env=False,  # the config names the proxy; HTTP(S)_PROXY never applies
-        )
+        self.transport = transport
 
 
 def _tls(settings: BackendSettings) -> ssl.SSLContext | bool:
@@ -120,7 +128,7 @@ def _tls(settings: BackendSettings) -> ssl.SSLContext | bool:
 
 
 class Proxy:
-    """Sends :class:`OutboundRequest` values over one pooled client per backend."""
+    """Sends :class:`OutboundRequest` values over one connection pool per backend."""
 
     def __init__(self, *, transport_factory: TransportFactory | None = None) -> None:
         self._factory = transport_factory
@@ -173,8 +181,16 @@ class Proxy:
         try:
             # UTF-8 on the wire: a header argument may hold any text (CR/LF refused earlier)
             raw = [(k.encode("ascii"), v.encode("utf-8")) for k, v in headers]
-            outgoing = backend.client.build_request(method, url, headers=raw, content=body)
-            response = await backend.client.send(outgoing, stream=True)
+            given = {k.lower() for k, _ in raw}
+            defaults = [(k, v) for k, v in _DEFAULT_HEADERS if k.lower() not in given]
+            outgoing = httpx.Request(
+                method,
+                url,
+                headers=[*defaults, *raw],
+                content=body,
+                extensions={"timeout": backend.timeout},
+            )
+            response = await backend.transport.handle_async_request(outgoing)
             try:
                 declared = response.headers.get("content-length")
                 if declared is not None and declared.isdigit() and int(declared) > budget:
@@ -201,10 +217,10 @@ class Proxy:
         )
 
     async def aclose(self) -> None:
-        """Close every pooled client."""
+        """Close every connection pool."""
         backends, self._backends = list(self._backends.values()), {}
         for backend in backends:
-            await backend.client.aclose()
+            await backend.transport.aclose()
 
 
 def _too_large(budget: int) -> ResponseTooLarge:
@@ -320,5 +336,5 @@ class Invoker:
         )
 
     async def aclose(self) -> None:
-        """Close the pooled clients (the app's lifespan calls this on shutdown)."""
+        """Close the connection pools (the app's lifespan calls this on shutdown)."""
         await self._proxy.aclose()

@@ -272,3 +272,12 @@ def test_jwks_file_verifies_rs256_tokens() -> None:
     assert caller.id == "carol"
     with pytest.raises(ConfigError, match="jwks_file"):
         resolve_secrets(config, environ={}, read_file=lambda _: b"not json")
+
+
+def test_verified_tokens_are_cached_until_they_expire() -> None:
+    verifier = DEMO_SECRETS.verifiers["orders.yaml"]
+    token = demo_token("alice", lifetime_seconds=60)
+    claims = verifier.verify(token)
+    assert claims is not None
+    assert verifier.verify(token) is claims  # the signature is checked once
+    assert verifier.verify(token, now=claims["exp"] + 31) is None  # past exp and leeway

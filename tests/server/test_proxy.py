@@ -372,6 +372,33 @@ def test_request_body_over_budget_is_refused() -> None:
     assert recorder.requests == []
 
 
+def test_backend_cookies_never_reach_another_caller() -> None:
+    invoker, recorder = mock_invoker(
+        lambda r: httpx.Response(200, json={}, headers={"Set-Cookie": "session=alice-s; Path=/"})
+    )
+    bob = Caller(
+        audience=ALICE.audience,
+        outbound={"": Outbound(headers=(("Authorization", "Bearer bob-token"),))},
+    )
+
+    async def both() -> None:
+        try:
+            for caller in (ALICE, bob):
+                await invoker.invoke(
+                    Table(GET_ORDER),
+                    name="get_order",
+                    arguments={"id": 1},
+                    version=None,
+                    caller=caller,
+                )
+        finally:
+            await invoker.aclose()
+
+    run(both())
+    assert [r.headers.get("cookie") for r in recorder.requests] == [None, None]
+    assert recorder.requests[1].headers["authorization"] == "Bearer bob-token"
+
+
 def test_audit_line_has_no_credentials(caplog: pytest.LogCaptureFixture) -> None:
     invoker, _ = mock_invoker(lambda r: httpx.Response(200, json={}))
     with caplog.at_level(logging.INFO, logger="sezzlee.audit"):
