@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import multiprocessing
 import os
+import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Executor, ProcessPoolExecutor
 from pathlib import Path
@@ -28,7 +29,7 @@ from catalog.errors import SpecError
 from catalog.fingerprint import with_version
 from catalog.fold import fold_tag
 from catalog.load import convert_document
-from catalog.model import CatalogTool, Problem, SecurityPolicy
+from catalog.model import CatalogTool, Problem, SecurityPolicy, SpecResult
 from catalog.visibility import visibility_key
 from indexer.manifest import ToolEntry
 from indexer.plan import Conversion, encode_tools
@@ -37,10 +38,12 @@ from indexer.scan import hash_bytes
 __all__ = [
     "POOL_THRESHOLD",
     "Converter",
+    "PayloadSpool",
     "config_hash",
     "convert_file",
     "cpu_workers",
     "namespace_for",
+    "summarize",
 ]
 
 POOL_THRESHOLD: Final = 8
@@ -69,7 +72,7 @@ def config_hash(config: Config, source: str) -> str:
 def _digest(tool: CatalogTool) -> str:
     # Everything published about a tool besides name, version and visibility: a change to
     # tags, search terms, route or security must change the catalog fingerprint.
-    data = _MSGPACK.encode(
+    data = _CANONICAL.encode(
         (tool.namespace, tool.source, tool.route, tool.security, tool.search, tool.card)
     )
     return hashlib.blake2b(data + bytes([tool.deprecated]), digest_size=8).hexdigest()
@@ -112,6 +115,7 @@ def convert_file(specs_dir: str, source: str, namespace: str, spec_config: SpecC
         result = convert_document(
             source, data, namespace=namespace, spec_config=spec_config, load=_loader(root)
         )
+        conv = summarize(result, content_hash, chash, namespace)
     except SpecError as exc:
         problem = Problem(file=exc.file or source, location=exc.location, reason=exc.reason)
         return _MSGPACK.encode(_failed(source, content_hash, chash, namespace, problem))
@@ -123,6 +127,11 @@ def convert_file(specs_dir: str, source: str, namespace: str, spec_config: SpecC
             file=source, location="", reason=f"internal error while converting: {exc!r}"
         )
         return _MSGPACK.encode(_failed(source, content_hash, chash, namespace, problem))
+    return _MSGPACK.encode(conv)
+
+
+def summarize(result: SpecResult, content_hash: str, chash: str, namespace: str) -> Conversion:
+    """The :class:`Conversion` of a converted document: per-tool summaries and payload."""
     tools: list[CatalogTool] = []
     entries: list[ToolEntry] = []
     policies: dict[str, SecurityPolicy] = {}
@@ -137,20 +146,19 @@ def convert_file(specs_dir: str, source: str, namespace: str, spec_config: SpecC
         name = tool.definition.name
         entries.append(ToolEntry(name, name, 0, tool.definition.version, key, _digest(tool)))
         tools.append(tool)
-    conv = Conversion(
-        source=source,
+    return Conversion(
+        source=result.source,
         content_hash=content_hash,
         config_hash=chash,
         namespace=namespace,
         ok=True,
         tools=tuple(entries),
         payload=encode_tools(tools),
-        dependencies=tuple(sorted(set(result.dependencies) - {source})),
+        dependencies=tuple(sorted(set(result.dependencies) - {result.source})),
         problems=tuple(result.warnings),
         policies=policies,
         tags={k: tuple(sorted(v - {""})) for k, v in sorted(tags.items()) if v - {""}},
     )
-    return _MSGPACK.encode(conv)
 
 
 def _failed(
@@ -205,6 +213,40 @@ class Converter:
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
+
+
+class PayloadSpool:
+    """Conversion payloads parked in a temporary file during a large build.
+
+    A full build of 125,000 tools holds every conversion until ordinals are known; their
+    definitions would cost gigabytes of RSS in memory, and cost one sequential write and
+    one read each on disk.
+    """
+
+    def __init__(self) -> None:
+        self._file = tempfile.TemporaryFile()  # noqa: SIM115 - closed by close()
+        self._where: dict[str, tuple[int, int]] = {}
+
+    def park(self, conv: Conversion) -> Conversion:
+        """``conv`` without its payload, which is kept on disk under its source."""
+        if not conv.payload:
+            return conv
+        offset = self._file.seek(0, os.SEEK_END)
+        self._file.write(conv.payload)
+        self._where[conv.source] = (offset, len(conv.payload))
+        return msgspec.structs.replace(conv, payload=b"")
+
+    def payload(self, source: str, payload: bytes) -> bytes:
+        """``payload`` if present, else the parked payload of ``source``."""
+        if payload or source not in self._where:
+            return payload
+        offset, length = self._where[source]
+        self._file.seek(offset)
+        return self._file.read(length)
+
+    def close(self) -> None:
+        """Drop the temporary file."""
+        self._file.close()
 
 
 def cpu_workers() -> int:

@@ -59,8 +59,9 @@ __all__ = [
 ORDINAL_GAP: Final = 2**32
 MAX_ORDINAL: Final = 2**64 - 1
 
-_TOOLS_ENCODER: Final = msgspec.msgpack.Encoder()
-_TOOLS_DECODER: Final = msgspec.msgpack.Decoder(tuple[CatalogTool, ...])
+# JSON, not msgpack: schemas may hold integers beyond 64 bits, which msgpack cannot carry.
+_TOOLS_ENCODER: Final = msgspec.json.Encoder()
+_TOOLS_DECODER: Final = msgspec.json.Decoder(tuple[CatalogTool, ...])
 
 
 def encode_tools(tools: Sequence[CatalogTool]) -> bytes:

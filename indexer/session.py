@@ -24,7 +24,7 @@ import msgspec
 
 from catalog.config import Config
 from catalog.index_schema import SCHEMA_VERSION, IndexMeta
-from indexer.build import Converter, config_hash
+from indexer.build import POOL_THRESHOLD, Converter, PayloadSpool, config_hash
 from indexer.manifest import FileEntry, FileState, Manifest, load_manifest, save_manifest
 from indexer.plan import (
     Conversion,
@@ -163,19 +163,34 @@ class Session:
             self.scanned = scanned
             return self._result(full=False, plan=None, started=started, converted=0)
         files = {} if full else self.manifest.files
-        conversions = self._convert(sorted(dirty), full=full)
+        spool = PayloadSpool()
+        try:
+            return self._sync(scanned, files, dirty, deleted, spool, full=full, started=started)
+        finally:
+            spool.close()
+
+    def _sync(
+        self,
+        scanned: dict[str, ScannedFile],
+        files: Mapping[str, FileEntry],
+        dirty: frozenset[str],
+        deleted: frozenset[str],
+        spool: PayloadSpool,
+        *,
+        full: bool,
+        started: float,
+    ) -> SyncResult:
+        conversions = self._convert(sorted(dirty), spool)
         names = assign_names(files, conversions, deleted)
         if names.reconvert:
-            conversions.update(self._convert(sorted(names.reconvert), full=False))
+            conversions.update(self._convert(sorted(names.reconvert), spool))
             names = assign_names(files, conversions, deleted)
-        named = {
-            source: apply_names(
-                conv,
-                names.finals.get(source, tuple(t.name for t in conv.tools)),
-                names.warnings.get(source, ()),
-            )
-            for source, conv in conversions.items()
-        }
+        named: dict[str, Conversion] = {}
+        for source, conv in conversions.items():
+            finals = names.finals.get(source, tuple(t.name for t in conv.tools))
+            if finals != tuple(t.name for t in conv.tools):  # a rename needs the tools
+                conv = msgspec.structs.replace(conv, payload=spool.payload(source, conv.payload))
+            named[source] = apply_names(conv, finals, names.warnings.get(source, ()))
         stats = {s: (f.size, f.mtime_ns) for s, f in scanned.items()}
         previous = self.manifest
         try:
@@ -185,14 +200,14 @@ class Session:
         except OrdinalsExhausted:
             self.reporter.event("renumber", reason="no ordinal gap left; rebuilding")
             self._full = True
-            return self.sync(touched)
+            return self.sync()
         for conv in named.values():
             for problem in conv.problems:
                 self.reporter.problem(problem)
         commit_s = 0.0
         if plan.commit_needed:
             with self.reporter.progress("writing", plan.operations_written) as advance:
-                commit_s = self.store.apply(plan, progress=advance)
+                commit_s = self.store.apply(plan, progress=advance, payload_of=spool.payload)
             save_manifest(self.index_dir, plan.manifest)
         elif conversions:
             save_manifest(self.index_dir, plan.manifest)  # new stat values; no new commit
@@ -205,11 +220,12 @@ class Session:
             full=full, plan=plan, started=started, converted=len(conversions), commit_s=commit_s
         )
 
-    def _convert(self, sources: list[str], *, full: bool) -> dict[str, Conversion]:
+    def _convert(self, sources: list[str], spool: PayloadSpool) -> dict[str, Conversion]:
+        park = len(sources) >= POOL_THRESHOLD
         result: dict[str, Conversion] = {}
         with self.reporter.progress("converting", len(sources)) as advance:
             for conv in self.converter.convert(self.config, sources):
-                result[conv.source] = conv
+                result[conv.source] = spool.park(conv) if park else conv
                 advance(1)
         return result
 

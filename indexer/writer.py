@@ -114,9 +114,16 @@ class IndexStore:
         except ValueError:  # msgspec.DecodeError: written by another version
             return None
 
-    def apply(self, plan: IndexPlan, *, progress: Callable[[int], None] | None = None) -> float:
+    def apply(
+        self,
+        plan: IndexPlan,
+        *,
+        progress: Callable[[int], None] | None = None,
+        payload_of: Callable[[str, bytes], bytes] | None = None,
+    ) -> float:
         """Write the plan and commit; the seconds the commit call took.
 
+        ``payload_of(source, payload)`` supplies payloads parked outside the plan.
         On failure nothing is committed: the previous commit stays the index's state.
 
         Raises:
@@ -131,7 +138,8 @@ class IndexStore:
                     writer.delete_documents_by_term("source", source)
             writer.delete_documents_by_term("id", META_ID)
             for add in plan.adds:
-                tools = decode_tools(add.payload)
+                payload = payload_of(add.source, add.payload) if payload_of else add.payload
+                tools = decode_tools(payload)
                 for tool, ordinal, key in zip(tools, add.ordinals, add.visibility, strict=True):
                     writer.add_document(tool_document(tool, ordinal=ordinal, visibility_key=key))
                 if progress is not None:

@@ -1,0 +1,156 @@
+"""Helpers for the indexer tests: hand-built tools, small spec files, reading a real index."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import tantivy
+
+from catalog.cards import card_for
+from catalog.fingerprint import with_version
+from catalog.index_schema import META_ID, IndexMeta, decode_invoke, decode_meta
+from catalog.model import (
+    CatalogTool,
+    Route,
+    SchemeUse,
+    SearchFields,
+    SecurityPolicy,
+    SecurityScheme,
+    SpecResult,
+    ToolDefinition,
+)
+from indexer.build import summarize
+from indexer.plan import Conversion
+
+BEARER = SecurityScheme(name="bearer", type="http", scheme="bearer")
+
+
+def make_tool(
+    name: str,
+    *,
+    source: str = "a.yaml",
+    namespace: str = "a",
+    description: str = "Does a thing",
+    tags: Sequence[str] = (),
+    secured: bool = False,
+    path: str | None = None,
+) -> CatalogTool:
+    """A converted tool as ``catalog.load`` would produce it (versioned, with a card)."""
+    definition = with_version(
+        ToolDefinition(
+            name=name,
+            description=description,
+            input_schema={"type": "object", "properties": {"id": {"type": "string"}}},
+        )
+    )
+    alternatives = ((SchemeUse(scheme=BEARER, scopes=("read",)),),) if secured else ()
+    route_path = path or f"/{name.replace('.', '/')}"
+    return CatalogTool(
+        namespace=namespace,
+        source=source,
+        pointer=f"/paths/{route_path.replace('/', '~1')}/get",
+        operation_id=name,
+        definition=definition,
+        card=card_for(definition, summary=description, description=None),
+        route=Route(method="GET", path=route_path, base_url="https://api.example"),
+        security=SecurityPolicy(namespace=namespace, alternatives=alternatives),
+        search=SearchFields(
+            name=name,
+            description=description,
+            route=f"GET {route_path}",
+            arguments=("id",),
+            tags=tuple(tags),
+        ),
+    )
+
+
+def make_conversion(
+    source: str,
+    tools: Sequence[CatalogTool],
+    *,
+    namespace: str | None = None,
+    content: str = "v1",
+    dependencies: Sequence[str] = (),
+) -> Conversion:
+    """The indexer's record of a converted document holding ``tools``."""
+    result = SpecResult(source=source, tools=tuple(tools), dependencies=tuple(dependencies))
+    chash = hashlib.blake2b(content.encode(), digest_size=16).hexdigest()
+    return summarize(result, chash, "cfg", namespace if namespace is not None else source[:1])
+
+
+def spec_yaml(
+    title: str,
+    operations: Sequence[str],
+    *,
+    tag: str = "Things",
+    summary: str = "Do it",
+    extra_paths: str = "",
+    secured: bool = False,
+) -> str:
+    """A small OpenAPI 3.0 document with one GET operation per operationId."""
+    lines = [
+        "openapi: 3.0.3",
+        f"info: {{title: {title}, version: '1'}}",
+        "servers: [{url: 'https://api.example'}]",
+    ]
+    if secured:
+        lines += [
+            "components:",
+            "  securitySchemes:",
+            "    bearer: {type: http, scheme: bearer}",
+            "security: [{bearer: []}]",
+        ]
+    lines.append("paths:")
+    for op in operations:
+        lines += [
+            f"  /{op}:",
+            "    get:",
+            f"      operationId: {op}",
+            f"      summary: {summary} {op}",
+            f"      tags: [{tag}]",
+            "      responses: {'200': {description: ok}}",
+        ]
+    if extra_paths:
+        lines.append(extra_paths)
+    return "\n".join(lines) + "\n"
+
+
+class IndexView(msgspec.Struct, frozen=True, kw_only=True):
+    """What a test reads back from a committed index."""
+
+    meta: IndexMeta | None
+    tools: dict[str, dict[str, Any]]  # id → {"ord", "version", "source", "vis"}
+
+    def names_in_order(self) -> list[str]:
+        return sorted(self.tools, key=lambda n: self.tools[n]["ord"])
+
+
+def read_index(index_dir: Path) -> IndexView:
+    """Open the index as a server would (a fresh reader) and read everything in it."""
+    index = tantivy.Index.open(str(index_dir))
+    index.reload()
+    searcher = index.searcher()
+    hits = searcher.search(tantivy.Query.all_query(), 1_000_000).hits
+    meta: IndexMeta | None = None
+    tools: dict[str, dict[str, Any]] = {}
+    for _, address in hits:
+        doc = searcher.doc(address)
+        ident = doc.get_first("id")
+        if ident == META_ID:
+            meta = decode_meta(bytes(doc.get_first("meta")))
+            continue
+        definition = msgspec.json.decode(bytes(doc.get_first("definition")))
+        invoke = decode_invoke(bytes(doc.get_first("invoke")))
+        assert ident not in tools, f"duplicate document {ident}"
+        tools[ident] = {
+            "ord": doc.get_first("ord"),
+            "version": definition["version"],
+            "source": invoke.source,
+            "vis": invoke.visibility_key,
+            "definition": definition,
+        }
+    return IndexView(meta=meta, tools=tools)

@@ -1,0 +1,230 @@
+"""The pure planner: dirty files, clash names, ordinals, last-good, commit decisions."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from catalog.index_schema import SCHEMA_VERSION
+from catalog.model import Problem
+from indexer.manifest import FileEntry, FileState, Manifest
+from indexer.plan import (
+    ORDINAL_GAP,
+    Conversion,
+    OrdinalsExhausted,
+    allocate_ordinals,
+    apply_names,
+    assign_names,
+    decode_tools,
+    dirty_sources,
+    make_plan,
+)
+from tests.indexer.helpers import make_conversion, make_tool
+
+EMPTY = Manifest(schema_version=SCHEMA_VERSION)
+
+
+def _broken(source: str, content: str = "bad") -> Conversion:
+    return Conversion(
+        source=source,
+        content_hash=content,
+        config_hash="cfg",
+        namespace=source[:1],
+        ok=False,
+        problems=(Problem(file=source, location="line 3", reason="not YAML"),),
+    )
+
+
+def _plan(previous: Manifest, *convs: Conversion, deleted: tuple[str, ...] = (), full=False):
+    files = {} if full else previous.files
+    conversions = {c.source: c for c in convs}
+    names = assign_names(files, conversions, deleted)
+    named = {
+        s: apply_names(c, names.finals.get(s, ()), names.warnings.get(s, ()))
+        for s, c in conversions.items()
+    }
+    return make_plan(previous, named, deleted, {}, full=full, now=1.0)
+
+
+def test_full_build_spaces_ordinals_in_name_order() -> None:
+    a = make_conversion("a.yaml", [make_tool("a.zeta"), make_tool("a.alpha")])
+    b = make_conversion("b.yaml", [make_tool("b.mid", source="b.yaml", namespace="b")])
+    plan = _plan(EMPTY, b, a, full=True)
+    ordinals = {t.name: t.ordinal for e in plan.manifest.files.values() for t in e.tools}
+    assert ordinals == {"a.alpha": ORDINAL_GAP, "a.zeta": 2 * ORDINAL_GAP, "b.mid": 3 * ORDINAL_GAP}
+    assert plan.commit_needed
+    assert plan.full
+    assert plan.meta.operations == 3
+    assert plan.meta.commit == 1
+    assert plan.meta.files["a.yaml"].state == "changed"
+
+
+def test_incremental_insert_takes_the_midpoint_and_keeps_neighbours() -> None:
+    first = _plan(EMPTY, make_conversion("a.yaml", [make_tool("a.a"), make_tool("a.c")]), full=True)
+    second = _plan(
+        first.manifest,
+        make_conversion(
+            "a.yaml", [make_tool("a.a"), make_tool("a.b"), make_tool("a.c")], content="v2"
+        ),
+    )
+    ordinals = {t.name: t.ordinal for t in second.manifest.files["a.yaml"].tools}
+    assert ordinals["a.a"] == ORDINAL_GAP
+    assert ordinals["a.c"] == 2 * ORDINAL_GAP
+    assert ordinals["a.b"] == ORDINAL_GAP + ORDINAL_GAP // 2
+    assert second.delete_sources == ("a.yaml",)
+    assert second.manifest.files["a.yaml"].state is FileState.CHANGED
+
+
+def test_ordinals_exhausted_asks_for_a_rebuild() -> None:
+    with pytest.raises(OrdinalsExhausted):
+        allocate_ordinals({"a": 10, "c": 11}, ["b"], full=False)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(st.text("abcdef", min_size=1, max_size=4), max_size=6), max_size=8))
+def test_incremental_allocation_follows_name_order(batches: list[list[str]]) -> None:
+    kept: dict[str, int] = {}
+    for batch in batches:
+        kept |= allocate_ordinals(kept, batch, full=not kept)
+        by_name = sorted(kept)
+        by_ordinal = sorted(kept, key=kept.__getitem__)
+        assert by_name == by_ordinal
+        assert len(set(kept.values())) == len(kept)
+
+
+def test_nothing_changed_means_no_commit() -> None:
+    conv = make_conversion("a.yaml", [make_tool("a.x")])
+    first = _plan(EMPTY, conv, full=True)
+    again = _plan(first.manifest, conv)
+    assert not again.commit_needed
+    assert again.meta.fingerprint == first.meta.fingerprint
+    assert again.manifest.commit == first.manifest.commit
+
+
+def test_version_change_changes_fingerprint_and_commits() -> None:
+    first = _plan(EMPTY, make_conversion("a.yaml", [make_tool("a.x")]), full=True)
+    changed = make_conversion("a.yaml", [make_tool("a.x", description="Other")], content="v2")
+    second = _plan(first.manifest, changed)
+    assert second.commit_needed
+    assert second.meta.fingerprint != first.meta.fingerprint
+    assert second.meta.commit == 2
+
+
+def test_tag_change_alone_changes_fingerprint() -> None:
+    first = _plan(EMPTY, make_conversion("a.yaml", [make_tool("a.x", tags=["One"])]), full=True)
+    second = _plan(
+        first.manifest, make_conversion("a.yaml", [make_tool("a.x", tags=["Two"])], content="v2")
+    )
+    assert second.meta.fingerprint != first.meta.fingerprint
+    assert second.meta.tags == {"public": ("two",)}
+
+
+def test_broken_file_keeps_last_good_tools() -> None:
+    first = _plan(EMPTY, make_conversion("a.yaml", [make_tool("a.x")]), full=True)
+    second = _plan(first.manifest, _broken("a.yaml"))
+    entry = second.manifest.files["a.yaml"]
+    assert entry.state is FileState.BROKEN_KEPT_LAST_GOOD
+    assert [t.name for t in entry.tools] == ["a.x"]
+    assert entry.good_hash == first.manifest.files["a.yaml"].content_hash
+    assert second.delete_sources == ()
+    assert second.adds == ()
+    status = second.meta.files["a.yaml"]
+    assert status.state == "broken_kept_last_good"
+    assert status.operations == 1
+    assert status.problems[0].location == "line 3"
+    assert second.meta.fingerprint == first.meta.fingerprint
+    assert second.commit_needed  # the status changed, so servers must see it
+
+
+def test_broken_new_file_is_never_indexed() -> None:
+    plan = _plan(EMPTY, _broken("b.yaml"), full=True)
+    assert plan.manifest.files["b.yaml"].state is FileState.BROKEN_NEVER_INDEXED
+    assert plan.meta.files["b.yaml"].operations == 0
+
+
+def test_deleted_file_tools_are_removed() -> None:
+    first = _plan(
+        EMPTY,
+        make_conversion("a.yaml", [make_tool("a.x")]),
+        make_conversion("b.yaml", [make_tool("b.y", source="b.yaml", namespace="b")]),
+        full=True,
+    )
+    second = _plan(first.manifest, deleted=("b.yaml",))
+    assert second.delete_sources == ("b.yaml",)
+    assert "b.yaml" not in second.meta.files
+    assert second.meta.operations == 1
+    assert second.manifest.files["a.yaml"].state is FileState.FRESH
+
+
+def test_dirty_sources_follow_refs_transitively() -> None:
+    files = {
+        "a.yaml": FileEntry(content_hash="1", state=FileState.FRESH, dependencies=("b.yaml",)),
+        "b.yaml": FileEntry(content_hash="2", state=FileState.FRESH, dependencies=("c.yaml",)),
+        "c.yaml": FileEntry(content_hash="3", state=FileState.FRESH),
+        "d.yaml": FileEntry(content_hash="4", state=FileState.FRESH),
+    }
+    scanned = {"a.yaml": "1", "b.yaml": "2", "c.yaml": "changed", "d.yaml": "4"}
+    dirty, deleted = dirty_sources(files, scanned, dict.fromkeys(scanned, ""))
+    assert dirty == {"a.yaml", "b.yaml", "c.yaml"}
+    assert not deleted
+    dirty, deleted = dirty_sources(files, {"a.yaml": "1", "d.yaml": "4"}, {})
+    assert deleted == {"b.yaml", "c.yaml"}
+    assert "a.yaml" in dirty  # config hash differs too, but its ref is gone
+    dirty, _ = dirty_sources(
+        files,
+        {"a.yaml": "1", "b.yaml": "2", "c.yaml": "3", "d.yaml": "4"},
+        {"a.yaml": "", "b.yaml": "", "c.yaml": "", "d.yaml": "new config"},
+    )
+    assert dirty == {"d.yaml"}
+
+
+def test_clash_in_shared_namespace_gets_a_suffix_by_source_order() -> None:
+    a = make_conversion("a.yaml", [make_tool("get", namespace="")], namespace="")
+    b = make_conversion("b.yaml", [make_tool("get", source="b.yaml", namespace="")], namespace="")
+    c = make_conversion("c.yaml", [make_tool("c.get", source="c.yaml", namespace="c")])
+    plan = _plan(EMPTY, b, c, a, full=True)
+    names = {s: [t.name for t in e.tools] for s, e in plan.manifest.files.items()}
+    assert names == {"a.yaml": ["get"], "b.yaml": ["get_2"], "c.yaml": ["c.get"]}
+    warning = plan.meta.files["b.yaml"].problems[0]
+    assert warning.severity == "warning"
+    assert "get_2" in warning.reason
+    payload = next(add for add in plan.adds if add.source == "b.yaml").payload
+    renamed = decode_tools(payload)[0]
+    assert renamed.definition.name == "get_2"
+    assert renamed.card.name == "get_2"
+    assert renamed.definition.version != decode_tools(b.payload)[0].definition.version
+
+
+def test_removing_the_first_clasher_renames_only_its_namespace() -> None:
+    a = make_conversion("a.yaml", [make_tool("get", namespace="")], namespace="")
+    b = make_conversion("b.yaml", [make_tool("get", source="b.yaml", namespace="")], namespace="")
+    c = make_conversion("c.yaml", [make_tool("c.get", source="c.yaml", namespace="c")])
+    first = _plan(EMPTY, a, b, c, full=True)
+    names = assign_names(first.manifest.files, {}, ["a.yaml"])
+    assert names.reconvert == {"b.yaml"}  # b's tool becomes plain "get"
+    assert names.finals["b.yaml"] == ("get",)
+    assert "c.yaml" not in names.finals
+    # Adding a document elsewhere never touches the shared namespace.
+    d = make_conversion("d.yaml", [make_tool("d.get", source="d.yaml", namespace="d")])
+    names = assign_names(first.manifest.files, {"d.yaml": d}, [])
+    assert names.reconvert == frozenset()
+    assert set(names.finals) == {"d.yaml"}
+
+
+def test_meta_lists_policies_and_tags_per_visibility_key() -> None:
+    conv = make_conversion(
+        "a.yaml",
+        [
+            make_tool("a.open", tags=["Crème Brûlée"]),
+            make_tool("a.closed", tags=["X"], secured=True),
+        ],
+    )
+    plan = _plan(EMPTY, conv, full=True)
+    keys = set(plan.meta.tags)
+    assert "public" in keys
+    assert len(keys) == 2
+    secured_key = next(k for k in keys if k != "public")
+    assert plan.meta.tags["public"] == ("creme brulee",)
+    assert plan.meta.tags[secured_key] == ("x",)
+    assert set(plan.meta.policies) == {secured_key}

@@ -1,0 +1,359 @@
+"""Real spec files, a real index on disk: builds, changes, breaks, restarts, rebuilds."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import msgspec
+import pytest
+import tantivy
+
+from catalog.config import Config, SpecConfig, decode_config
+from catalog.index_schema import (
+    META_ID,
+    IndexMeta,
+    build_schema,
+    meta_document,
+    register_analyzers,
+)
+from indexer.errors import IndexBusyError
+from indexer.manifest import MANIFEST_NAME, load_manifest, save_manifest
+from indexer.report import Reporter
+from indexer.session import Session
+from tests.indexer.helpers import read_index, spec_yaml
+
+
+def _session(specs: Path, index: Path, reporter: Reporter, config: Config | None = None) -> Session:
+    return Session(specs, index, config or Config(), reporter, workers=1, heap_bytes=20_000_000)
+
+
+@pytest.fixture
+def specs(tmp_path: Path) -> Path:
+    d = tmp_path / "specs"
+    d.mkdir()
+    (d / "pets.yaml").write_text(spec_yaml("Pets", ["listPets", "getPet"], tag="Pets"))
+    (d / "shop.yaml").write_text(spec_yaml("Shop", ["listOrders"], tag="Orders"))
+    return d
+
+
+def test_full_build_then_nothing_to_do(
+    specs: Path, tmp_path: Path, quiet_reporter: Reporter
+) -> None:
+    index = tmp_path / "index" / "nested"  # the indexer creates the directory
+    session = _session(specs, index, quiet_reporter)
+    try:
+        first = session.sync()
+        assert first.full
+        assert first.committed
+        assert first.operations == 3
+        view = read_index(index)
+        assert set(view.tools) == {"pets.list_pets", "pets.get_pet", "shop.list_orders"}
+        assert view.names_in_order() == sorted(view.tools)
+        assert view.meta is not None
+        assert view.meta.commit == 1
+        assert view.meta.files["pets.yaml"].operations == 2
+        assert view.meta.tags == {"public": ("orders", "pets")}
+        again = session.sync()
+        assert not again.committed
+        assert again.converted == 0
+        # Same bytes rewritten: re-hashed, nothing changed, no commit.
+        (specs / "pets.yaml").write_bytes((specs / "pets.yaml").read_bytes())
+        same = session.sync(["pets.yaml"])
+        assert not same.committed
+        assert same.converted == 0
+        assert read_index(index).meta.commit == 1  # type: ignore[union-attr]
+    finally:
+        session.close()
+
+
+def test_change_break_fix_delete(specs: Path, tmp_path: Path, quiet_reporter: Reporter) -> None:
+    index = tmp_path / "index"
+    session = _session(specs, index, quiet_reporter)
+    try:
+        session.sync()
+        before = read_index(index)
+        (specs / "pets.yaml").write_text(spec_yaml("Pets", ["listPets", "getPet", "addPet"]))
+        changed = session.sync(["pets.yaml"])
+        assert changed.committed
+        assert changed.converted == 1
+        view = read_index(index)
+        assert "pets.add_pet" in view.tools
+        assert view.meta.commit == 2
+        assert view.names_in_order() == sorted(view.tools)
+        # shop's document was not rewritten: same ordinal, same version.
+        assert view.tools["shop.list_orders"] == before.tools["shop.list_orders"]
+
+        (specs / "pets.yaml").write_text("openapi: 3.0.3\npaths: [unclosed\n")
+        broken = session.sync(["pets.yaml"])
+        assert broken.committed
+        assert broken.broken == 1
+        view = read_index(index)
+        status = view.meta.files["pets.yaml"]  # type: ignore[union-attr]
+        assert status.state == "broken_kept_last_good"
+        assert status.operations == 3
+        assert status.problems
+        assert status.problems[0].file == "pets.yaml"
+        assert {"pets.list_pets", "pets.get_pet", "pets.add_pet"} <= set(view.tools)
+        log = (tmp_path / "indexer.log").read_text()
+        assert '"event":"spec_problem"' in log
+        assert '"file":"pets.yaml"' in log
+
+        (specs / "pets.yaml").write_text(spec_yaml("Pets", ["listPets"]))
+        fixed = session.sync(["pets.yaml"])
+        view = read_index(index)
+        assert fixed.committed
+        assert fixed.broken == 0
+        assert view.meta.files["pets.yaml"].state == "changed"  # type: ignore[union-attr]
+        assert {n for n in view.tools if n.startswith("pets.")} == {"pets.list_pets"}
+
+        (specs / "pets.yaml").unlink()
+        gone = session.sync(["pets.yaml"])
+        view = read_index(index)
+        assert gone.committed
+        assert set(view.tools) == {"shop.list_orders"}
+        assert set(view.meta.files) == {"shop.yaml"}  # type: ignore[union-attr]
+        assert view.meta.files["shop.yaml"].state == "fresh"  # type: ignore[union-attr]
+    finally:
+        session.close()
+
+
+def test_new_broken_document_is_reported_and_others_indexed(
+    specs: Path, tmp_path: Path, quiet_reporter: Reporter
+) -> None:
+    (specs / "bad.json").write_text('{"openapi": "3.0.3", "paths": ')
+    session = _session(specs, tmp_path / "index", quiet_reporter)
+    try:
+        result = session.sync()
+    finally:
+        session.close()
+    view = read_index(tmp_path / "index")
+    assert result.broken == 1
+    assert len(view.tools) == 3
+    assert view.meta.files["bad.json"].state == "broken_never_indexed"  # type: ignore[union-attr]
+    assert view.meta.files["bad.json"].problems[0].reason  # type: ignore[union-attr]
+
+
+def test_ref_change_reconverts_the_referencing_document(
+    tmp_path: Path, quiet_reporter: Reporter
+) -> None:
+    specs = tmp_path / "specs"
+    (specs / "shared").mkdir(parents=True)
+    (specs / "shared" / "params.yaml").write_text(
+        "Id: {name: id, in: query, schema: {type: string}, description: First}\n"
+    )
+    extra = (
+        "  /things:\n    get:\n      operationId: findThing\n"
+        "      parameters: [{$ref: 'shared/params.yaml#/Id'}]\n"
+        "      responses: {'200': {description: ok}}"
+    )
+    (specs / "api.yaml").write_text(spec_yaml("Api", ["ping"], extra_paths=extra))
+    session = _session(specs, tmp_path / "index", quiet_reporter)
+    try:
+        session.sync()
+        first = read_index(tmp_path / "index")
+        assert "api.find_thing" in first.tools
+        params = first.tools["api.find_thing"]["definition"]["inputSchema"]["properties"]
+        assert "id" in params
+        (specs / "shared" / "params.yaml").write_text(
+            "Id: {name: id, in: query, schema: {type: integer}, description: Second}\n"
+        )
+        result = session.sync(["shared/params.yaml"])
+        second = read_index(tmp_path / "index")
+    finally:
+        session.close()
+    assert result.committed
+    assert second.tools["api.find_thing"]["version"] != first.tools["api.find_thing"]["version"]
+    assert second.tools["api.ping"] == first.tools["api.ping"]
+    props = second.tools["api.find_thing"]["definition"]["inputSchema"]["properties"]
+    assert props["id"]["type"] == "integer"
+    # The fragment is not a document of its own: a warning, not a broken file.
+    assert second.meta.files["shared/params.yaml"].state in ("fresh", "changed")  # type: ignore[union-attr]
+
+
+def test_shared_empty_namespace_clash_and_config_change(
+    tmp_path: Path, quiet_reporter: Reporter
+) -> None:
+    specs = tmp_path / "specs"
+    specs.mkdir()
+    (specs / "a.yaml").write_text(spec_yaml("A", ["getOrder", "ping"]))
+    (specs / "b.yaml").write_text(spec_yaml("B", ["getOrder"]))
+    (specs / "c.yaml").write_text(spec_yaml("C", ["getOrder"]))
+    config = decode_config(
+        b'[specs."a.yaml"]\nnamespace = ""\n[specs."b.yaml"]\nnamespace = ""\n', file="t.toml"
+    )
+    session = _session(specs, tmp_path / "index", quiet_reporter, config)
+    try:
+        session.sync()
+        view = read_index(tmp_path / "index")
+        assert set(view.tools) == {"get_order", "ping", "get_order_2", "c.get_order"}
+        assert view.tools["get_order_2"]["source"] == "b.yaml"
+        problems = view.meta.files["b.yaml"].problems  # type: ignore[union-attr]
+        assert problems[0].severity == "warning"
+        assert "get_order_2" in problems[0].reason
+        # Another namespace's document comes and goes: nobody is renamed.
+        (specs / "d.yaml").write_text(spec_yaml("D", ["getOrder"]))
+        session.sync(["d.yaml"])
+        assert {"get_order", "get_order_2", "c.get_order", "d.get_order"} <= set(
+            read_index(tmp_path / "index").tools
+        )
+        # Config change: a.yaml gets its own namespace, so b.yaml's tool loses the suffix.
+        new_config = msgspec.structs.replace(
+            config,
+            specs={"a.yaml": SpecConfig(namespace="alpha"), "b.yaml": SpecConfig(namespace="")},
+        )
+        result = session.sync(config=new_config)
+        view = read_index(tmp_path / "index")
+    finally:
+        session.close()
+    assert result.committed
+    assert result.converted == 2
+    assert set(view.tools) == {
+        "alpha.get_order",
+        "alpha.ping",
+        "get_order",
+        "c.get_order",
+        "d.get_order",
+    }
+    assert view.tools["get_order"]["source"] == "b.yaml"
+    assert view.names_in_order() == sorted(view.tools)
+
+
+def test_restart_reconciles_changes_made_while_stopped(
+    specs: Path, tmp_path: Path, quiet_reporter: Reporter
+) -> None:
+    index = tmp_path / "index"
+    session = _session(specs, index, quiet_reporter)
+    session.sync()
+    session.close()
+    (specs / "shop.yaml").unlink()
+    (specs / "extra.yaml").write_text(spec_yaml("Extra", ["doIt"]))
+    session = _session(specs, index, quiet_reporter)
+    try:
+        result = session.sync()
+    finally:
+        session.close()
+    assert result.committed
+    assert not result.full
+    assert result.converted == 1
+    view = read_index(index)
+    assert set(view.tools) == {"pets.list_pets", "pets.get_pet", "extra.do_it"}
+    assert view.meta.commit == 2  # type: ignore[union-attr]
+
+
+def test_second_writer_is_refused(specs: Path, tmp_path: Path, quiet_reporter: Reporter) -> None:
+    session = _session(specs, tmp_path / "index", quiet_reporter)
+    try:
+        with pytest.raises(IndexBusyError, match="another indexer is already writing"):
+            _session(specs, tmp_path / "index", quiet_reporter)
+    finally:
+        session.close()
+
+
+def test_other_schema_version_is_rebuilt(
+    specs: Path, tmp_path: Path, quiet_reporter: Reporter
+) -> None:
+    index = tmp_path / "index"
+    session = _session(specs, index, quiet_reporter)
+    session.sync()
+    session.close()
+    # Rewrite the meta document as a future indexer would have written it.
+    idx = tantivy.Index(build_schema(), path=str(index))
+    register_analyzers(idx)
+    writer = idx.writer(heap_size=20_000_000, num_threads=1)
+    writer.delete_documents_by_term("id", META_ID)
+    writer.add_document(
+        meta_document(
+            IndexMeta(
+                schema_version=999,
+                fingerprint="x",
+                commit=7,
+                committed_at=0.0,
+                operations=0,
+                files={},
+                policies={},
+                tags={},
+            )
+        )
+    )
+    writer.commit()
+    writer.wait_merging_threads()
+    del writer, idx
+    session = _session(specs, index, quiet_reporter)
+    try:
+        result = session.sync()
+    finally:
+        session.close()
+    assert result.full
+    assert result.committed
+    view = read_index(index)
+    assert view.meta.schema_version != 999
+    assert view.meta.commit == 8
+    assert len(view.tools) == 3
+    assert "schema version 999" in (tmp_path / "indexer.log").read_text()
+
+
+def test_foreign_tantivy_schema_is_wiped_and_rebuilt(
+    specs: Path, tmp_path: Path, quiet_reporter: Reporter
+) -> None:
+    index = tmp_path / "index"
+    index.mkdir()
+    sb = tantivy.SchemaBuilder()
+    sb.add_text_field("title", stored=True)
+    old = tantivy.Index(sb.build(), path=str(index))
+    w = old.writer(heap_size=20_000_000, num_threads=1)
+    w.add_document(tantivy.Document(title="old"))
+    w.commit()
+    w.wait_merging_threads()
+    del w, old
+    session = _session(specs, index, quiet_reporter)
+    try:
+        result = session.sync()
+    finally:
+        session.close()
+    assert result.full
+    assert len(read_index(index).tools) == 3
+
+
+def test_manifest_behind_the_index_is_reconciled(
+    specs: Path, tmp_path: Path, quiet_reporter: Reporter
+) -> None:
+    """A crash between the tantivy commit and the manifest rename."""
+    index = tmp_path / "index"
+    session = _session(specs, index, quiet_reporter)
+    session.sync()
+    stale = load_manifest(index)
+    (specs / "pets.yaml").write_text(spec_yaml("Pets", ["listPets", "feedPet"]))
+    session.sync(["pets.yaml"])
+    session.close()
+    assert stale is not None
+    save_manifest(index, stale)  # as if the rename never happened
+    session = _session(specs, index, quiet_reporter)
+    try:
+        result = session.sync()
+    finally:
+        session.close()
+    view = read_index(index)
+    assert result.committed
+    assert result.converted == 1
+    assert set(view.tools) == {"pets.list_pets", "pets.feed_pet", "shop.list_orders"}
+    assert view.meta.commit == 3  # type: ignore[union-attr]
+    assert load_manifest(index).commit == 3  # type: ignore[union-attr]
+    assert '"event":"reconcile"' in (tmp_path / "indexer.log").read_text()
+
+
+def test_missing_manifest_means_full_rebuild(
+    specs: Path, tmp_path: Path, quiet_reporter: Reporter
+) -> None:
+    index = tmp_path / "index"
+    session = _session(specs, index, quiet_reporter)
+    session.sync()
+    session.close()
+    (index / MANIFEST_NAME).unlink()
+    session = _session(specs, index, quiet_reporter)
+    try:
+        result = session.sync()
+    finally:
+        session.close()
+    assert result.full
+    assert result.commit == 2
+    assert len(read_index(index).tools) == 3
