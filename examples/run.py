@@ -1,0 +1,124 @@
+"""``make run``: the demo backend, the indexer (watching) and the server, side by side.
+
+``python -m examples.run --specs DIR --port P --index DIR [--config FILE]`` starts
+
+* the demo orders API on 127.0.0.1:8001 (``examples/backend.py``),
+* ``python -m indexer --specs DIR --index DIR --watch`` (edit a spec: the catalog follows),
+* ``python -m server --index DIR --port P`` on 127.0.0.1,
+
+as subprocesses, prints how to connect a client, and stops all three on Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Final
+
+import httpx
+
+from examples.backend import DEMO_SECRET, DEMO_SECRET_ENV, demo_token
+
+ROOT: Final = Path(__file__).resolve().parent.parent
+BACKEND_PORT: Final = 8001
+
+_CLIENT_SNIPPET: Final = """\
+    import anyio
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    TOKEN = "{token}"
+
+    async def main() -> None:
+        http = httpx2.AsyncClient(headers={{"Authorization": f"Bearer {{TOKEN}}"}})
+        transport = streamable_http_client("{url}", http_client=http)
+        async with Client(transport, mode="2026-07-28") as client:
+            print(await client.list_tools())
+            print(await client.call_tool("search_tools", {{"query": "order"}}))
+            print(await client.call_tool("load_tool", {{"name": "get_order"}}))
+
+    anyio.run(main)
+"""
+
+
+def _spawn(args: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
+    return subprocess.Popen([sys.executable, *args], cwd=ROOT, env=env)
+
+
+def _wait(url: str, process: subprocess.Popen[bytes], *, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and process.poll() is None:
+        try:
+            if httpx.get(url, timeout=1).status_code == 200:
+                return True
+        except httpx.TransportError:
+            pass
+        time.sleep(0.1)
+    return False
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m examples.run", description=__doc__)
+    parser.add_argument("--specs", default="examples/specs")
+    parser.add_argument("--index", default=".sezzlee/index")
+    parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--config", default="examples/sezzlee.toml")
+    args = parser.parse_args(argv)
+
+    # `timeout`, systemd and CI stop with SIGTERM: treat it like Ctrl-C so the children stop.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env.setdefault(DEMO_SECRET_ENV, DEMO_SECRET)  # the demo config verifies demo JWTs
+    Path(args.index).mkdir(parents=True, exist_ok=True)
+    config = ["--config", args.config] if args.config and Path(args.config).is_file() else []
+
+    processes = [
+        _spawn(["-m", "examples.backend", "--port", str(BACKEND_PORT)], env),
+        _spawn(
+            ["-m", "indexer", "--specs", args.specs, "--index", args.index, "--watch", *config], env
+        ),
+        _spawn(["-m", "server", "--index", args.index, "--port", str(args.port), *config], env),
+    ]
+    url = f"http://127.0.0.1:{args.port}/mcp"
+    try:
+        ready = _wait(f"http://127.0.0.1:{args.port}/readyz", processes[2], timeout=60)
+        token = demo_token("alice")
+        print(
+            f"\nsezzlee is {'ready' if ready else 'starting (the index is not ready yet)'}\n"
+            f"  MCP endpoint : {url}  (Streamable HTTP, 2026-07-28 and 2025-era clients)\n"
+            f"  demo backend : http://127.0.0.1:{BACKEND_PORT}  (specs: {args.specs})\n"
+            f"  readiness    : http://127.0.0.1:{args.port}/readyz   metrics: /metrics\n"
+            f"  demo token   : Authorization: Bearer <TOKEN below>\n"
+            f"                 (alice: orders:read orders:write; other users: "
+            f"python -m examples.backend --token bob|admin)\n\n"
+            "Connect with the official Python client (the token makes alice's operations "
+            "visible; without it only public ones are listed):\n\n"
+            + _CLIENT_SNIPPET.format(url=url, token=token)
+            + "\nEdit a file in the spec directory and the catalog reloads. Ctrl-C stops all.\n",
+            flush=True,
+        )
+        while all(process.poll() is None for process in processes):
+            time.sleep(0.5)
+        return 1  # one of them died on its own
+    except KeyboardInterrupt:
+        return 0
+    finally:
+        for process in reversed(processes):
+            if process.poll() is None:
+                process.send_signal(signal.SIGINT)
+        for process in processes:
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
