@@ -72,9 +72,24 @@ class Reporter:
 
     @contextmanager
     def progress(self, label: str, total: int) -> Iterator[Progress]:
-        """A progress bar for ``total`` units on a terminal; a no-op otherwise."""
-        if self.json_lines or total < PROGRESS_MIN_FILES:
+        """A progress bar for ``total`` units on a terminal; ``progress`` events every
+        tenth of the way otherwise (so a log shows a long build moving).
+        """
+        if total < PROGRESS_MIN_FILES:
             yield _noop
+            return
+        if self.json_lines:
+            done = 0
+            next_step = 1
+
+            def step(amount: int = 1) -> None:
+                nonlocal done, next_step
+                done += amount
+                while next_step <= 10 and done * 10 >= total * next_step:
+                    self.event("progress", stage=label, done=done, total=total)
+                    next_step += 1
+
+            yield step
             return
         from rich.progress import (
             BarColumn,

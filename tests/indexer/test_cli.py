@@ -1,0 +1,139 @@
+"""The command line as an operator runs it: exit codes, --check, a second indexer, SIGKILL."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from catalog.config import Config
+from indexer.report import Reporter
+from indexer.session import Session
+from tests.indexer.helpers import read_index, spec_yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _run(*args: str | Path, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "indexer", *map(str, args)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+def _events(stderr: str) -> list[dict[str, object]]:
+    return [json.loads(line) for line in stderr.splitlines() if line.startswith("{")]
+
+
+@pytest.fixture
+def specs(tmp_path: Path) -> Path:
+    d = tmp_path / "specs"
+    d.mkdir()
+    (d / "pets.yaml").write_text(spec_yaml("Pets", ["listPets", "getPet"]))
+    return d
+
+
+def test_build_logs_json_lines_and_a_summary(specs: Path, tmp_path: Path) -> None:
+    proc = _run("--specs", specs, "--index", tmp_path / "index")
+    assert proc.returncode == 0, proc.stderr
+    events = _events(proc.stderr)
+    summary = next(e for e in events if e["event"] == "summary")
+    assert summary["documents"] == 1
+    assert summary["operations"] == 2
+    assert summary["errors"] == 0
+    assert "elapsed_s" in summary
+    assert all(line.startswith("{") for line in proc.stderr.splitlines() if line.strip())
+    assert len(read_index(tmp_path / "index").tools) == 2
+
+
+def test_check_exit_codes(specs: Path, tmp_path: Path) -> None:
+    ok = _run("--check", "--specs", specs)
+    assert ok.returncode == 0, ok.stderr
+    assert not (specs / "index").exists()
+
+    (specs / "broken.yaml").write_text("openapi: 3.0.3\npaths: [\n")
+    bad = _run("--check", "--specs", specs)
+    assert bad.returncode == 1
+    problems = [e for e in _events(bad.stderr) if e["event"] == "spec_problem"]
+    assert problems[0]["file"] == "broken.yaml"
+    assert problems[0]["reason"]
+    check = next(e for e in _events(bad.stderr) if e["event"] == "check")
+    assert check["broken"] == ["broken.yaml"]
+    (specs / "broken.yaml").unlink()
+
+    config = tmp_path / "sezzlee.toml"
+    config.write_text('[specs."pets.yaml"]\nnmespace = "x"\n')
+    invalid = _run("--check", "--specs", specs, "--config", config)
+    assert invalid.returncode == 1
+    assert "nmespace" in invalid.stderr
+    config.write_text('[specs."pets.yaml"]\nnamespace = ""\n')
+    assert _run("--check", "--specs", specs, "--config", config).returncode == 0
+
+
+def test_second_indexer_exits_with_one_clear_line(specs: Path, tmp_path: Path) -> None:
+    index = tmp_path / "index"
+    with open(tmp_path / "log", "w") as stream:
+        holder = Session(specs, index, Config(), Reporter(stream, json_lines=True), workers=1)
+        try:
+            proc = _run("--specs", specs, "--index", index)
+        finally:
+            holder.close()
+    assert proc.returncode == 2
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1
+    assert "another indexer is already writing to" in lines[0]
+    assert "Traceback" not in proc.stderr
+
+
+def test_sigkill_mid_build_keeps_the_last_commit(specs: Path, tmp_path: Path) -> None:
+    index = tmp_path / "index"
+    assert _run("--specs", specs, "--index", index).returncode == 0
+    before = read_index(index)
+    assert before.meta is not None
+    for i in range(160):
+        ops = [f"op{i}x{j}" for j in range(25)]
+        (specs / f"bulk{i:03d}.yaml").write_text(spec_yaml(f"Bulk{i}", ops))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "indexer", "--specs", str(specs), "--index", str(index)],
+        cwd=ROOT,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stderr is not None
+    killed_mid_write = False
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        line = proc.stderr.readline()
+        if not line:
+            break
+        event = json.loads(line)
+        if event["event"] == "progress" and event["stage"] == "writing":
+            os.kill(proc.pid, signal.SIGKILL)  # documents added, commit not yet reached
+            killed_mid_write = True
+            break
+    proc.wait(timeout=30)
+    proc.stderr.close()
+    assert killed_mid_write, "the build ended before it could be killed"
+    assert proc.returncode == -signal.SIGKILL
+
+    after_kill = read_index(index)
+    assert after_kill.meta == before.meta
+    assert after_kill.tools == before.tools
+
+    rerun = _run("--specs", specs, "--index", index)
+    assert rerun.returncode == 0, rerun.stderr
+    recovered = read_index(index)
+    assert recovered.meta is not None
+    assert recovered.meta.commit == before.meta.commit + 1
+    assert len(recovered.tools) == 2 + 160 * 25
+    assert recovered.names_in_order() == sorted(recovered.tools)

@@ -1,0 +1,150 @@
+"""A real watcher on a real directory: write, change, break, fix, delete, reconfigure."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from catalog.config import Config, decode_config
+from indexer.report import Reporter
+from indexer.session import Session
+from indexer.watch import watch
+from tests.indexer.helpers import IndexView, read_index, spec_yaml
+
+
+class Watched:
+    """A session watched in a thread, plus ways to wait for what it does."""
+
+    def __init__(self, specs: Path, index: Path, config_path: Path, log: Path) -> None:
+        self.specs = specs
+        self.index = index
+        self.log = log
+        self._stream = open(log, "w")  # noqa: SIM115 - closed in stop()
+        reporter = Reporter(self._stream, json_lines=True)
+
+        def load() -> Config:
+            return decode_config(config_path.read_bytes(), file=str(config_path))
+
+        self.session = Session(specs, index, load(), reporter, workers=1, heap_bytes=20_000_000)
+        self.session.sync()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(
+            target=watch,
+            args=(self.session,),
+            kwargs={"config_path": config_path, "load_config": load, "stop": self._stop},
+            daemon=True,
+        )
+        self._thread.start()
+        self.wait_for_event("watching")
+        time.sleep(0.2)  # let the OS watch settle before the first write
+
+    def events(self) -> list[dict[str, object]]:
+        self._stream.flush()
+        text = self.log.read_text()
+        return [json.loads(line) for line in text.splitlines() if line]
+
+    def wait_for_event(
+        self, name: str, *, after: int = 0, timeout: float = 10
+    ) -> dict[str, object]:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            found = [e for e in self.events()[after:] if e["event"] == name]
+            if found:
+                return found[0]
+            time.sleep(0.02)
+        raise AssertionError(f"no {name!r} event within {timeout}s: {self.events()[after:]}")
+
+    def until(self, check: Callable[[IndexView], bool], timeout: float = 10) -> IndexView:
+        deadline = time.monotonic() + timeout
+        view = read_index(self.index)
+        while time.monotonic() < deadline:
+            view = read_index(self.index)
+            if check(view):
+                return view
+            time.sleep(0.03)
+        raise AssertionError(f"index never reached the expected state: {sorted(view.tools)}")
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+        self.session.close()
+        self._stream.close()
+
+
+@pytest.fixture
+def watched(tmp_path: Path) -> Iterator[Watched]:
+    specs = tmp_path / "specs"
+    specs.mkdir()
+    (specs / "shop.yaml").write_text(spec_yaml("Shop", ["listOrders"]))
+    config = tmp_path / "conf" / "sezzlee.toml"
+    config.parent.mkdir()
+    config.write_text("")
+    w = Watched(specs, tmp_path / "index", config, tmp_path / "watch.log")
+    try:
+        yield w
+    finally:
+        w.stop()
+
+
+def _commit(view: IndexView) -> int:
+    assert view.meta is not None
+    return view.meta.commit
+
+
+def test_watch_write_change_break_fix_delete(watched: Watched) -> None:
+    specs = watched.specs
+    (specs / "pets.yaml").write_text(spec_yaml("Pets", ["listPets"]))
+    view = watched.until(lambda v: "pets.list_pets" in v.tools)
+    assert view.meta is not None
+    assert view.meta.files["pets.yaml"].state == "changed"
+    commit = watched.wait_for_event("commit")
+    assert isinstance(commit["latency_ms"], float)
+    assert commit["latency_ms"] >= 0
+
+    (specs / "pets.yaml").write_text(spec_yaml("Pets", ["listPets", "getPet"]))
+    view = watched.until(lambda v: "pets.get_pet" in v.tools)
+    assert "shop.list_orders" in view.tools
+
+    (specs / "pets.yaml").write_text("openapi: 3.0.3\npaths: [\n")
+    view = watched.until(
+        lambda v: v.meta is not None and v.meta.files["pets.yaml"].state == "broken_kept_last_good"
+    )
+    assert {"pets.list_pets", "pets.get_pet"} <= set(view.tools)  # last good kept
+    assert view.meta is not None
+    assert view.meta.files["pets.yaml"].problems[0].file == "pets.yaml"
+
+    (specs / "pets.yaml").write_text(spec_yaml("Pets", ["getPet"]))
+    view = watched.until(
+        lambda v: v.meta is not None and v.meta.files["pets.yaml"].state == "changed"
+    )
+    assert {n for n in view.tools if n.startswith("pets.")} == {"pets.get_pet"}
+
+    # The same bytes again: the watcher sees an event, the index sees no commit.
+    seen = len(watched.events())
+    committed = _commit(view)
+    (specs / "pets.yaml").write_text(spec_yaml("Pets", ["getPet"]))
+    watched.wait_for_event("no_change", after=seen)
+    assert _commit(read_index(watched.index)) == committed
+
+    (specs / "pets.yaml").unlink()
+    view = watched.until(lambda v: not any(n.startswith("pets.") for n in v.tools))
+    assert view.meta is not None
+    assert set(view.meta.files) == {"shop.yaml"}
+    assert set(view.tools) == {"shop.list_orders"}
+
+
+def test_watch_config_change_renames(watched: Watched, tmp_path: Path) -> None:
+    config = tmp_path / "conf" / "sezzlee.toml"
+    config.write_text('[specs."shop.yaml"]\nnamespace = "store"\n')
+    view = watched.until(lambda v: "store.list_orders" in v.tools)
+    assert "shop.list_orders" not in view.tools
+    seen = len(watched.events())
+    config.write_text('[specs."shop.yaml"]\nnmespace = "typo"\n')
+    event = watched.wait_for_event("config_invalid", after=seen)
+    assert "nmespace" in str(event["message"])
+    assert "store.list_orders" in read_index(watched.index).tools  # old config stays
