@@ -10,7 +10,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from catalog.config import SpecConfig
+from catalog.convert import DocumentConverter
 from catalog.model import SpecResult
+from catalog.openapi import parse_document
 
 __all__ = ["Loader", "convert_document"]
 
@@ -44,4 +46,14 @@ def convert_document(
         SpecError: the document cannot be used at all (unparseable, unsupported version,
             dangling ``$ref``), naming the file, the location and the reason.
     """
-    raise NotImplementedError  # implemented with catalog.openapi/refs/normalize/convert
+    # Stages (style.md rule 10): parse → resolve/normalize/compact per operation → name →
+    # fingerprint. The converter is made for this document only: its caches die with it.
+    document = parse_document(source, data)
+    converter = DocumentConverter(document, namespace=namespace, spec_config=spec_config, load=load)
+    tools = converter.tools()
+    return SpecResult(
+        source=source,
+        tools=tuple(tools),
+        dependencies=converter.dependencies,
+        warnings=tuple(converter.warnings),
+    )

@@ -1,0 +1,223 @@
+"""Templates → one self-contained JSON Schema: single-use references inlined, repeated
+or recursive ones hoisted into root ``$defs``.
+
+Pure: no I/O.
+
+Theory of operation (design.md, Schema conversion: "a ``$ref`` used once is inlined; a
+schema used several times, or recursive, is hoisted into ``$defs`` at the root"). Two
+passes over a template from ``catalog.normalize``:
+
+1. *count*: walk the template; each :class:`~catalog.normalize.Ref` met adds one use
+   of its target, and a target's own template is walked the first time only (so a
+   reference inside a hoisted schema counts once, as it will appear once). A recursive
+   reference is met again through its own body, so it always counts at least two.
+2. *emit*: copy the template spine; a target used once is inlined in place (keywords
+   written beside the ``$ref`` in 3.1 are merged over it), a target used more often
+   becomes ``{"$ref": "#/$defs/<name>"}`` and its body is emitted once under ``$defs``.
+   Plain (reference-free) subtrees are shared, never copied.
+
+A size budget keeps pathological reference graphs publishable (Microsoft Graph's
+entities reach thousands of schemas; a definition must stay a few dozen KB, not MB).
+Before counting, the references are explored breadth-first, level by level of ``$ref``
+nesting, adding each new target's own size in JSON values; the first level that would
+take the total over :data:`MAX_SCHEMA_VALUES` is not expanded: its references become
+``{"description": "<name>: not expanded ..."}`` (any value is accepted there). Whole
+levels are cut, so the result is deterministic and the same for every replica; GitHub's
+largest response schemas stay whole, but one (the issue timeline).
+
+``$defs`` names are the last token of the target's JSON pointer (``simple-user``),
+made pointer-safe, with ``_2``, ``_3`` for clashes in first-use order: deterministic.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Final
+
+from catalog.normalize import (
+    Direction,
+    Normalizer,
+    Ref,
+    TemplateDict,
+    TemplateList,
+)
+from catalog.refs import split_key, unescape_token
+
+__all__ = ["MAX_SCHEMA_VALUES", "compact", "is_object_schema"]
+
+MAX_SCHEMA_VALUES: Final = 4000
+"""Budget of what references pull into one published schema, in JSON values (about 20
+bytes each on average, so some 80 KB at worst). Of GitHub's 1,223 operations only
+``issues/list-events-for-timeline`` reaches it (its deepest level, 17 references, is
+cut; the definition is 48 KB); the largest GitHub definition is then 55 KB."""
+
+_UNSAFE: Final = re.compile(r"[^A-Za-z0-9_.-]+")
+_MAX_ALIAS: Final = 32
+
+
+def _refs_in(node: Any) -> list[str]:
+    """The keys a template references directly (plain subtrees hold none)."""
+    found: list[str] = []
+    stack = [node]
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind is Ref:
+            found.append(item.key)
+            if item.extra is not None:
+                stack.append(item.extra)
+        elif kind is TemplateDict:
+            stack.extend(reversed(item.values()))
+        elif kind is TemplateList:
+            stack.extend(reversed(item))
+    return found
+
+
+def _label(key: str) -> str:
+    """A reference's name: the last token of its pointer, or its file's name."""
+    file, pointer = split_key(key)
+    token = unescape_token(pointer.rsplit("/", 1)[-1]) if pointer else ""
+    return token or file.rsplit("/", 1)[-1]
+
+
+class _Compactor:
+    """State of compacting one schema."""
+
+    __slots__ = ("_counts", "_direction", "_names", "_normalizer", "_order", "_stubbed")
+
+    def __init__(self, normalizer: Normalizer, direction: Direction) -> None:
+        self._normalizer = normalizer
+        self._direction = direction
+        self._counts: dict[str, int] = {}
+        self._order: list[str] = []
+        self._names: dict[str, str] = {}
+        self._stubbed: set[str] = set()
+
+    def plan(self, root: Any, budget: int) -> None:
+        """Breadth-first over reference levels; the level that breaks the budget and
+        everything below it stay unexpanded.
+        """
+        # The operation's own inline schema is not budgeted (it is what the document
+        # wrote for this operation); only what references pull in is.
+        total, frontier = 0, _refs_in(root)
+        seen: set[str] = set()
+        while frontier:
+            level = [key for key in dict.fromkeys(frontier) if key not in seen]
+            if not level:
+                return
+            shapes = [self._normalizer.shape(key, self._direction) for key in level]
+            size = sum(own for own, _ in shapes)
+            if total + size > budget:
+                self._stubbed.update(level)
+                return
+            total += size
+            seen.update(level)
+            frontier = [key for _, refs in shapes for key in refs]
+
+    def count(self, node: Any) -> None:
+        kind = type(node)
+        if kind is Ref:
+            seen = self._counts.get(node.key, 0)
+            self._counts[node.key] = seen + 1
+            if not seen and node.key not in self._stubbed:
+                self._order.append(node.key)
+                self.count(self._normalizer.target(node.key, self._direction))
+            if node.extra is not None:
+                self.count(node.extra)
+        elif kind is TemplateDict:
+            for value in node.values():
+                self.count(value)
+        elif kind is TemplateList:
+            for value in node:
+                self.count(value)
+
+    def name_hoisted(self) -> list[str]:
+        hoisted = [key for key in self._order if self._counts[key] > 1 and key not in self._stubbed]
+        taken: set[str] = set()
+        for key in hoisted:
+            base = _UNSAFE.sub("_", _label(key)).strip("_") or "def"
+            name, n = base, 1
+            while name in taken:
+                n += 1
+                name = f"{base}_{n}"
+            taken.add(name)
+            self._names[key] = name
+        return hoisted
+
+    def emit(self, node: Any) -> Any:
+        kind = type(node)
+        if kind is Ref:
+            if node.key in self._stubbed:
+                return {
+                    "description": f"{_label(node.key)}: not expanded (the schema is too large)"
+                }
+            name = self._names.get(node.key)
+            if name is not None:
+                out: dict[str, Any] = {"$ref": f"#/$defs/{name}"}
+                if node.extra is not None:
+                    out.update(self.emit(node.extra))
+                return out
+            body = self.emit(self._normalizer.target(node.key, self._direction))
+            if node.extra is not None and isinstance(body, dict):
+                return {**body, **self.emit(node.extra)}
+            return body
+        if kind is TemplateDict:
+            return {key: self.emit(value) for key, value in node.items()}
+        if kind is TemplateList:
+            return [self.emit(value) for value in node]
+        return node
+
+    def run(self, root: Any, budget: int) -> Any:
+        self.plan(root, budget)
+        self.count(root)
+        hoisted = self.name_hoisted()
+        out = self.emit(root)
+        if hoisted:
+            defs = {
+                self._names[key]: self.emit(self._normalizer.target(key, self._direction))
+                for key in hoisted
+            }
+            out = {**out, "$defs": defs} if isinstance(out, dict) else out
+        return out
+
+
+def compact(
+    template: Any,
+    normalizer: Normalizer,
+    direction: Direction,
+    *,
+    budget: int = MAX_SCHEMA_VALUES,
+) -> Any:
+    """The final schema of ``template``: plain JSON data, ``$defs`` at its root.
+
+    Args:
+        template: a template from :class:`~catalog.normalize.Normalizer` (a root that is
+            itself a bare reference to a repeated schema should be wrapped by the caller
+            first, so that ``$defs`` has an object to live in).
+        normalizer: the document's normalizer (holds the referenced templates).
+        direction: ``"in"`` for request schemas, ``"out"`` for response schemas.
+        budget: the most JSON values to publish (see the module docstring).
+    """
+    return _Compactor(normalizer, direction).run(template, budget)
+
+
+def is_object_schema(template: Any, normalizer: Normalizer, direction: Direction) -> bool:
+    """Whether a template describes a JSON object (type ``object``, or no type with
+    object keywords, following references and ``allOf``).
+    """
+    node = template
+    for _ in range(_MAX_ALIAS):
+        if type(node) is not Ref:
+            break
+        node = normalizer.target(node.key, direction)
+    if not isinstance(node, dict):
+        return False
+    kind = node.get("type")
+    if kind is not None:
+        return bool(kind == "object")
+    if any(k in node for k in ("properties", "additionalProperties", "patternProperties")):
+        return True
+    branches = node.get("allOf")
+    if isinstance(branches, list) and branches:
+        return any(is_object_schema(b, normalizer, direction) for b in branches)
+    return False

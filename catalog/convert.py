@@ -1,0 +1,788 @@
+"""Operations of one parsed document → :class:`~catalog.model.CatalogTool` records.
+
+Pure apart from the resolver's injected loader. The rules are the contract's load_tool
+section and design.md (Tool names, Schema conversion, Annotations, Version, Caller
+identity); each is stated with an example in ``catalog/spec/schema-conversion.md``.
+
+Theory of operation. :class:`DocumentConverter` is the per-document worker (style.md
+rule 10): it owns the resolver, the normalizer (whose caches make every component schema
+normalized once per direction), the namer and the security-scheme table, and converts the
+operations one at a time in document order. A problem confined to one operation (a
+malformed parameter, a schema of the wrong shape) skips that operation with a warning; a
+dangling ``$ref`` is a :class:`~catalog.errors.RefError` for the whole document.
+
+Argument clashes (one flat namespace for path, query, header, cookie and body members):
+the locations claim names in the order path, query, header, cookie, body; the first
+claimant keeps the bare name and a later one is called ``<location>_<name>``
+(``query_id``, ``body_id``), then ``_2``, ``_3`` if even that is taken.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any, Final, cast
+
+from catalog.cards import card_for
+from catalog.compact import compact, is_object_schema
+from catalog.config import SpecConfig
+from catalog.errors import RefError, SpecError
+from catalog.fingerprint import with_version
+from catalog.model import (
+    Annotations,
+    CatalogTool,
+    JSONSchema,
+    Location,
+    ParameterBinding,
+    Problem,
+    Route,
+    SchemeUse,
+    SearchFields,
+    SecurityPolicy,
+    SecurityScheme,
+    ToolDefinition,
+)
+from catalog.naming import Namer
+from catalog.normalize import Normalizer, Ref, TemplateDict
+from catalog.openapi import Document
+from catalog.refs import Resolver, escape_token
+
+__all__ = ["HTTP_METHODS", "DocumentConverter", "choose_status", "method_annotations"]
+
+HTTP_METHODS: Final = frozenset(
+    ("get", "put", "post", "delete", "options", "head", "patch", "trace")
+)
+"""Path item keys that are operations (OpenAPI 3.1 §4.8.9); callbacks and webhooks are not
+reached because only ``paths`` is walked."""
+
+ANNOTATIONS_EXTENSION: Final = "x-sezzlee-annotations"
+SEARCH_TERMS_EXTENSION: Final = "x-sezzlee-search-terms"
+
+_PARAMETER_ORDER: Final[tuple[Location, ...]] = ("path", "query", "header", "cookie")
+_STATUS_ORDER: Final = ("200", "201", "202", "204")
+_HINTS: Final = ("readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint")
+_METHOD_HINTS: Final[dict[str, frozenset[str]]] = {
+    "GET": frozenset(("readOnlyHint", "idempotentHint")),
+    "HEAD": frozenset(("readOnlyHint", "idempotentHint")),
+    "PUT": frozenset(("idempotentHint",)),
+    "DELETE": frozenset(("destructiveHint", "idempotentHint")),
+}
+# OpenAPI 3 §4.8.12.1: these header parameters "SHALL be ignored"; the gateway sets
+# Content-Type from the chosen media type and Authorization comes from the caller.
+_IGNORED_HEADERS: Final = frozenset(("accept", "content-type", "authorization"))
+_DEFAULT_STYLE: Final[dict[str, str]] = {
+    "path": "simple",
+    "query": "form",
+    "header": "simple",
+    "cookie": "form",
+}
+# Swagger 2.0 collectionFormat → OpenAPI 3 (style, explode).
+_COLLECTION_FORMATS: Final[dict[str, tuple[str, bool]]] = {
+    "csv": ("form", False),
+    "ssv": ("spaceDelimited", False),
+    "pipes": ("pipeDelimited", False),
+    "multi": ("form", True),
+}
+# Swagger 2.0 non-body parameter fields that are schema keywords.
+_SWAGGER_SCHEMA_KEYS: Final = frozenset(
+    (
+        "type",
+        "format",
+        "items",
+        "default",
+        "maximum",
+        "exclusiveMaximum",
+        "minimum",
+        "exclusiveMinimum",
+        "maxLength",
+        "minLength",
+        "pattern",
+        "maxItems",
+        "minItems",
+        "uniqueItems",
+        "enum",
+        "multipleOf",
+        "x-nullable",
+    )
+)
+_SCHEME_TYPES: Final = frozenset(("apiKey", "http", "oauth2", "openIdConnect", "mutualTLS"))
+_KEY_LOCATIONS: Final = frozenset(("header", "query", "cookie"))
+
+
+def method_annotations(method: str) -> frozenset[str]:
+    """The hints an HTTP method implies (design.md, Annotations)."""
+    return _METHOD_HINTS.get(method.upper(), frozenset())
+
+
+def choose_status(codes: Iterator[str] | list[str]) -> str | None:
+    """The response whose body becomes outputSchema: 200, 201, 202, 204 in that order,
+    then the lowest other 2xx, then ``2XX``; ``None`` without any 2xx.
+    """
+    present = {str(code).upper(): str(code) for code in codes}
+    for code in _STATUS_ORDER:
+        if code in present:
+            return present[code]
+    others = sorted(c for c in present if len(c) == 3 and c.isdigit() and c[0] == "2")
+    if others:
+        return present[others[0]]
+    return present.get("2XX")
+
+
+def _is_json(media: str) -> bool:
+    kind = media.split(";", 1)[0].strip().lower()
+    return kind == "application/json" or kind.endswith("+json")
+
+
+def _text(value: Any) -> str:
+    return value.strip() if isinstance(value, str) else ""
+
+
+def _annotate(node: Any, description: str, deprecated: bool) -> Any:
+    """A parameter's schema with the parameter's own description (and deprecation)."""
+    extra: dict[str, Any] = {}
+    if description:
+        extra["description"] = description
+    if deprecated:
+        extra["deprecated"] = True
+    if not extra:
+        return node
+    if type(node) is Ref:
+        merged = {**(node.extra or {}), **extra}
+        return Ref(node.key, TemplateDict(merged) if type(node.extra) is TemplateDict else merged)
+    if type(node) is TemplateDict:
+        return TemplateDict({**node, **extra})
+    if isinstance(node, dict):
+        return {**node, **extra}
+    if node is True:
+        return extra
+    return node
+
+
+class _Arguments:
+    """The flat inputSchema being built, and where each argument goes on the wire."""
+
+    __slots__ = ("bindings", "properties", "required")
+
+    def __init__(self) -> None:
+        self.properties: dict[str, Any] = {}
+        self.required: list[str] = []
+        self.bindings: list[ParameterBinding] = []
+
+    def claim(self, name: str, location: Location) -> str:
+        if name not in self.properties:
+            return name
+        base = f"{location}_{name}"
+        candidate, n = base, 1
+        while candidate in self.properties:
+            n += 1
+            candidate = f"{base}_{n}"
+        return candidate
+
+    def add(
+        self, name: str, location: Location, schema: Any, *, required: bool, **wire: Any
+    ) -> None:
+        argument = self.claim(name, location)
+        self.properties[argument] = schema
+        if required:
+            self.required.append(argument)
+        self.bindings.append(ParameterBinding(argument=argument, location=location, **wire))
+
+    def template(self) -> TemplateDict:
+        root = TemplateDict(type="object", properties=TemplateDict(self.properties))
+        if self.required:
+            root["required"] = self.required
+        root["additionalProperties"] = False
+        return root
+
+
+class _Body:
+    """What the request body contributed."""
+
+    __slots__ = ("is_whole", "media_type", "required")
+
+    def __init__(self, media_type: str | None, required: bool, is_whole: bool) -> None:
+        self.media_type = media_type
+        self.required = required
+        self.is_whole = is_whole
+
+
+class DocumentConverter:
+    """Converts the operations of one document (the per-document worker).
+
+    Args:
+        document: the parsed document.
+        namespace: the namespace of its tool names ("" for none).
+        spec_config: its config section (``base_url`` overrides the servers).
+        load: reads other files of the spec directory (external ``$ref``s).
+    """
+
+    def __init__(
+        self,
+        document: Document,
+        *,
+        namespace: str,
+        spec_config: SpecConfig,
+        load: Callable[[str], bytes],
+    ) -> None:
+        self._doc = document
+        self._source = document.source
+        self._tree = document.tree
+        self._v2 = document.version == "2.0"
+        self._namespace = namespace
+        self._config = spec_config
+        self._resolver = Resolver(document.source, document.tree, load)
+        self._normalizer = Normalizer(self._resolver, document.version)
+        self._namer = Namer(namespace)
+        self._schemes: dict[str, SecurityScheme | None] = {}
+        self.warnings: list[Problem] = []
+
+    @property
+    def dependencies(self) -> tuple[str, ...]:
+        """Other files the converted operations referenced, sorted."""
+        return tuple(sorted(self._resolver.dependencies))
+
+    def warn(self, location: str, reason: str) -> None:
+        self.warnings.append(
+            Problem(file=self._source, location=location, reason=reason, severity="warning")
+        )
+
+    # -- the walk ---------------------------------------------------------------
+
+    def tools(self) -> list[CatalogTool]:
+        """Every operation under ``paths``, converted, in document order.
+
+        Raises:
+            SpecError: ``paths`` is not an object, or a ``$ref`` dangles.
+        """
+        paths = self._tree.get("paths")
+        if paths is None:
+            return []
+        if not isinstance(paths, dict):
+            raise SpecError(self._source, "/paths", "'paths' must be an object")
+        out: list[CatalogTool] = []
+        for path, raw_item in paths.items():
+            item_pointer = "/paths/" + escape_token(path)
+            item, item_base = self._resolver.follow(raw_item, self._source)
+            if not isinstance(item, dict):
+                self.warn(item_pointer, "the path item is not an object; skipped")
+                continue
+            for method, operation in item.items():
+                if method not in HTTP_METHODS:
+                    continue
+                pointer = f"{item_pointer}/{method}"
+                if not isinstance(operation, dict):
+                    self.warn(pointer, "the operation is not an object; skipped")
+                    continue
+                tool = self._guarded(path, method, item, item_base, operation, pointer)
+                if tool is not None:
+                    out.append(tool)
+        return out
+
+    def _guarded(
+        self,
+        path: str,
+        method: str,
+        item: dict[str, Any],
+        base: str,
+        operation: dict[str, Any],
+        pointer: str,
+    ) -> CatalogTool | None:
+        operation_id = operation.get("operationId")
+        operation_id = operation_id if isinstance(operation_id, str) and operation_id else None
+        # The name is taken before converting, so that a broken operation keeps its
+        # name reserved and fixing it never renames another tool.
+        name, clashed = self._namer.name(operation_id, method, path)
+        if clashed:
+            self.warn(
+                pointer, f"the operation name is already used in this document; named {name!r}"
+            )
+        try:
+            return self._operation(name, operation_id, path, method, item, base, operation, pointer)
+        except RefError:
+            raise
+        except SpecError as exc:
+            self.warn(exc.location or pointer, f"operation skipped: {exc.reason}")
+        except (TypeError, ValueError, KeyError, AttributeError, RecursionError) as exc:
+            # A malformed document reaches shapes no rule expects; it costs this
+            # operation only, never the document (the issue's Errors section).
+            self.warn(pointer, f"operation skipped: malformed ({type(exc).__name__}: {exc})")
+        return None
+
+    # -- one operation ----------------------------------------------------------
+
+    def _operation(
+        self,
+        name: str,
+        operation_id: str | None,
+        path: str,
+        method: str,
+        item: dict[str, Any],
+        base: str,
+        operation: dict[str, Any],
+        pointer: str,
+    ) -> CatalogTool:
+        verb = method.upper()
+        policy = self._security(operation, pointer)
+        credentials = self._credentials(policy)
+        arguments = _Arguments()
+        parameters = self._parameters(item, operation, base, pointer)
+        for location in _PARAMETER_ORDER:
+            for parameter, parameter_base in parameters:
+                if parameter.get("in") == location:
+                    self._parameter(arguments, location, parameter, parameter_base, credentials)
+        body = self._body(arguments, operation, base, parameters)
+        input_schema = cast(JSONSchema, compact(arguments.template(), self._normalizer, "in"))
+        output_schema = self._output(operation, base)
+        summary = _text(operation.get("summary"))
+        long = _text(operation.get("description"))
+        if summary and long and summary != long:
+            description = f"{summary}\n\n{long}"
+        else:
+            description = summary or long or f"{verb} {path}"
+        definition = with_version(
+            ToolDefinition(
+                name=name,
+                description=description,
+                input_schema=input_schema,
+                output_schema=output_schema,
+                annotations=self._annotations(verb, operation, pointer),
+            )
+        )
+        card = card_for(definition, summary=summary or None, description=long or description)
+        route = Route(
+            method=verb,
+            path=path,
+            base_url=self._base_url(item, operation),
+            bindings=tuple(arguments.bindings),
+            body_media_type=body.media_type,
+            body_required=body.required,
+            body_is_whole=body.is_whole,
+        )
+        tags = operation.get("tags")
+        terms = operation.get(SEARCH_TERMS_EXTENSION)
+        search = SearchFields(
+            name=name if not operation_id or operation_id == name else f"{name} {operation_id}",
+            description="\n\n".join(t for t in (summary, long) if t),
+            terms=tuple(t for t in terms if isinstance(t, str)) if isinstance(terms, list) else (),
+            route=f"{verb} {path}",
+            arguments=tuple(input_schema.get("properties") or ()),
+            tags=tuple(t for t in tags if isinstance(t, str)) if isinstance(tags, list) else (),
+        )
+        return CatalogTool(
+            namespace=self._namespace,
+            source=self._source,
+            pointer=pointer,
+            operation_id=operation_id,
+            definition=definition,
+            card=card,
+            route=route,
+            security=policy,
+            search=search,
+            deprecated=operation.get("deprecated") is True,
+        )
+
+    # -- parameters ---------------------------------------------------------------
+
+    def _parameters(
+        self, item: dict[str, Any], operation: dict[str, Any], base: str, pointer: str
+    ) -> list[tuple[dict[str, Any], str]]:
+        """Path-item parameters overridden by the operation's, keyed by (in, name)."""
+        merged: dict[tuple[str, str], tuple[dict[str, Any], str]] = {}
+        for owner in (item, operation):
+            declared = owner.get("parameters")
+            if declared is None:
+                continue
+            if not isinstance(declared, list):
+                raise SpecError(
+                    self._source, f"{pointer}/parameters", "'parameters' must be a list"
+                )
+            for raw in declared:
+                parameter, parameter_base = self._resolver.follow(raw, base)
+                if not isinstance(parameter, dict):
+                    continue
+                where, wire = parameter.get("in"), parameter.get("name")
+                if not isinstance(where, str) or not isinstance(wire, str):
+                    continue
+                merged[(where, wire)] = (parameter, parameter_base)
+        return list(merged.values())
+
+    def _parameter(
+        self,
+        arguments: _Arguments,
+        location: Location,
+        parameter: dict[str, Any],
+        base: str,
+        credentials: frozenset[tuple[str, str]],
+    ) -> None:
+        wire = cast(str, parameter["name"])
+        if location == "header" and wire.lower() in _IGNORED_HEADERS:
+            return
+        if (location, wire.lower() if location == "header" else wire) in credentials:
+            return
+        content_type: str | None = None
+        style: str | None
+        explode: bool | None
+        if self._v2:
+            schema = self._normalizer.schema(
+                {k: v for k, v in parameter.items() if k in _SWAGGER_SCHEMA_KEYS}, base, "in"
+            )
+            style, explode = _DEFAULT_STYLE[location], location in ("query", "cookie")
+            if parameter.get("type") == "array":
+                fmt = parameter.get("collectionFormat", "csv")
+                style, explode = _COLLECTION_FORMATS.get(fmt, ("form", False))
+                if location in ("path", "header"):
+                    style = "simple"
+        else:
+            raw_schema = parameter.get("schema")
+            content = parameter.get("content")
+            if raw_schema is None and isinstance(content, dict) and content:
+                content_type, media = next(iter(content.items()))
+                raw_schema = media.get("schema") if isinstance(media, dict) else None
+            schema = self._normalizer.schema(
+                raw_schema if raw_schema is not None else {}, base, "in"
+            )
+            declared_style = parameter.get("style")
+            style = declared_style if isinstance(declared_style, str) else _DEFAULT_STYLE[location]
+            declared_explode = parameter.get("explode")
+            explode = declared_explode if isinstance(declared_explode, bool) else style == "form"
+            if content_type is not None:
+                style, explode = None, None
+        schema = _annotate(
+            schema, _text(parameter.get("description")), parameter.get("deprecated") is True
+        )
+        arguments.add(
+            wire,
+            location,
+            schema,
+            required=location == "path" or parameter.get("required") is True,
+            wire_name=wire,
+            style=style,
+            explode=explode,
+            allow_reserved=parameter.get("allowReserved") is True,
+            content_type=content_type,
+        )
+
+    # -- request body -------------------------------------------------------------
+
+    def _body(
+        self,
+        arguments: _Arguments,
+        operation: dict[str, Any],
+        base: str,
+        parameters: list[tuple[dict[str, Any], str]],
+    ) -> _Body:
+        if self._v2:
+            return self._body_v2(arguments, operation, parameters)
+        raw = operation.get("requestBody")
+        if raw is None:
+            return _Body(None, False, False)
+        body, body_base = self._resolver.follow(raw, base)
+        if not isinstance(body, dict):
+            return _Body(None, False, False)
+        content = body.get("content")
+        if not isinstance(content, dict) or not content:
+            return _Body(None, False, False)
+        media = _request_media(list(content))
+        entry = content[media]
+        schema = entry.get("schema") if isinstance(entry, dict) else None
+        required = body.get("required") is True
+        is_whole = self._body_schema(
+            arguments, schema if schema is not None else {}, body_base, required
+        )
+        return _Body(media, required, is_whole)
+
+    def _body_v2(
+        self,
+        arguments: _Arguments,
+        operation: dict[str, Any],
+        parameters: list[tuple[dict[str, Any], str]],
+    ) -> _Body:
+        consumes = operation.get("consumes", self._tree.get("consumes"))
+        consumes = [c for c in consumes if isinstance(c, str)] if isinstance(consumes, list) else []
+        for parameter, parameter_base in parameters:
+            if parameter.get("in") == "body":
+                required = parameter.get("required") is True
+                schema = parameter.get("schema")
+                is_whole = self._body_schema(
+                    arguments, schema if schema is not None else {}, parameter_base, required
+                )
+                media = _request_media(consumes) if consumes else "application/json"
+                return _Body(media, required, is_whole)
+        form = [(p, b) for p, b in parameters if p.get("in") == "formData"]
+        if not form:
+            return _Body(None, False, False)
+        has_file = any(p.get("type") == "file" for p, _ in form)
+        if has_file or "multipart/form-data" in consumes:
+            media = "multipart/form-data"
+        else:
+            media = "application/x-www-form-urlencoded"
+        for parameter, parameter_base in form:
+            wire = cast(str, parameter["name"])
+            schema = self._normalizer.schema(
+                {k: v for k, v in parameter.items() if k in _SWAGGER_SCHEMA_KEYS},
+                parameter_base,
+                "in",
+            )
+            schema = _annotate(schema, _text(parameter.get("description")), False)
+            arguments.add(
+                wire, "body", schema, required=parameter.get("required") is True, wire_name=wire
+            )
+        return _Body(media, any(p.get("required") is True for p, _ in form), False)
+
+    def _body_schema(self, arguments: _Arguments, raw: Any, base: str, required: bool) -> bool:
+        """Object members become arguments; any other body is the one argument ``body``
+        (returns True then: the body is sent whole).
+        """
+        members = self._members(raw, base, 0)
+        if members is None:
+            schema = self._normalizer.schema(raw, base, "in")
+            arguments.add("body", "body", schema, required=required, wire_name="")
+            return True
+        properties, needed = members
+        for member, schema in properties.items():
+            arguments.add(
+                member, "body", schema, required=required and member in needed, wire_name=member
+            )
+        return False
+
+    def _members(self, raw: Any, base: str, depth: int) -> tuple[dict[str, Any], set[str]] | None:
+        """The members of an object schema (merging ``allOf``), or None when the schema
+        is not a plain object with properties.
+        """
+        if depth > 8:
+            return None
+        node, node_base = self._resolver.follow(raw, base)
+        if not isinstance(node, dict) or any(k in node for k in ("oneOf", "anyOf", "not")):
+            return None
+        kind = node.get("type")
+        if kind is not None and kind != "object":
+            return None
+        if node.get("nullable") is True or node.get("x-nullable") is True:
+            return None
+        properties: dict[str, Any] = {}
+        needed: set[str] = set()
+        branches = node.get("allOf")
+        if branches is not None:
+            if not isinstance(branches, list):
+                return None
+            for branch in branches:
+                sub = self._members(branch, node_base, depth + 1)
+                if sub is None:
+                    return None
+                properties.update(sub[0])
+                needed |= sub[1]
+        declared = node.get("properties")
+        if isinstance(declared, dict):
+            template = self._normalizer.schema({"properties": declared}, node_base, "in")
+            properties.update(template.get("properties", {}))
+        elif declared is not None:
+            return None
+        if not properties:
+            return None
+        required = node.get("required")
+        if isinstance(required, list):
+            needed.update(n for n in required if isinstance(n, str))
+        return properties, {n for n in needed if n in properties}
+
+    # -- response -------------------------------------------------------------------
+
+    def _output(self, operation: dict[str, Any], base: str) -> JSONSchema | None:
+        responses = operation.get("responses")
+        if not isinstance(responses, dict):
+            return None
+        status = choose_status(list(responses))
+        if status is None or status == "204":
+            return None
+        response, response_base = self._resolver.follow(responses[status], base)
+        if not isinstance(response, dict):
+            return None
+        if self._v2:
+            raw = response.get("schema")
+        else:
+            content = response.get("content")
+            if not isinstance(content, dict):
+                return None
+            raw = _response_schema(content)
+        if raw is None:
+            return None
+        template = self._normalizer.schema(raw, response_base, "out")
+        if not is_object_schema(template, self._normalizer, "out"):
+            # MCP requires an object root (the contract, load_tool).
+            template = TemplateDict(
+                type="object", properties=TemplateDict(result=template), required=["result"]
+            )
+        schema = compact(template, self._normalizer, "out")
+        if not isinstance(schema, dict):
+            return None
+        if "type" not in schema:
+            schema = {"type": "object", **schema}
+        return cast(JSONSchema, schema)
+
+    # -- annotations, servers, security ---------------------------------------------
+
+    def _annotations(
+        self, verb: str, operation: dict[str, Any], pointer: str
+    ) -> Annotations | None:
+        hints = set(method_annotations(verb))
+        override = operation.get(ANNOTATIONS_EXTENSION)
+        if override is not None:
+            if not isinstance(override, dict):
+                self.warn(f"{pointer}/{ANNOTATIONS_EXTENSION}", "must be an object; ignored")
+            else:
+                for hint, value in override.items():
+                    if hint not in _HINTS or not isinstance(value, bool):
+                        self.warn(
+                            f"{pointer}/{ANNOTATIONS_EXTENSION}/{escape_token(str(hint))}",
+                            f"expected one of {', '.join(_HINTS)} with a boolean; ignored",
+                        )
+                    elif value:
+                        hints.add(hint)
+                    else:
+                        hints.discard(hint)
+        if not hints:
+            return None
+        return Annotations(
+            read_only_hint="readOnlyHint" in hints,
+            destructive_hint="destructiveHint" in hints,
+            idempotent_hint="idempotentHint" in hints,
+            open_world_hint="openWorldHint" in hints,
+        )
+
+    def _base_url(self, item: dict[str, Any], operation: dict[str, Any]) -> str | None:
+        if self._config.base_url:
+            return self._config.base_url.rstrip("/")
+        if self._v2:
+            host = self._tree.get("host")
+            if not isinstance(host, str) or not host:
+                return None
+            schemes = operation.get("schemes", self._tree.get("schemes"))
+            schemes = (
+                [s for s in schemes if isinstance(s, str)] if isinstance(schemes, list) else []
+            )
+            scheme = "https" if "https" in schemes or not schemes else schemes[0]
+            base_path = self._tree.get("basePath")
+            base_path = base_path if isinstance(base_path, str) else ""
+            return f"{scheme}://{host}{base_path}".rstrip("/")
+        for owner in (operation, item, self._tree):
+            servers = owner.get("servers")
+            if isinstance(servers, list) and servers:
+                return _server_url(servers[0])
+        return None
+
+    def _security(self, operation: dict[str, Any], pointer: str) -> SecurityPolicy:
+        requirements = operation.get("security", self._tree.get("security"))
+        if not isinstance(requirements, list):
+            return SecurityPolicy(namespace=self._namespace)
+        alternatives: list[tuple[SchemeUse, ...]] = []
+        for requirement in requirements:
+            if not isinstance(requirement, dict):
+                continue
+            uses: list[SchemeUse] = []
+            for scheme_name, scopes in requirement.items():
+                scheme = self._scheme(scheme_name)
+                if scheme is None:
+                    self.warn(f"{pointer}/security", f"unknown security scheme {scheme_name!r}")
+                    break
+                uses.append(
+                    SchemeUse(
+                        scheme=scheme,
+                        scopes=tuple(s for s in scopes if isinstance(s, str))
+                        if isinstance(scopes, list)
+                        else (),
+                    )
+                )
+            else:
+                alternatives.append(tuple(uses))
+        return SecurityPolicy(namespace=self._namespace, alternatives=tuple(alternatives))
+
+    def _scheme(self, name: str) -> SecurityScheme | None:
+        if name in self._schemes:
+            return self._schemes[name]
+        if self._v2:
+            table = self._tree.get("securityDefinitions")
+        else:
+            components = self._tree.get("components")
+            table = components.get("securitySchemes") if isinstance(components, dict) else None
+        raw = table.get(name) if isinstance(table, dict) else None
+        found = self._resolver.follow(raw, self._source)[0] if raw is not None else None
+        scheme = _security_scheme(name, found) if isinstance(found, dict) else None
+        self._schemes[name] = scheme
+        return scheme
+
+    def _credentials(self, policy: SecurityPolicy) -> frozenset[tuple[str, str]]:
+        """(location, name) of the parameters a security scheme of the operation
+        supplies: the caller's credentials, never arguments (design.md).
+        """
+        found: set[tuple[str, str]] = set()
+        for alternative in policy.alternatives:
+            for use in alternative:
+                scheme = use.scheme
+                if scheme.type == "apiKey" and scheme.location and scheme.parameter:
+                    wire = scheme.parameter
+                    found.add(
+                        (scheme.location, wire.lower() if scheme.location == "header" else wire)
+                    )
+        return frozenset(found)
+
+
+def _request_media(media_types: list[str]) -> str:
+    """JSON first, then form-urlencoded, then multipart, then the first declared."""
+    for media in media_types:
+        if _is_json(media):
+            return media
+    lowered = [m.split(";", 1)[0].strip().lower() for m in media_types]
+    for wanted in ("application/x-www-form-urlencoded", "multipart/form-data"):
+        if wanted in lowered:
+            return media_types[lowered.index(wanted)]
+    return media_types[0]
+
+
+def _response_schema(content: dict[str, Any]) -> Any:
+    """The JSON media type's schema, else the first media type with a schema."""
+    first: Any = None
+    for media, entry in content.items():
+        if not isinstance(entry, dict) or "schema" not in entry:
+            continue
+        if _is_json(media):
+            return entry["schema"]
+        if first is None:
+            first = entry["schema"]
+    return first
+
+
+def _server_url(server: Any) -> str | None:
+    """An absolute server URL with its variables at their defaults; None if relative."""
+    if not isinstance(server, dict) or not isinstance(server.get("url"), str):
+        return None
+    url: str = server["url"]
+    variables = server.get("variables")
+    if isinstance(variables, dict):
+        for variable, spec in variables.items():
+            default = spec.get("default") if isinstance(spec, dict) else None
+            if default is not None:
+                url = url.replace("{" + variable + "}", str(default))
+    if not url.lower().startswith(("http://", "https://")) or "{" in url:
+        return None
+    return url.rstrip("/")
+
+
+def _security_scheme(name: str, raw: dict[str, Any]) -> SecurityScheme | None:
+    kind = raw.get("type")
+    if kind == "basic":  # Swagger 2.0
+        return SecurityScheme(name=name, type="http", scheme="basic")
+    if kind not in _SCHEME_TYPES:
+        return None
+    if kind == "apiKey":
+        where = raw.get("in")
+        parameter = raw.get("name")
+        return SecurityScheme(
+            name=name,
+            type="apiKey",
+            location=where if where in _KEY_LOCATIONS else None,
+            parameter=parameter if isinstance(parameter, str) else None,
+        )
+    if kind == "http":
+        scheme = raw.get("scheme")
+        return SecurityScheme(
+            name=name, type="http", scheme=scheme.lower() if isinstance(scheme, str) else None
+        )
+    return SecurityScheme(name=name, type=kind)

@@ -1,0 +1,408 @@
+"""OpenAPI schema objects (2.0, 3.0, 3.1) → JSON Schema 2020-12 templates.
+
+Pure: no I/O (external files come through the :class:`~catalog.refs.Resolver`).
+Every rule here is stated, with an example, in ``catalog/spec/schema-conversion.md``.
+
+Theory of operation. A schema is normalized once per *direction* (``"in"`` for request
+schemas, ``"out"`` for response schemas, because ``readOnly`` members leave the first
+and ``writeOnly`` members the second). The result is a *template*: JSON data in which a
+``$ref`` is left as a :class:`Ref` marker and every container that holds a marker,
+directly or deeper, is a :class:`TemplateDict` / :class:`TemplateList`. A container
+with no marker below it is a plain ``dict``/``list``, final and shared: the compaction
+stage (``catalog.compact``) copies only the template spine and reuses the plain
+subtrees as they are, so a component used by a thousand operations is normalized once
+and never copied.
+
+Kept are the 2020-12 keywords only (plus ``deprecated``, ``readOnly``, ``writeOnly``).
+Dropped: ``x-`` extensions, OpenAPI-only keywords (``discriminator``, ``xml``,
+``externalDocs``), ``$schema``/``$id``/``$anchor`` (a published schema is self-contained
+and has no dialect decoration), and any keyword whose value has the wrong JSON type (a
+broken document must not yield a schema that 2020-12 rejects).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import warnings
+from typing import Any, Final, Literal, TypeAlias
+
+from catalog.openapi import OpenAPIVersion
+from catalog.refs import Resolver, split_key
+
+__all__ = [
+    "Direction",
+    "Normalizer",
+    "Ref",
+    "TemplateDict",
+    "TemplateList",
+    "is_template",
+    "shape_of",
+]
+
+Direction: TypeAlias = Literal["in", "out"]
+
+_TYPES: Final = frozenset(("string", "number", "integer", "boolean", "array", "object", "null"))
+_SUBSCHEMA: Final = frozenset(
+    (
+        "not",
+        "if",
+        "then",
+        "else",
+        "contains",
+        "propertyNames",
+        "unevaluatedItems",
+        "unevaluatedProperties",
+    )
+)
+_SCHEMA_LISTS: Final = frozenset(("allOf", "anyOf", "oneOf", "prefixItems"))
+_SCHEMA_MAPS: Final = frozenset(("patternProperties", "dependentSchemas"))
+_COUNTS: Final = frozenset(
+    (
+        "minLength",
+        "maxLength",
+        "minItems",
+        "maxItems",
+        "minProperties",
+        "maxProperties",
+        "minContains",
+        "maxContains",
+    )
+)
+_NUMBERS: Final = frozenset(("minimum", "maximum"))
+_FLAGS: Final = frozenset(("uniqueItems", "readOnly", "writeOnly", "deprecated"))
+_STRINGS: Final = frozenset(
+    ("title", "description", "format", "contentMediaType", "contentEncoding")
+)
+_ANY: Final = frozenset(("const", "default"))
+_FLAG_OF: Final[dict[str, str]] = {"in": "readOnly", "out": "writeOnly"}
+
+
+class Ref:
+    """A ``$ref`` left in a template: the target's key and, in 3.1, sibling keywords."""
+
+    __slots__ = ("extra", "key")
+
+    def __init__(self, key: str, extra: dict[str, Any] | None = None) -> None:
+        self.key = key
+        self.extra = extra
+
+    def __repr__(self) -> str:
+        return f"Ref({self.key!r})"
+
+
+class TemplateDict(dict[str, Any]):
+    """A schema object holding a :class:`Ref` somewhere below it."""
+
+    __slots__ = ()
+
+
+class TemplateList(list[Any]):
+    """A list of schemas holding a :class:`Ref` somewhere below it."""
+
+    __slots__ = ()
+
+
+def shape_of(template: Any) -> tuple[int, tuple[str, ...]]:
+    """A template's own size in JSON values and the keys it references, in order."""
+    refs: list[Ref] = []
+    size = _scan(template, refs)
+    return size, tuple(dict.fromkeys(ref.key for ref in refs))
+
+
+def is_template(node: Any) -> bool:
+    """Whether ``node`` still holds a reference (and so must be compacted)."""
+    return type(node) in (Ref, TemplateDict, TemplateList)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _count(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int) and value >= 0:
+        return value
+    if isinstance(value, float) and value.is_integer() and value >= 0:
+        return int(value)
+    return None
+
+
+def _valid_regex(pattern: str) -> bool:
+    # jsonschema checks "pattern" with Python's re; a pattern re rejects would make the
+    # published schema invalid. FutureWarnings about ECMA-only syntax are not errors.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            re.compile(pattern)
+        except (re.error, RecursionError, OverflowError):
+            return False
+    return True
+
+
+def _scan(node: Any, refs: list[Ref]) -> int:
+    """The number of JSON values in a template (references count one), collecting the
+    references met, in order.
+    """
+    kind = type(node)
+    if kind is Ref:
+        refs.append(node)
+        return 1 + (_scan(node.extra, refs) if node.extra is not None else 0)
+    if kind is dict or kind is TemplateDict:
+        return 1 + sum(_scan(value, refs) for value in node.values())
+    if kind is list or kind is TemplateList:
+        return 1 + sum(_scan(value, refs) for value in node)
+    return 1
+
+
+class Normalizer:
+    """Normalizes the schemas of one document; caches each referenced schema per
+    direction. Made per document, never shared (style.md rule 10).
+
+    Args:
+        resolver: the document's resolver.
+        version: the document's OpenAPI version (decides which idioms apply).
+    """
+
+    __slots__ = ("_legacy", "_resolver", "_shapes", "_targets", "_version")
+
+    def __init__(self, resolver: Resolver, version: OpenAPIVersion) -> None:
+        self._resolver = resolver
+        self._version = version
+        self._legacy = version != "3.1"
+        self._targets: dict[tuple[str, Direction], Any] = {}
+        self._shapes: dict[tuple[str, Direction], tuple[int, tuple[str, ...]]] = {}
+
+    def schema(self, raw: Any, base: str, direction: Direction) -> Any:
+        """The template of a schema written in file ``base``."""
+        return self._norm(raw, base, direction)[0]
+
+    def target(self, key: str, direction: Direction) -> Any:
+        """The template of the schema a reference key designates (cached)."""
+        cached = self._targets.get((key, direction))
+        if cached is None:
+            node = self._resolver.node(key)
+            # A placeholder breaks the recursion if the target is its own alias.
+            self._targets[(key, direction)] = {}
+            cached = self._norm(node, split_key(key)[0], direction)[0]
+            self._targets[(key, direction)] = cached
+        return cached
+
+    def shape(self, key: str, direction: Direction) -> tuple[int, tuple[str, ...]]:
+        """A referenced template's own size in JSON values (not following references)
+        and the keys it references, in order (cached).
+        """
+        cached = self._shapes.get((key, direction))
+        if cached is None:
+            cached = shape_of(self.target(key, direction))
+            self._shapes[(key, direction)] = cached
+        return cached
+
+    def flagged(self, raw: Any, base: str, flag: str) -> bool:
+        """Whether a raw schema (following references) carries ``flag: true``."""
+        for _ in range(16):
+            if not isinstance(raw, dict):
+                return False
+            if raw.get(flag) is True:
+                return True
+            ref = raw.get("$ref")
+            if not isinstance(ref, str):
+                return False
+            key, raw = self._resolver.resolve(ref, base)
+            base = split_key(key)[0]
+        return False
+
+    def _norm(self, raw: Any, base: str, d: Direction) -> tuple[Any, bool]:
+        """(template, holds a reference)."""
+        if isinstance(raw, bool):
+            return raw, False
+        if not isinstance(raw, dict):
+            return {}, False
+        ref = raw.get("$ref")
+        if isinstance(ref, str):
+            key, _ = self._resolver.resolve(ref, base)
+            extra: dict[str, Any] | None = None
+            if not self._legacy and len(raw) > 1:
+                # 3.1: keywords beside $ref apply too; in 2.0/3.0 they are ignored.
+                siblings, _ = self._norm_dict(
+                    {k: v for k, v in raw.items() if k != "$ref"}, base, d
+                )
+                extra = siblings or None
+            return Ref(key, extra), True
+        return self._norm_dict(raw, base, d)
+
+    def _norm_list(self, raw: Any, base: str, d: Direction) -> tuple[Any, bool] | None:
+        if not isinstance(raw, list):
+            return None
+        items = [self._norm(item, base, d) for item in raw]
+        if any(has for _, has in items):
+            return TemplateList(node for node, _ in items), True
+        return [node for node, _ in items], False
+
+    def _norm_map(self, raw: Any, base: str, d: Direction) -> tuple[Any, bool] | None:
+        if not isinstance(raw, dict):
+            return None
+        out: dict[str, Any] = {}
+        has = False
+        for name, sub in raw.items():
+            node, sub_has = self._norm(sub, base, d)
+            out[name] = node
+            has = has or sub_has
+        return (TemplateDict(out) if has else out), has
+
+    def _norm_dict(self, raw: dict[str, Any], base: str, d: Direction) -> tuple[Any, bool]:
+        out: dict[str, Any] = {}
+        has = False
+        dropped: set[str] = set()
+        for key, value in raw.items():
+            # Most frequent keywords first: this loop is the conversion's hot path.
+            if key in _STRINGS:
+                if isinstance(value, str):
+                    out[key] = value
+            elif key == "type":
+                kind = self._type(value)
+                if kind is not None:
+                    out["type"] = kind
+            elif key == "properties":
+                members = self._properties(value, base, d)
+                if members is not None:
+                    out["properties"], sub_has, dropped = members
+                    has = has or sub_has
+            elif key[:2] == "x-":
+                continue
+            elif key in _SUBSCHEMA or key == "additionalProperties":
+                if isinstance(value, dict | bool):
+                    node, sub_has = self._norm(value, base, d)
+                    out[key] = node
+                    has = has or sub_has
+            elif key == "items":
+                if isinstance(value, dict | bool):
+                    node, sub_has = self._norm(value, base, d)
+                    out["items"] = node
+                    has = has or sub_has
+                elif isinstance(value, list):
+                    # Draft 4 tuple form → 2020-12 prefixItems.
+                    result = self._norm_list(value, base, d)
+                    if result is not None:
+                        out["prefixItems"], sub_has = result
+                        has = has or sub_has
+            elif key in _SCHEMA_LISTS:
+                result = self._norm_list(value, base, d)
+                if result is not None and result[0]:
+                    out[key], sub_has = result
+                    has = has or sub_has
+            elif key in _SCHEMA_MAPS:
+                result = self._norm_map(value, base, d)
+                if result is not None:
+                    out[key], sub_has = result
+                    has = has or sub_has
+            elif key == "required":
+                if isinstance(value, list):
+                    names = [n for n in value if isinstance(n, str)]
+                    out["required"] = list(dict.fromkeys(names))
+            elif key == "pattern":
+                if isinstance(value, str) and _valid_regex(value):
+                    out[key] = value
+            elif key in _COUNTS:
+                count = _count(value)
+                if count is not None:
+                    out[key] = count
+            elif key in _NUMBERS:
+                if _is_number(value):
+                    out[key] = value
+            elif key == "multipleOf":
+                if _is_number(value) and value > 0:
+                    out[key] = value
+            elif key in ("exclusiveMinimum", "exclusiveMaximum"):
+                if _is_number(value):
+                    out[key] = value
+            elif key in _FLAGS:
+                if isinstance(value, bool):
+                    out[key] = value
+            elif key == "enum":
+                if isinstance(value, list) and value:
+                    out["enum"] = value
+            elif key == "examples":
+                if isinstance(value, list):
+                    out["examples"] = value
+            elif key in _ANY:
+                out[key] = value
+            elif key == "dependentRequired" and isinstance(value, dict):
+                out[key] = {
+                    name: [n for n in names if isinstance(n, str)]
+                    for name, names in value.items()
+                    if isinstance(names, list)
+                }
+        self._legacy_idioms(raw, out)
+        if dropped and "required" in out:
+            # A member left out for its direction (readOnly in, writeOnly out) is not
+            # required either.
+            out["required"] = [n for n in out["required"] if n not in dropped]
+        if "examples" not in out and "example" in raw:
+            out["examples"] = [raw["example"]]
+        if out.get("required") == []:
+            del out["required"]
+        if self._legacy and (raw.get("nullable") is True or raw.get("x-nullable") is True):
+            out, has = self._nullable(out, has)
+        return (TemplateDict(out) if has else out), has
+
+    def _properties(self, value: Any, base: str, d: Direction) -> tuple[Any, bool, set[str]] | None:
+        if not isinstance(value, dict):
+            return None
+        flag = _FLAG_OF[d]
+        out: dict[str, Any] = {}
+        has = False
+        dropped: set[str] = set()
+        for name, sub in value.items():
+            if self.flagged(sub, base, flag):
+                dropped.add(name)
+                continue
+            node, sub_has = self._norm(sub, base, d)
+            out[name] = node
+            has = has or sub_has
+        return (TemplateDict(out) if has else out), has, dropped
+
+    def _type(self, value: Any) -> Any:
+        if isinstance(value, str):
+            if value == "file":
+                # Swagger 2.0 file upload: a binary string (OpenAPI 3 idiom).
+                return "string"
+            return value if value in _TYPES else None
+        if isinstance(value, list):
+            kinds = [k for k in dict.fromkeys(value) if isinstance(k, str) and k in _TYPES]
+            return kinds or None
+        return None
+
+    def _legacy_idioms(self, raw: dict[str, Any], out: dict[str, Any]) -> None:
+        if raw.get("type") == "file" and "format" not in out:
+            out["format"] = "binary"
+        for bound, limit in (("exclusiveMinimum", "minimum"), ("exclusiveMaximum", "maximum")):
+            flag = raw.get(bound)
+            if isinstance(flag, bool):
+                # 2.0/3.0: a boolean modifier of minimum/maximum; 2020-12: the bound.
+                if flag and limit in out:
+                    out[bound] = out.pop(limit)
+                else:
+                    out.pop(bound, None)
+
+    def _nullable(self, out: dict[str, Any], has: bool) -> tuple[dict[str, Any], bool]:
+        kind = out.get("type")
+        if isinstance(kind, str):
+            out["type"] = [kind, "null"] if kind != "null" else "null"
+        elif isinstance(kind, list):
+            if "null" not in kind:
+                out["type"] = [*kind, "null"]
+        elif any(k in out for k in ("allOf", "anyOf", "oneOf", "$ref")):
+            wrapped: dict[str, Any] = {}
+            for key in ("description", "title", "deprecated", "readOnly", "writeOnly"):
+                if key in out:
+                    wrapped[key] = out.pop(key)
+            inner = TemplateDict(out) if has else out
+            branches = [inner, {"type": "null"}]
+            wrapped["anyOf"] = TemplateList(branches) if has else branches
+            return wrapped, has
+        enum = out.get("enum")
+        if isinstance(enum, list) and None not in enum:
+            out["enum"] = [*enum, None]
+        return out, has
