@@ -10,11 +10,13 @@ import jwt
 import msgspec
 import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from catalog.config import Config, JwtConfig, SpecConfig, VisibilityConfig
 from catalog.errors import ConfigError
 from catalog.model import SchemeUse, SecurityPolicy, SecurityScheme
-from catalog.visibility import PUBLIC_KEY, Verdict, visibility_key
+from catalog.visibility import PUBLIC_KEY, Verdict, partition, visibility_key
 from examples.backend import DEMO_AUDIENCE, DEMO_ISSUER, DEMO_SECRET, demo_token
 from server.identity import (
     Caller,
@@ -281,3 +283,67 @@ def test_verified_tokens_are_cached_until_they_expire() -> None:
     assert claims is not None
     assert verifier.verify(token) is claims  # the signature is checked once
     assert verifier.verify(token, now=claims["exp"] + 31) is None  # past exp and leeway
+
+
+SCHEMES = (OAUTH, API_KEY, BASIC)
+
+
+@st.composite
+def catalogs(draw: st.DrawFn) -> tuple[Config, dict[str, str], dict[str, SecurityPolicy]]:
+    namespaces = draw(st.lists(st.sampled_from(["a", "b", "c", "d"]), min_size=1, unique=True))
+    policies = {}
+    for namespace in namespaces:
+        for _ in range(draw(st.integers(0, 3))):
+            alternatives = draw(
+                st.lists(
+                    st.lists(
+                        st.builds(
+                            SchemeUse,
+                            scheme=st.sampled_from(SCHEMES),
+                            scopes=st.lists(st.sampled_from(["r", "w"]), max_size=2).map(tuple),
+                        ),
+                        max_size=2,
+                    ).map(tuple),
+                    max_size=2,
+                ).map(tuple)
+            )
+            p = SecurityPolicy(namespace=namespace, alternatives=alternatives)
+            policies[visibility_key(p)] = p
+    forwarding = draw(st.lists(st.sampled_from(namespaces), unique=True))
+    mode = draw(st.sampled_from(["hide", "uncertain"]))
+    config = Config(
+        visibility=VisibilityConfig(missing_credentials=mode),
+        specs={
+            f"{n}.yaml": SpecConfig(forward_headers=("Authorization", "X-Api-Key"))
+            for n in forwarding
+        },
+    )
+    return config, {n: f"{n}.yaml" for n in namespaces}, policies
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    catalog=catalogs(),
+    authorization=st.sampled_from([None, "Bearer opaque", "Basic YTpi"]),
+    api_key=st.sampled_from([None, "k"]),
+)
+def test_the_planned_audience_equals_partition(
+    catalog: tuple[Config, dict[str, str], dict[str, SecurityPolicy]],
+    authorization: str | None,
+    api_key: str | None,
+) -> None:
+    config, namespaces, policies = catalog
+    headers = {}
+    if authorization:
+        headers["Authorization"] = authorization
+    if api_key:
+        headers["X-Api-Key"] = api_key
+    secrets = Secrets()
+    for _ in range(2):  # the second call uses the cached plan
+        caller = caller_from_headers(
+            headers, config=config, namespaces=namespaces, policies=policies, secrets=secrets
+        )
+        expected = partition(
+            policies, caller.presented, missing=config.visibility.missing_credentials
+        )
+        assert caller.audience == expected
