@@ -1,0 +1,278 @@
+"""search_tools over HTTP on loopback: throughput, p50/p99, cold start, RSS per worker.
+
+The server is the real one (``python -m server``, granian, ``--log-level warning``) on
+the persistent index of the whole APIs.guru directory (~125,000 operations), built once
+by the real indexer into ``.sezzlee/bench/http-apis-guru-v<schema>/`` (or ``--index``).
+wrk (Debian's package) drives it with ``benchmarks/wrk_search.lua``, which cycles
+through the fixed ``benchmarks/queries.txt`` (cards, limit 20, MCP 2026-07-28 headers)
+at 1, 16 and 64 concurrent connections, for 1 and 2 server workers.
+
+Cold start is spawn → first 200 from ``/readyz`` (catalog loaded). RSS is read from
+``/proc`` for each worker: ``RssAnon`` is the process's own memory, ``RssFile`` the
+mapped index pages it touched (shared with every other worker and the page cache).
+
+Goals on 2 cores (issue 5): 1,500 calls/s or more, p99 25 ms or less at 16 clients,
+ready in 1 s or less, RSS 300 MB or less per worker beyond the shared index mapping.
+
+Usage: ``python -m benchmarks.bench_http [--index DIR] [--seconds S] [--workers 1 2]``.
+Prints a Markdown table; writes ``benchmarks/results/http.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from catalog.index_schema import SCHEMA_VERSION
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+RESULTS = HERE / "results"
+DEFAULT_INDEX = REPO / ".sezzlee" / "bench" / f"http-apis-guru-v{SCHEMA_VERSION}"
+CONCURRENCY = (1, 16, 64)
+SEARCH = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "tools/call",
+    "params": {
+        "name": "search_tools",
+        "arguments": {"query": "list users", "limit": 20},
+        "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+        },
+    },
+}
+HEADERS = {
+    "content-type": "application/json",
+    "accept": "application/json, text/event-stream",
+    "mcp-protocol-version": "2026-07-28",
+    "mcp-method": "tools/call",
+    "mcp-name": "search_tools",
+}
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def ensure_index(index: Path) -> None:
+    """Build the APIs.guru index with the real indexer unless one is there."""
+    if (index / "meta.json").is_file():
+        return
+    from scripts.corpora import corpus
+
+    specs = corpus("apis-guru") / "api"
+    print(f"building the index of {specs} into {index} (once) ...", file=sys.stderr)
+    index.mkdir(parents=True, exist_ok=True)
+    subprocess.run(
+        [sys.executable, "-m", "indexer", "--specs", str(specs), "--index", str(index)],
+        cwd=REPO,
+        check=True,
+    )
+
+
+class Server:
+    def __init__(self, index: Path, workers: int) -> None:
+        self.port = _free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.spawned = time.monotonic()
+        self.process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "server",
+                "--index",
+                str(index),
+                "--port",
+                str(self.port),
+                "--workers",
+                str(workers),
+                "--log-level",
+                "warning",
+            ],
+            cwd=REPO,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            env={**os.environ, "PYTHONPATH": str(REPO)},
+        )
+
+    def wait_ready(self, timeout: float = 60.0) -> float:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(self.base + "/readyz", timeout=1).status_code == 200:
+                    return time.monotonic() - self.spawned
+            except httpx.TransportError:
+                pass
+            time.sleep(0.01)
+        raise RuntimeError("server not ready")
+
+    def workers(self) -> list[int]:
+        children = Path(f"/proc/{self.process.pid}/task/{self.process.pid}/children")
+        return [int(pid) for pid in children.read_text().split()]
+
+    def stop(self) -> None:
+        self.process.send_signal(signal.SIGINT)
+        try:
+            self.process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+def rss(pid: int) -> dict[str, float]:
+    """VmRSS, RssAnon, RssFile and RssShmem of ``pid`` in MiB."""
+    figures: dict[str, float] = {}
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        key, _, value = line.partition(":")
+        if key in ("VmRSS", "RssAnon", "RssFile", "RssShmem"):
+            figures[key] = round(int(value.split()[0]) / 1024, 1)
+    return figures
+
+
+def run_wrk(url: str, connections: int, seconds: float) -> dict[str, Any]:
+    threads = min(2, connections)
+    run = subprocess.run(
+        [
+            "wrk",
+            f"-t{threads}",
+            f"-c{connections}",
+            f"-d{seconds}s",
+            "--timeout",
+            "10s",
+            "-s",
+            str(HERE / "wrk_search.lua"),
+            url,
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "SEZZLEE_QUERIES": str(HERE / "queries.txt")},
+    )
+    line = next(x for x in run.stdout.splitlines() if x.startswith("WRK_JSON "))
+    raw: dict[str, Any] = json.loads(line.removeprefix("WRK_JSON "))
+    errors = sum(raw[k] for k in raw if k.startswith("errors_"))
+    return {
+        "connections": connections,
+        "requests": raw["requests"],
+        "rps": round(raw["requests"] / (raw["duration_us"] / 1e6), 1),
+        "p50_ms": round(raw["p50_us"] / 1000, 2),
+        "p90_ms": round(raw["p90_us"] / 1000, 2),
+        "p99_ms": round(raw["p99_us"] / 1000, 2),
+        "max_ms": round(raw["max_us"] / 1000, 2),
+        "errors": errors,
+    }
+
+
+def outcomes(base: str) -> dict[str, int]:
+    """search_tools outcome counts of the worker that answers /metrics."""
+    counts: dict[str, int] = {}
+    for line in httpx.get(base + "/metrics").text.splitlines():
+        if line.startswith('sezzlee_requests_total{tool="search_tools"'):
+            outcome = line.split('outcome="', 1)[1].split('"', 1)[0]
+            counts[outcome] = int(line.rsplit(" ", 1)[1])
+    return counts
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.bench_http")
+    parser.add_argument("--index", type=Path, default=DEFAULT_INDEX)
+    parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--cold-starts", type=int, default=3)
+    args = parser.parse_args()
+    if shutil.which("wrk") is None:
+        print("wrk is not installed (Debian: apt-get install -y wrk)", file=sys.stderr)
+        return 2
+    ensure_index(args.index)
+
+    cold: list[float] = []
+    for _ in range(args.cold_starts):
+        server = Server(args.index, 1)
+        try:
+            cold.append(server.wait_ready())
+        finally:
+            server.stop()
+
+    runs: list[dict[str, Any]] = []
+    memory: dict[int, Any] = {}
+    operations = 0
+    for workers in args.workers:
+        server = Server(args.index, workers)
+        try:
+            server.wait_ready()
+            time.sleep(0.5)  # every worker up, not only the first
+            ready = httpx.get(server.base + "/readyz").json()
+            operations = ready.get("operations", 0)
+            check = httpx.post(server.base + "/mcp", headers=HEADERS, json=SEARCH).json()
+            assert "isError" not in check.get("result", {"isError": 1}), check
+            idle = {pid: rss(pid) for pid in server.workers()}
+            for connections in CONCURRENCY:
+                row = run_wrk(server.base + "/mcp", connections, args.seconds)
+                row["workers"] = workers
+                runs.append(row)
+            loaded = {pid: rss(pid) for pid in server.workers()}
+            memory[workers] = {
+                "idle": list(idle.values()),
+                "after_load": list(loaded.values()),
+                "outcomes_one_worker": outcomes(server.base),
+            }
+        finally:
+            server.stop()
+
+    result = {
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores",
+        "index": str(args.index),
+        "operations": operations,
+        "seconds_per_run": args.seconds,
+        "cold_start_s": [round(x, 3) for x in cold],
+        "runs": runs,
+        "memory": memory,
+    }
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / "http.json").write_text(json.dumps(result, indent=2))
+
+    print(f"### search_tools over HTTP ({operations:,} operations, cards, limit 20)\n")
+    print("| workers | clients | calls/s | p50 ms | p90 ms | p99 ms | errors |")
+    print("|---:|---:|---:|---:|---:|---:|---:|")
+    for row in runs:
+        print(
+            f"| {row['workers']} | {row['connections']} | {row['rps']:,.0f} | {row['p50_ms']} "
+            f"| {row['p90_ms']} | {row['p99_ms']} | {row['errors']} |"
+        )
+    print(
+        f"\nCold start to ready (spawn → /readyz 200, 1 worker): median "
+        f"{statistics.median(cold):.2f} s (runs: {', '.join(f'{x:.2f}' for x in cold)})\n"
+    )
+    print("| workers | RSS after load per worker (MiB) | of which anon | of which index pages |")
+    print("|---:|---|---|---|")
+    for workers, figures in memory.items():
+        after = figures["after_load"]
+        print(
+            f"| {workers} | {', '.join(str(f.get('VmRSS')) for f in after)} "
+            f"| {', '.join(str(f.get('RssAnon')) for f in after)} "
+            f"| {', '.join(str(f.get('RssFile')) for f in after)} |"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
