@@ -15,7 +15,6 @@ import json
 import logging
 import os
 import sys
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Final
@@ -51,6 +50,22 @@ class JsonFormatter(logging.Formatter):
         if record.exc_info:
             entry["exc"] = self.formatException(record.exc_info)
         return json.dumps(entry, default=str)
+
+
+_GRANIAN_LOGGING: Final[dict[str, Any]] = {
+    # granian's own lines ("Starting granian", worker spawns) in the same JSON shape.
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"json": {"()": "server.__main__.JsonFormatter"}},
+    "handlers": {
+        "console": {
+            "formatter": "json",
+            "class": "logging.StreamHandler",
+            "stream": "ext://sys.stderr",
+        }
+    },
+    "loggers": {"_granian": {"handlers": ["console"], "level": "INFO", "propagate": False}},
+}
 
 
 def _configure_logging(level: str) -> None:
@@ -117,7 +132,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     _configure_logging(args.log_level)
     logging.getLogger("sezzlee.server").info(
         "starting",
-        extra={"host": args.host, "port": args.port, "workers": args.workers, "t": time.time()},
+        extra={"host": args.host, "port": args.port, "workers": args.workers},
     )
     Granian(
         "server.__main__:app_from_env",
@@ -128,6 +143,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         interface=Interfaces.ASGI,
         log_access=False,
         log_level=args.log_level,
+        log_dictconfig=_GRANIAN_LOGGING,
         workers_kill_timeout=5,
     ).serve()
     return 0
