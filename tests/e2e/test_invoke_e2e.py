@@ -106,7 +106,7 @@ def server(backend_port: int, tmp_path_factory: pytest.TempPathFactory) -> Itera
 class Agent:
     """An MCP caller with one bearer token (or none), speaking JSON-RPC over HTTP."""
 
-    def __init__(self, url: str, subject: str | None) -> None:
+    def __init__(self, url: str, subject: str | None, *, token: str | None = None) -> None:
         self.url = url
         self.headers = {
             "accept": "application/json, text/event-stream",
@@ -114,7 +114,9 @@ class Agent:
             "mcp-protocol-version": LEGACY,
         }
         if subject is not None:
-            self.headers["authorization"] = f"Bearer {demo_token(subject)}"
+            token = demo_token(subject)
+        if token is not None:
+            self.headers["authorization"] = f"Bearer {token}"
 
     def call(self, tool: str, arguments: dict[str, Any]) -> tuple[bool, Any]:
         message = {
@@ -256,3 +258,20 @@ def test_rolling_deploy_pinned_call_is_refused_by_the_other_version(
         assert on_new.invoke("get_order", {"id": order["id"]}, version=version)["body"] == order
         # unpinned, the old replica still answers
         assert on_old.invoke("get_order", {"id": order["id"]})["status"] == 200
+
+
+def test_an_opaque_token_sees_uncertain_tools_and_the_backend_decides(
+    server: ServerThread,
+) -> None:
+    opaque = Agent(server.url, None, token="not-a-jwt")
+    answer = opaque.ok("search_tools", {"limit": 50})
+    assert answer["total"] == 8
+    uncertain = {r["name"] for r in answer["results"] if r.get("authUncertain")}
+    assert uncertain == {r["name"] for r in answer["results"]} - {"get_health"}
+    health = next(r for r in answer["results"] if r["name"] == "get_health")
+    assert "authUncertain" not in health  # omitted, never false
+    assert opaque.ok("load_tool", {"name": "get_order"})["authUncertain"] is True
+    refused = opaque.error("invoke_tool", {"name": "get_order", "arguments": {"id": 1}})
+    assert refused["code"] == "backend_error"
+    assert refused["status"] == 401
+    assert refused["retryable"] is False
