@@ -1,0 +1,89 @@
+"""catalog.openapi: bytes → tree, version detection, parse errors as SpecError."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from catalog.errors import SpecError
+from catalog.openapi import parse_document, parse_tree
+from tests.catalog.conftest import convert
+
+
+def test_json_document_and_version() -> None:
+    doc = parse_document("a.json", b'{"openapi": "3.1.0", "paths": {}}')
+    assert doc.version == "3.1"
+    assert doc.tree == {"openapi": "3.1.0", "paths": {}}
+
+
+@pytest.mark.parametrize(
+    ("header", "version"),
+    [("openapi: 3.0.3", "3.0"), ("openapi: '3.1.1'", "3.1"), ("swagger: '2.0'", "2.0")],
+)
+def test_yaml_versions(header: str, version: str) -> None:
+    doc = parse_document("a.yaml", f"{header}\npaths: {{}}\n".encode())
+    assert doc.version == version
+
+
+def test_yaml_keys_and_dates_become_json_strings() -> None:
+    data = b"openapi: 3.0.0\npaths:\n  /a:\n    get:\n      responses:\n        200:\n          description: 2024-01-02\n"
+    doc = parse_document("a.yaml", data)
+    responses = doc.tree["paths"]["/a"]["get"]["responses"]
+    assert list(responses) == ["200"]
+    assert responses["200"]["description"] == "2024-01-02"
+
+
+def test_invalid_json_names_the_line() -> None:
+    data = b'{\n  "openapi": "3.0.0",\n  "paths": {\n    "/a": oops\n  }\n}'
+    with pytest.raises(SpecError) as err:
+        parse_document("bad.json", data)
+    assert err.value.file == "bad.json"
+    assert err.value.location == "line 4"
+    assert "invalid JSON" in err.value.reason
+
+
+def test_invalid_yaml_names_the_line() -> None:
+    data = b"openapi: 3.0.0\npaths:\n  /a:\n    get: [unclosed\n  b: c\n"
+    with pytest.raises(SpecError) as err:
+        parse_document("bad.yaml", data)
+    assert err.value.file == "bad.yaml"
+    assert err.value.location.startswith("line ")
+    assert int(err.value.location.split()[1]) >= 4
+    assert "invalid YAML" in err.value.reason
+
+
+@pytest.mark.parametrize(
+    ("data", "location", "words"),
+    [
+        (b'{"openapi": "4.0.0"}', "/openapi", "unsupported OpenAPI version"),
+        (b'{"swagger": "1.2"}', "/swagger", "unsupported Swagger version"),
+        (b'{"info": {}}', "/", "no 'openapi' or 'swagger'"),
+        (b"[1, 2]", "/", "not a JSON/YAML object"),
+        (b"openapi: 3", "/openapi", "must be a string"),
+    ],
+)
+def test_unusable_documents(data: bytes, location: str, words: str) -> None:
+    with pytest.raises(SpecError) as err:
+        parse_document("x.json", data)
+    assert err.value.location == location
+    assert words in err.value.reason
+    assert str(err.value).startswith("x.json: ")
+
+
+def test_bom_and_yaml_flow_mapping_in_yaml_file() -> None:
+    assert parse_tree("a.json", b'\xef\xbb\xbf{"a": 1}') == {"a": 1}
+    # YAML flow syntax that is not JSON, in a .yaml file, still parses as YAML.
+    assert parse_tree("a.yaml", b"{a: 1}") == {"a": 1}
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(max_size=200) | st.text(max_size=200).map(str.encode))
+def test_any_bytes_give_a_result_or_a_spec_error(data: bytes) -> None:
+    try:
+        result = convert(data, source="fuzz.yaml")
+    except SpecError as err:
+        assert err.file == "fuzz.yaml"
+        assert err.reason
+    else:
+        assert result.tools == ()
