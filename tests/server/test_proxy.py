@@ -8,9 +8,12 @@ index-backed view is exercised end to end in ``tests/e2e``.
 from __future__ import annotations
 
 import asyncio
+import datetime
+import ipaddress
 import json
 import logging
 import socket
+import ssl
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -20,6 +23,10 @@ from urllib.parse import parse_qs
 import httpx
 import pytest
 import uvicorn
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -614,3 +621,122 @@ def test_loopback_response_budget(echo: tuple[EchoApp, str]) -> None:
     invoker = Invoker(config=config, secrets=Secrets())
     big = outcome(invoker, echo_tool(base, "/big/{p}?n=10001"), "echo", {"p": "x"})
     assert big["error"]["code"] == "response_too_large"
+
+
+def test_outbound_proxy_from_config(echo: tuple[EchoApp, str]) -> None:
+    _, proxy = echo
+    config = Config(specs={"orders.yaml": SpecConfig(proxy=proxy)})
+    invoker = Invoker(config=config, secrets=Secrets())
+    # orders.internal does not resolve here: only the proxy can have answered
+    payload = outcome(invoker, echo_tool("http://orders.internal:8001"), "echo", {"p": "x"})
+    assert payload["status"] == 200
+    assert payload["body"]["headers"]["host"] == "orders.internal:8001"
+
+
+def _certificate(
+    subject: str,
+    key: Any,
+    *,
+    issuer: tuple[str, Any] | None = None,
+    ca: bool = False,
+    ip: str | None = None,
+) -> Any:
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, subject)])
+    issuer_name, issuer_key = issuer if issuer else (subject, key)
+    now = datetime.datetime.now(datetime.UTC)
+    builder = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, issuer_name)]))
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(hours=1))
+        .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
+    )
+    if ca:
+        builder = builder.add_extension(
+            x509.KeyUsage(
+                digital_signature=True,
+                content_commitment=False,
+                key_encipherment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                key_cert_sign=True,
+                crl_sign=True,
+                encipher_only=False,
+                decipher_only=False,
+            ),
+            critical=True,
+        )
+    else:
+        usage = ExtendedKeyUsageOID.SERVER_AUTH if ip else ExtendedKeyUsageOID.CLIENT_AUTH
+        builder = builder.add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
+    if ip:
+        builder = builder.add_extension(
+            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address(ip))]),
+            critical=False,
+        )
+    return builder.sign(issuer_key, hashes.SHA256())
+
+
+def _write_pem(path: Any, certificate: Any, key: Any) -> None:
+    path.with_suffix(".crt").write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
+    path.with_suffix(".key").write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.TraditionalOpenSSL,
+            serialization.NoEncryption(),
+        )
+    )
+
+
+def test_tls_with_a_custom_ca_and_a_client_certificate(tmp_path: Any) -> None:
+    ca_key, server_key, client_key = (ec.generate_private_key(ec.SECP256R1()) for _ in range(3))
+    ca = _certificate("test CA", ca_key, ca=True)
+    _write_pem(tmp_path / "ca", ca, ca_key)
+    server_cert = _certificate("backend", server_key, issuer=("test CA", ca_key), ip="127.0.0.1")
+    _write_pem(tmp_path / "server", server_cert, server_key)
+    client_cert = _certificate("gateway", client_key, issuer=("test CA", ca_key))
+    _write_pem(tmp_path / "client", client_cert, client_key)
+    port = free_port()
+    server = uvicorn.Server(
+        uvicorn.Config(
+            EchoApp(),
+            host="127.0.0.1",
+            port=port,
+            log_level="critical",
+            lifespan="off",
+            ssl_certfile=str(tmp_path / "server.crt"),
+            ssl_keyfile=str(tmp_path / "server.key"),
+            ssl_ca_certs=str(tmp_path / "ca.crt"),
+            ssl_cert_reqs=ssl.CERT_REQUIRED,
+        )
+    )
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 10
+        while not server.started:
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        base = f"https://127.0.0.1:{port}"
+        trusted = SpecConfig(
+            ca_bundle=str(tmp_path / "ca.crt"),
+            client_cert=str(tmp_path / "client.crt"),
+            client_key=str(tmp_path / "client.key"),
+        )
+        invoker = Invoker(config=Config(specs={"orders.yaml": trusted}), secrets=Secrets())
+        assert outcome(invoker, echo_tool(base), "echo", {"p": "x"})["status"] == 200
+        # the system trust store does not know the test CA
+        untrusted = Invoker(config=Config(), secrets=Secrets())
+        error = outcome(untrusted, echo_tool(base), "echo", {"p": "x"})["error"]
+        assert error["code"] == "backend_unreachable"
+        # trusted server, but no client certificate: the backend refuses the handshake
+        no_cert = SpecConfig(ca_bundle=str(tmp_path / "ca.crt"))
+        anonymous = Invoker(config=Config(specs={"orders.yaml": no_cert}), secrets=Secrets())
+        error = outcome(anonymous, echo_tool(base), "echo", {"p": "x"})["error"]
+        assert error["code"] == "backend_unreachable"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=5)
