@@ -19,15 +19,29 @@ Theory of operation (search-semantics.md is normative):
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Final
 
 import msgspec
 import tantivy
 
-from catalog.index_schema import META_ID, IndexMeta, InvokeRecord, decode_invoke, decode_meta
+from catalog.index_schema import (
+    FIELD_BOOSTS,
+    META_ID,
+    IndexMeta,
+    InvokeRecord,
+    decode_invoke,
+    decode_meta,
+)
 from catalog.model import ToolDefinition
-from catalog.query import SearchRequest, filter_query, folded_tags, keywords, rank_query
+from catalog.query import (
+    SearchRequest,
+    filter_query,
+    folded_tags,
+    keywords,
+    rank_query,
+    with_lookup,
+)
 from catalog.visibility import PUBLIC_KEY, Audience, Verdict
 from server.errors import ResponseTooLarge, UnknownTool
 
@@ -37,6 +51,7 @@ TAG_VOCABULARY_CAP: Final = 100
 """Above this many tags the vocabulary is omitted, never shortened (design.md, Search)."""
 
 _AUDIENCE_CACHE: Final = 256  # distinct audiences remembered per view; cleared beyond
+_PREFIX_CACHE: Final = 65_536  # keyword prefixes remembered per view; cleared beyond
 _UNCERTAIN: Final = b',"authUncertain":true}'
 _DEFINITION: Final = msgspec.json.Decoder(ToolDefinition)
 _JSON: Final = msgspec.json.Encoder()
@@ -108,6 +123,7 @@ class CatalogView:
         self._all_keys = frozenset(meta.policies) | frozenset(meta.tags) | {PUBLIC_KEY}
         self._key_counts: dict[str, int] = {}
         self._vocabulary: dict[frozenset[str], bytes] = {}
+        self._prefixes: dict[str, bool] = {}
 
     # -- search_tools -------------------------------------------------------------------
 
@@ -127,7 +143,7 @@ class CatalogView:
             filters = filter_query(self.schema, keys, tags)
             total = self._total(seen, tags, filters)
             if total:
-                page = self._page(filters, request, total)
+                page = self._page(filters, request, total, seen)
         field = "definition" if request.detail == "schema" else "card"
         check_uncertain = bool(audience.uncertain - audience.visible)
         parts = [b'{"total":', str(total).encode()]
@@ -165,10 +181,10 @@ class CatalogView:
         return count
 
     def _page(
-        self, filters: tantivy.Query, request: SearchRequest, total: int
+        self, filters: tantivy.Query, request: SearchRequest, total: int, seen: frozenset[str]
     ) -> list[tantivy.DocAddress]:
         limit = min(request.limit, total)
-        words = keywords(request.query)
+        words = with_lookup(keywords(request.query), self._known_to(seen))
         page = self._ranked(rank_query(self.schema, filters, words), limit) if words else []
         if len(page) < limit:
             taken = {_key(a) for a in page}
@@ -185,6 +201,41 @@ class CatalogView:
                 if _key(address) not in taken:
                     page.append(address)
         return page
+
+    def _indexed(self, prefix: str) -> bool:
+        """Whether any indexed word starts with ``prefix`` (edge fields hold prefixes)."""
+        known = self._prefixes.get(prefix)
+        if known is None:
+            known = any(self.searcher.doc_freq(f, prefix) > 0 for f in FIELD_BOOSTS)
+            if len(self._prefixes) >= _PREFIX_CACHE:
+                self._prefixes.clear()
+            self._prefixes[prefix] = known
+        return known
+
+    def _known_to(self, seen: frozenset[str]) -> Callable[[str], bool]:
+        """Whether a word of the caller's visible catalog starts with a prefix: a hidden
+        tool's words must not change how the caller's results rank.
+        """
+        if seen >= self._all_keys:
+            return self._indexed
+        visible = filter_query(self.schema, tuple(sorted(seen)), ())
+
+        def known(prefix: str) -> bool:
+            if not self._indexed(prefix):
+                return False
+            terms = [
+                (tantivy.Occur.Should, tantivy.Query.term_query(self.schema, f, prefix))
+                for f in FIELD_BOOSTS
+            ]
+            query = tantivy.Query.boolean_query(
+                [
+                    (tantivy.Occur.Must, visible),
+                    (tantivy.Occur.Must, tantivy.Query.boolean_query(terms)),
+                ]
+            )
+            return bool(self.searcher.search(query, 1, count=False).hits)
+
+        return known
 
     def _ranked(self, query: tantivy.Query, limit: int) -> list[tantivy.DocAddress]:
         """The best ``limit`` hits by score, then catalog order, whatever the segments."""

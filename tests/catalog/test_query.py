@@ -12,13 +12,16 @@ from catalog.errors import InvalidSearchArguments
 from catalog.fold import MAX_GRAM, fold_words
 from catalog.query import (
     DEFAULT_LIMIT,
+    LOOKUP,
     MAX_LIMIT,
     STOP_WORDS,
+    Keyword,
     SearchRequest,
     clamp_request,
     folded_tags,
     keywords,
     stem,
+    with_lookup,
 )
 
 
@@ -190,3 +193,24 @@ def test_folded_tags() -> None:
     assert folded_tags(("Orders", "ORDERS", "Order  Notes")) == ("order notes", "orders")
     assert folded_tags(("orders", "  ")) is None  # an empty tag is carried by nobody
     assert folded_tags(()) == ()
+
+
+def test_one_letter_and_digit_keywords_are_dropped_unless_alone() -> None:
+    found = [k.word for k in keywords("today's 50 attachments for project 159874")]
+    assert found == ["today", "attachments", "project"]
+    assert [k.word for k in keywords("404")] == ["404"]
+    assert [k.word for k in keywords("v2")] == ["v2"]
+
+
+def test_lookup_is_added_for_a_word_the_catalog_lacks() -> None:
+    known = {"movie", "credit", "search", "director"}.__contains__
+
+    def prefixes(ks: tuple[Keyword, ...]) -> list[str]:
+        return [k.prefix for k in ks]
+
+    assert prefixes(with_lookup(keywords("movie credits"), known)) == ["movie", "credit"]
+    looked = with_lookup(keywords("director of Mulholland Drive"), known)
+    assert prefixes(looked) == ["director", "mulholland", "drive", LOOKUP]
+    # An unknown number is an id, not a name: no lookup.
+    assert prefixes(with_lookup(keywords("movie 12345"), known)) == ["movie"]
+    assert prefixes(with_lookup(keywords("search zzz"), known)) == ["search", "zzz"]

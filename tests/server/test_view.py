@@ -401,3 +401,30 @@ def test_results_are_visible_and_the_same_call_gives_the_same_page(
     assert result["total"] <= len(visible)
     if not tags:
         assert result["total"] == len(visible)
+
+
+def test_a_name_the_catalog_lacks_ranks_lookups_first(tmp_path: Path) -> None:
+    view = build_view(
+        tmp_path / "i",
+        [
+            make_tool("get_movie_credits", "Get the cast and crew of a movie."),
+            make_tool("search_movie", "Search for movies by title.", arguments=["query"]),
+            make_tool("get_person", "Get a person's details."),
+        ],
+    )
+    top = _names(_search(view, query="cast of Mulholland Drive"))[:2]
+    assert set(top) == {"get_movie_credits", "search_movie"}
+    assert _names(_search(view, query="cast crew"))[0] == "get_movie_credits"
+
+
+def test_hidden_words_do_not_change_the_ranking(tmp_path: Path) -> None:
+    tools = [
+        make_tool("search_items", "Search items."),
+        make_tool("a_list", "Lists things."),
+        make_tool("b_list", "Lists other things."),
+    ]
+    secret = make_tool("zz_secret", "Mulholland report.", security=ADMIN)
+    with_secret = build_view(tmp_path / "a", [*tools, secret])
+    without = build_view(tmp_path / "b", tools)
+    for query in ("Mulholland things", "lists"):
+        assert _search(with_secret, query=query) == _search(without, query=query)

@@ -1,0 +1,369 @@
+"""Search latency in process: p50/p99 of search_tools at ~1,000, 10,000 and 125,000 operations.
+
+Catalogs: GitHub's REST description (~1,000 operations), the first APIs.guru documents
+(in path order) up to 10,000 operations, and all of APIs.guru (~125,000). Every document
+goes through the catalog's own converter; a document the converter refuses, or a tool
+that cannot be encoded, is skipped and counted. Indexes are built once into
+``.sezzlee/bench/search-latency-v<schema>/`` and reused (delete the directory to rebuild).
+Ordinals follow path order then document order (a latency benchmark needs no exact
+name order).
+
+Queries: 300 per catalog, 1 to 4 keywords drawn (seeded) from the words of random tools'
+names and card descriptions, so most match something; cards, limit 20, every tool
+visible; timing covers clamping, query building, search, total, page and bytes.
+FastMCP 4.1.6's BM25 transform runs the same queries over the same tools at ~1,000 and
+10,000, and at 125,000 within a stated time limit.
+
+Usage: ``python -m benchmarks.bench_search_latency``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import multiprocessing
+import random
+import re
+import statistics
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import tantivy
+
+from benchmarks.catalog_index import REPO, convert_spec, everyone, open_catalog, write_catalog
+from catalog.config import SpecConfig
+from catalog.fold import fold_tag, fold_words
+from catalog.index_schema import (
+    SCHEMA_VERSION,
+    IndexMeta,
+    build_schema,
+    meta_document,
+    register_analyzers,
+    tool_document,
+)
+from catalog.load import convert_document
+from catalog.model import CatalogTool, SecurityPolicy
+from catalog.query import STOP_WORDS, clamp_request
+from catalog.visibility import PUBLIC_KEY, visibility_key
+from scripts.corpora import corpus, github_spec
+
+CACHE = REPO / ".sezzlee" / "bench" / f"search-latency-v{SCHEMA_VERSION}"
+RESULTS = Path(__file__).resolve().parent / "results"
+MID_SIZE = 10_000
+QUERIES = 300
+PEER_QUERIES = 60
+PEER_TIME_LIMIT = 120.0  # seconds for the peer's whole run at one size
+SPEC_SUFFIXES = (".json", ".yaml", ".yml")
+
+_TOOLS = msgspec.msgpack.Encoder()
+_TOOLS_DECODER = msgspec.msgpack.Decoder(list[CatalogTool])
+
+
+class Peer(msgspec.Struct, frozen=True, array_like=True):
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "_", text.lower()).strip("_")
+
+
+def _convert(args: tuple[str, str]) -> tuple[str, bytes | None, str]:
+    """Worker: one APIs.guru document → encoded tools (or the reason it was skipped)."""
+    root, relative = args
+    path = Path(root) / relative
+    try:
+        result = convert_document(
+            relative,
+            path.read_bytes(),
+            namespace=_slug(relative.rsplit(".", 1)[0]),
+            spec_config=SpecConfig(),
+            load=lambda other: (Path(root) / other).read_bytes(),
+        )
+        return relative, _TOOLS.encode(list(result.tools)), ""
+    except Exception as exc:  # a benchmark skips what the converter refuses
+        return relative, None, f"{type(exc).__name__}: {exc}"[:200]
+
+
+def _apis_guru_tools(root: Path) -> Iterator[tuple[str, list[CatalogTool] | None]]:
+    files = sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.suffix in SPEC_SUFFIXES)
+    with multiprocessing.get_context("spawn").Pool(2, maxtasksperchild=50) as pool:
+        for relative, payload, _ in pool.imap(_convert, [(str(root), f) for f in files], 4):
+            yield relative, None if payload is None else _TOOLS_DECODER.decode(payload)
+
+
+class _Writer:
+    """A streaming single-thread index writer with its meta document."""
+
+    def __init__(self, directory: Path) -> None:
+        directory.mkdir(parents=True, exist_ok=True)
+        self.index = tantivy.Index(build_schema(), path=str(directory), reuse=False)
+        register_analyzers(self.index)
+        self.writer = self.index.writer(300_000_000, 1)
+        self.count = 0
+        self.skipped = 0
+        self.policies: dict[str, SecurityPolicy] = {}
+        self.tags: dict[str, set[str]] = {}
+
+    def add(self, tool: CatalogTool) -> None:
+        key = visibility_key(tool.security)
+        try:
+            doc = tool_document(tool, ordinal=self.count, visibility_key=key)
+        except Exception:  # a definition msgspec cannot encode (e.g. a 2**70 literal)
+            self.skipped += 1
+            return
+        self.writer.add_document(doc)
+        self.count += 1
+        if key != PUBLIC_KEY:
+            self.policies[key] = tool.security
+        self.tags.setdefault(key, set()).update(fold_tag(t) for t in tool.search.tags)
+
+    def close(self) -> None:
+        meta = IndexMeta(
+            schema_version=SCHEMA_VERSION,
+            fingerprint="bench",
+            commit=1,
+            committed_at=time.time(),
+            operations=self.count,
+            files={},
+            policies=self.policies,
+            tags={k: tuple(sorted(v - {""})) for k, v in self.tags.items()},
+        )
+        self.writer.add_document(meta_document(meta))
+        self.writer.commit()
+        self.writer.wait_merging_threads()
+
+
+def build_cache() -> dict[str, Any]:
+    """Build the three indexes (and the peer's tool lists) unless already cached."""
+    marker = CACHE / "built.json"
+    if marker.exists():
+        built: dict[str, Any] = json.loads(marker.read_text())
+        return built
+    started = time.perf_counter()
+    github = [t for t in convert_spec(github_spec(), namespace="github")]
+    write_catalog(CACHE / "github", github)
+    (CACHE / "github-peer.msgpack").write_bytes(_TOOLS.encode([_peer(t) for t in github]))
+    mid, full = _Writer(CACHE / "mid"), _Writer(CACHE / "full")
+    mid_peer: list[Peer] = []
+    full_peer_path = CACHE / "full-peer.msgpack.tmp"
+    refused = 0
+    with full_peer_path.open("wb") as full_peer:
+        for _, tools in _apis_guru_tools(corpus("apis-guru") / "api"):
+            if tools is None:
+                refused += 1
+                continue
+            take_mid = mid.count < MID_SIZE
+            for tool in tools:
+                full.add(tool)
+                peer = _peer(tool)
+                chunk = _TOOLS.encode(peer)
+                full_peer.write(len(chunk).to_bytes(4, "big") + chunk)
+                if take_mid:
+                    mid.add(tool)
+                    mid_peer.append(peer)
+    mid.close()
+    full.close()
+    full_peer_path.rename(CACHE / "full-peer.msgpack")
+    (CACHE / "mid-peer.msgpack").write_bytes(_TOOLS.encode(mid_peer))
+    built = {
+        "github": len(github),
+        "mid": mid.count,
+        "full": full.count,
+        "documents_refused": refused,
+        "tools_skipped": full.skipped,
+        "build_s": round(time.perf_counter() - started, 1),
+    }
+    marker.write_text(json.dumps(built))
+    return built
+
+
+def _peer(tool: CatalogTool) -> Peer:
+    d = tool.definition
+    return Peer(name=d.name, description=d.description, parameters=d.input_schema)
+
+
+def _read_full_peer() -> list[Peer]:
+    data = (CACHE / "full-peer.msgpack").read_bytes()
+    decoder = msgspec.msgpack.Decoder(Peer)
+    out, at = [], 0
+    while at < len(data):
+        size = int.from_bytes(data[at : at + 4], "big")
+        out.append(decoder.decode(data[at + 4 : at + 4 + size]))
+        at += 4 + size
+    return out
+
+
+def make_queries(view: Any, rng: random.Random) -> list[str]:
+    """1-4 keywords from random tools' card names and descriptions."""
+    total = view.searcher.num_docs - 1
+    queries: list[str] = []
+    while len(queries) < QUERIES:
+        ordinal = rng.randrange(total)
+        hits = view.searcher.search(
+            tantivy.Query.range_query(
+                view.schema, "ord", tantivy.FieldType.Unsigned, ordinal, ordinal
+            ),
+            1,
+            count=False,
+        ).hits
+        if not hits:
+            continue
+        card = json.loads(view.searcher.doc(hits[0][1]).get_first("card"))
+        words = [
+            w
+            for w in fold_words(card["name"].split(".")[-1] + " " + card["description"])
+            if len(w) > 2 and w not in STOP_WORDS and not w.isdigit()
+        ]
+        if words:
+            k = rng.randint(1, min(4, len(words)))
+            queries.append(" ".join(rng.sample(words, k)))
+    return queries
+
+
+def _percentiles(samples: Sequence[float]) -> tuple[float, float]:
+    ordered = sorted(samples)
+    p99 = ordered[min(len(ordered) - 1, round(0.99 * (len(ordered) - 1)))]
+    return statistics.median(ordered), p99
+
+
+def time_sezzlee(directory: Path, queries: Sequence[str]) -> dict[str, float]:
+    view = open_catalog(directory)
+    audience = everyone(view)
+    for q in queries[:30]:  # warm-up: page cache and lazily cached totals
+        view.search(clamp_request({"query": q}), audience, budget=1 << 30)
+    samples = []
+    for q in queries:
+        started = time.perf_counter()
+        view.search(clamp_request({"query": q}), audience, budget=1 << 30)
+        samples.append((time.perf_counter() - started) * 1000)
+    p50, p99 = _percentiles(samples)
+    return {"p50_ms": round(p50, 3), "p99_ms": round(p99, 3), "queries": len(samples)}
+
+
+def time_peer(tools: list[Peer], queries: Sequence[str]) -> dict[str, Any]:
+    from fastmcp.server.transforms.search.bm25 import BM25SearchTransform
+    from fastmcp.tools.base import Tool
+
+    started = time.perf_counter()
+    peer = [Tool(name=t.name, description=t.description, parameters=t.parameters) for t in tools]
+    transform = BM25SearchTransform(max_results=20)
+    loop = asyncio.new_event_loop()
+    loop.run_until_complete(transform._search(peer, "warm up"))  # builds its index
+    samples: list[float] = []
+    for q in queries[:PEER_QUERIES]:
+        if time.perf_counter() - started > PEER_TIME_LIMIT:
+            break
+        t0 = time.perf_counter()
+        loop.run_until_complete(transform._search(peer, q))
+        samples.append((time.perf_counter() - t0) * 1000)
+    loop.close()
+    if len(samples) < 10:
+        return {"dnf": True, "time_limit_s": PEER_TIME_LIMIT, "queries": len(samples)}
+    p50, p99 = _percentiles(samples)
+    return {"p50_ms": round(p50, 3), "p99_ms": round(p99, 3), "queries": len(samples)}
+
+
+def _plot(rows: list[dict[str, Any]]) -> str:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for engine, marker in (("sezzlee", "o"), ("fastmcp-bm25", "s")):
+        points = [r for r in rows if r["engine"] == engine and "p50_ms" in r]
+        if points:
+            ax.plot(
+                [r["operations"] for r in points],
+                [r["p50_ms"] for r in points],
+                marker=marker,
+                label=f"{engine} p50",
+            )
+            ax.plot(
+                [r["operations"] for r in points],
+                [r["p99_ms"] for r in points],
+                marker=marker,
+                linestyle="--",
+                label=f"{engine} p99",
+            )
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("operations in the catalog")
+    ax.set_ylabel("latency per search (ms)")
+    ax.set_title("search_tools latency vs catalog size (cards, limit 20)")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend()
+    RESULTS.mkdir(exist_ok=True)
+    out = RESULTS / "search_latency.png"
+    fig.tight_layout()
+    fig.savefig(out, dpi=120)
+    return "results/search_latency.png"
+
+
+def main() -> int:
+    built = build_cache()
+    rng = random.Random(20261130)
+    rows: list[dict[str, Any]] = []
+    peer_tools = {
+        "github": lambda: _TOOLS_DECODER_PEER.decode((CACHE / "github-peer.msgpack").read_bytes()),
+        "mid": lambda: _TOOLS_DECODER_PEER.decode((CACHE / "mid-peer.msgpack").read_bytes()),
+        "full": _read_full_peer,
+    }
+    for key, label in (("github", "GitHub"), ("mid", "APIs.guru prefix"), ("full", "APIs.guru")):
+        directory = CACHE / key
+        view = open_catalog(directory)
+        queries = make_queries(view, rng)
+        ours = time_sezzlee(directory, queries)
+        rows.append({"catalog": label, "operations": built[key], "engine": "sezzlee", **ours})
+        theirs = time_peer(peer_tools[key](), queries)
+        rows.append(
+            {"catalog": label, "operations": built[key], "engine": "fastmcp-bm25", **theirs}
+        )
+    RESULTS.mkdir(exist_ok=True)
+    payload = {"built": built, "rows": rows}
+    (RESULTS / "search_latency.json").write_text(json.dumps(payload, indent=2) + "\n")
+    plot = _plot(rows)
+    print("## Search latency\n")
+    print(
+        f"In process, cards, limit 20, {QUERIES} queries of 1-4 keywords per catalog "
+        f"(FastMCP: up to {PEER_QUERIES}, within {PEER_TIME_LIMIT:.0f} s). "
+        f"APIs.guru: {built['documents_refused']} documents refused by the converter, "
+        f"{built['tools_skipped']} tools not encodable; cache built in {built['build_s']} s.\n"
+    )
+    print("| catalog | operations | engine | p50 ms | p99 ms | queries |")
+    print("| --- | ---: | --- | ---: | ---: | ---: |")
+    for r in rows:
+        if r.get("dnf"):
+            print(
+                f"| {r['catalog']} | {r['operations']:,} | {r['engine']} | did not finish "
+                f"within {r['time_limit_s']:.0f} s | | {r['queries']} |"
+            )
+        else:
+            print(
+                f"| {r['catalog']} | {r['operations']:,} | {r['engine']} | {r['p50_ms']:.3f} "
+                f"| {r['p99_ms']:.3f} | {r['queries']} |"
+            )
+    for key in ("github", "mid"):
+        ours = next(r for r in rows if r["operations"] == built[key] and r["engine"] == "sezzlee")
+        theirs = next(
+            r for r in rows if r["operations"] == built[key] and r["engine"] == "fastmcp-bm25"
+        )
+        if "p50_ms" in theirs:
+            print(
+                f"\n- {built[key]:,} operations: sezzlee p50 is "
+                f"{theirs['p50_ms'] / ours['p50_ms']:.0f}× faster than FastMCP BM25"
+            )
+    print(f"\n![latency against catalog size]({plot})")
+    return 0
+
+
+_TOOLS_DECODER_PEER = msgspec.msgpack.Decoder(list[Peer])
+
+if __name__ == "__main__":
+    sys.exit(main())
