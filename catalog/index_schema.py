@@ -29,12 +29,15 @@ __all__ = [
     "FileStatus",
     "IndexMeta",
     "InvokeRecord",
+    "ToolFields",
     "build_schema",
     "decode_invoke",
     "decode_meta",
+    "fields_document",
     "meta_document",
     "register_analyzers",
     "tool_document",
+    "tool_fields",
 ]
 
 SCHEMA_VERSION: Final = 1
@@ -121,12 +124,27 @@ _INVOKE: Final = msgspec.msgpack.Decoder(InvokeRecord)
 _META: Final = msgspec.json.Decoder(IndexMeta)
 
 
-def tool_document(tool: CatalogTool, *, ordinal: int, visibility_key: str) -> tantivy.Document:
-    """The document of one tool. ``ordinal`` is its u64 position in catalog order."""
-    doc = tantivy.Document()
-    doc.add_text("id", tool.definition.name)
-    doc.add_text("source", tool.source)
-    doc.add_unsigned("ord", ordinal)  # add_unsigned: a Python int would be i64 (notes §8.1)
+class ToolFields(msgspec.Struct, frozen=True, kw_only=True, array_like=True):
+    """A tool's document content, folded and encoded, without its ordinal.
+
+    Plain data, so the folding (the costly part of a document) can run in the indexer's
+    conversion processes and cross to the writer as bytes; :func:`fields_document` turns
+    it into a tantivy document.
+    """
+
+    id: str
+    source: str
+    words: tuple[tuple[str, tuple[str, ...]], ...]  # (edge field, folded words)
+    exact: tuple[str, ...]
+    tags: tuple[str, ...]
+    visibility_key: str
+    card: bytes
+    definition: bytes
+    invoke: bytes
+
+
+def tool_fields(tool: CatalogTool, *, visibility_key: str) -> ToolFields:
+    """Fold and encode everything a tool's document holds (see :func:`tool_document`)."""
     search = tool.search
     texts = {
         "name": [search.name],
@@ -136,19 +154,12 @@ def tool_document(tool: CatalogTool, *, ordinal: int, visibility_key: str) -> ta
         "route": [search.route],
         "desc": [search.description],
     }
+    words: list[tuple[str, tuple[str, ...]]] = []
     exact: set[str] = set()
     for field, values in texts.items():
-        for value in values:
-            for word in fold_words(value):
-                doc.add_text(field, word)  # one value per word: grams never cross words
-                exact.add(word)
-    for word in sorted(exact):
-        doc.add_text(_EXACT, word)
-    for tag in sorted({fold_tag(t) for t in search.tags} - {""}):
-        doc.add_text("tags", tag)
-    doc.add_text("vis", visibility_key)
-    doc.add_bytes("card", _JSON.encode(tool.card))
-    doc.add_bytes("definition", _JSON.encode(tool.definition))
+        folded = [word for value in values for word in fold_words(value)]
+        words.append((field, tuple(folded)))
+        exact.update(folded)
     record = InvokeRecord(
         namespace=tool.namespace,
         source=tool.source,
@@ -156,8 +167,42 @@ def tool_document(tool: CatalogTool, *, ordinal: int, visibility_key: str) -> ta
         security=tool.security,
         visibility_key=visibility_key,
     )
-    doc.add_bytes("invoke", _MSGPACK.encode(record))
+    return ToolFields(
+        id=tool.definition.name,
+        source=tool.source,
+        words=tuple(words),
+        exact=tuple(sorted(exact)),
+        tags=tuple(sorted({fold_tag(t) for t in search.tags} - {""})),
+        visibility_key=visibility_key,
+        card=_JSON.encode(tool.card),
+        definition=_JSON.encode(tool.definition),
+        invoke=_MSGPACK.encode(record),
+    )
+
+
+def fields_document(fields: ToolFields, *, ordinal: int) -> tantivy.Document:
+    """The document of one tool from its :class:`ToolFields`."""
+    doc = tantivy.Document()
+    doc.add_text("id", fields.id)
+    doc.add_text("source", fields.source)
+    doc.add_unsigned("ord", ordinal)  # add_unsigned: a Python int would be i64 (notes §8.1)
+    for field, words in fields.words:
+        for word in words:
+            doc.add_text(field, word)  # one value per word: grams never cross words
+    for word in fields.exact:
+        doc.add_text(_EXACT, word)
+    for tag in fields.tags:
+        doc.add_text("tags", tag)
+    doc.add_text("vis", fields.visibility_key)
+    doc.add_bytes("card", fields.card)
+    doc.add_bytes("definition", fields.definition)
+    doc.add_bytes("invoke", fields.invoke)
     return doc
+
+
+def tool_document(tool: CatalogTool, *, ordinal: int, visibility_key: str) -> tantivy.Document:
+    """The document of one tool. ``ordinal`` is its u64 position in catalog order."""
+    return fields_document(tool_fields(tool, visibility_key=visibility_key), ordinal=ordinal)
 
 
 def meta_document(meta: IndexMeta) -> tantivy.Document:

@@ -32,7 +32,7 @@ from catalog.load import convert_document
 from catalog.model import CatalogTool, Problem, SecurityPolicy, SpecResult
 from catalog.visibility import visibility_key
 from indexer.manifest import ToolEntry
-from indexer.plan import Conversion, encode_tools
+from indexer.plan import Conversion, encode_fields, encode_tools
 from indexer.scan import hash_bytes
 
 __all__ = [
@@ -154,6 +154,7 @@ def summarize(result: SpecResult, content_hash: str, chash: str, namespace: str)
         ok=True,
         tools=tuple(entries),
         payload=encode_tools(tools),
+        fields=encode_fields(tools, [e.visibility for e in entries]),
         dependencies=tuple(sorted(set(result.dependencies) - {result.source})),
         problems=tuple(result.warnings),
         policies=policies,
@@ -225,22 +226,30 @@ class PayloadSpool:
 
     def __init__(self) -> None:
         self._file = tempfile.TemporaryFile()  # noqa: SIM115 - closed by close()
-        self._where: dict[str, tuple[int, int]] = {}
+        self._where: dict[tuple[str, str], tuple[int, int]] = {}
 
     def park(self, conv: Conversion) -> Conversion:
-        """``conv`` without its payload, which is kept on disk under its source."""
-        if not conv.payload:
+        """``conv`` without its payload and fields, which are kept on disk."""
+        if not conv.payload and not conv.fields:
             return conv
-        offset = self._file.seek(0, os.SEEK_END)
-        self._file.write(conv.payload)
-        self._where[conv.source] = (offset, len(conv.payload))
-        return msgspec.structs.replace(conv, payload=b"")
+        for kind, data in (("payload", conv.payload), ("fields", conv.fields)):
+            offset = self._file.seek(0, os.SEEK_END)
+            self._file.write(data)
+            self._where[conv.source, kind] = (offset, len(data))
+        return msgspec.structs.replace(conv, payload=b"", fields=b"")
 
-    def payload(self, source: str, payload: bytes) -> bytes:
-        """``payload`` if present, else the parked payload of ``source``."""
-        if payload or source not in self._where:
-            return payload
-        offset, length = self._where[source]
+    def payload(self, source: str, data: bytes) -> bytes:
+        """``data`` if present, else the parked tools payload of ``source``."""
+        return self._read(source, "payload", data)
+
+    def fields(self, source: str, data: bytes) -> bytes:
+        """``data`` if present, else the parked document fields of ``source``."""
+        return self._read(source, "fields", data)
+
+    def _read(self, source: str, kind: str, data: bytes) -> bytes:
+        if data or (source, kind) not in self._where:
+            return data
+        offset, length = self._where[source, kind]
         self._file.seek(offset)
         return self._file.read(length)
 

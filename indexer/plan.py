@@ -34,7 +34,7 @@ from typing import Final
 import msgspec
 
 from catalog.fingerprint import with_version
-from catalog.index_schema import SCHEMA_VERSION, FileStatus, IndexMeta
+from catalog.index_schema import SCHEMA_VERSION, FileStatus, IndexMeta, ToolFields, tool_fields
 from catalog.model import CatalogTool, Problem, SecurityPolicy
 from indexer.manifest import FileEntry, FileState, Manifest, ToolEntry, check_transition
 
@@ -50,8 +50,10 @@ __all__ = [
     "apply_names",
     "assign_names",
     "catalog_fingerprint",
+    "decode_fields",
     "decode_tools",
     "dirty_sources",
+    "encode_fields",
     "encode_tools",
     "make_plan",
 ]
@@ -74,6 +76,22 @@ def decode_tools(payload: bytes) -> tuple[CatalogTool, ...]:
     return _TOOLS_DECODER.decode(payload)
 
 
+_FIELDS_ENCODER: Final = msgspec.msgpack.Encoder()
+_FIELDS_DECODER: Final = msgspec.msgpack.Decoder(tuple[ToolFields, ...])
+
+
+def encode_fields(tools: Sequence[CatalogTool], keys: Sequence[str]) -> bytes:
+    """The tools' folded document fields (the costly part of indexing), as bytes."""
+    return _FIELDS_ENCODER.encode(
+        tuple(tool_fields(t, visibility_key=k) for t, k in zip(tools, keys, strict=True))
+    )
+
+
+def decode_fields(data: bytes) -> tuple[ToolFields, ...]:
+    """Inverse of :func:`encode_fields`."""
+    return _FIELDS_DECODER.decode(data)
+
+
 class Conversion(msgspec.Struct, frozen=True, kw_only=True):
     """One document converted (or not): summaries for planning, tools as a payload."""
 
@@ -84,6 +102,7 @@ class Conversion(msgspec.Struct, frozen=True, kw_only=True):
     ok: bool
     tools: tuple[ToolEntry, ...] = ()  # ordinal 0; name == raw_name until assign_names
     payload: bytes = b""  # encode_tools(...) of the tools, in document order
+    fields: bytes = b""  # encode_fields(...) of the same tools: what the writer adds
     dependencies: tuple[str, ...] = ()
     problems: tuple[Problem, ...] = ()  # the error when not ok, then warnings
     policies: dict[str, SecurityPolicy] = msgspec.field(default_factory=dict)
@@ -91,12 +110,11 @@ class Conversion(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class FileAdd(msgspec.Struct, frozen=True, kw_only=True):
-    """The documents to add for one file: its tools and their ordinals, in order."""
+    """The documents to add for one file: its tools' fields and ordinals, in order."""
 
     source: str
-    payload: bytes
+    fields: bytes  # encode_fields(...); empty when parked outside the plan
     ordinals: tuple[int, ...]
-    visibility: tuple[str, ...]
 
 
 class IndexPlan(msgspec.Struct, frozen=True, kw_only=True):
@@ -257,7 +275,11 @@ def apply_names(conv: Conversion, names: Sequence[str], warnings: Sequence[Probl
         tools[i] = msgspec.structs.replace(tools[i], definition=definition, card=card)
         entries[i] = msgspec.structs.replace(entries[i], name=name, version=definition.version)
     return msgspec.structs.replace(
-        conv, tools=tuple(entries), payload=encode_tools(tools), problems=problems
+        conv,
+        tools=tuple(entries),
+        payload=encode_tools(tools),
+        fields=encode_fields(tools, [e.visibility for e in entries]),
+        problems=problems,
     )
 
 
@@ -416,12 +438,7 @@ def make_plan(
         tools = tuple(msgspec.structs.replace(t, ordinal=ordinals[t.name]) for t in entry.tools)
         files[source] = msgspec.structs.replace(entry, tools=tools)
         adds.append(
-            FileAdd(
-                source=source,
-                payload=conv.payload,
-                ordinals=tuple(t.ordinal for t in tools),
-                visibility=tuple(t.visibility for t in tools),
-            )
+            FileAdd(source=source, fields=conv.fields, ordinals=tuple(t.ordinal for t in tools))
         )
         written += len(tools)
 

@@ -189,7 +189,11 @@ class Session:
         for source, conv in conversions.items():
             finals = names.finals.get(source, tuple(t.name for t in conv.tools))
             if finals != tuple(t.name for t in conv.tools):  # a rename needs the tools
-                conv = msgspec.structs.replace(conv, payload=spool.payload(source, conv.payload))
+                conv = msgspec.structs.replace(
+                    conv,
+                    payload=spool.payload(source, conv.payload),
+                    fields=spool.fields(source, conv.fields),
+                )
             named[source] = apply_names(conv, finals, names.warnings.get(source, ()))
         stats = {s: (f.size, f.mtime_ns) for s, f in scanned.items()}
         previous = self.manifest
@@ -207,7 +211,7 @@ class Session:
         commit_s = 0.0
         if plan.commit_needed:
             with self.reporter.progress("writing", plan.operations_written) as advance:
-                commit_s = self.store.apply(plan, progress=advance, payload_of=spool.payload)
+                commit_s = self.store.apply(plan, progress=advance, fields_of=spool.fields)
             save_manifest(self.index_dir, plan.manifest)
         elif conversions:
             save_manifest(self.index_dir, plan.manifest)  # new stat values; no new commit

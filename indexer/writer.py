@@ -29,13 +29,13 @@ from catalog.index_schema import (
     IndexMeta,
     build_schema,
     decode_meta,
+    fields_document,
     meta_document,
     register_analyzers,
-    tool_document,
 )
 from indexer.errors import IndexBusyError, IndexStoreError
 from indexer.manifest import MANIFEST_NAME
-from indexer.plan import IndexPlan, decode_tools
+from indexer.plan import IndexPlan, decode_fields
 
 __all__ = ["WRITER_HEAP_BYTES", "IndexStore"]
 
@@ -119,11 +119,11 @@ class IndexStore:
         plan: IndexPlan,
         *,
         progress: Callable[[int], None] | None = None,
-        payload_of: Callable[[str, bytes], bytes] | None = None,
+        fields_of: Callable[[str, bytes], bytes] | None = None,
     ) -> float:
         """Write the plan and commit; the seconds the commit call took.
 
-        ``payload_of(source, payload)`` supplies payloads parked outside the plan.
+        ``fields_of(source, fields)`` supplies document fields parked outside the plan.
         On failure nothing is committed: the previous commit stays the index's state.
 
         Raises:
@@ -138,10 +138,10 @@ class IndexStore:
                     writer.delete_documents_by_term("source", source)
             writer.delete_documents_by_term("id", META_ID)
             for add in plan.adds:
-                payload = payload_of(add.source, add.payload) if payload_of else add.payload
-                tools = decode_tools(payload)
-                for tool, ordinal, key in zip(tools, add.ordinals, add.visibility, strict=True):
-                    writer.add_document(tool_document(tool, ordinal=ordinal, visibility_key=key))
+                data = fields_of(add.source, add.fields) if fields_of else add.fields
+                tools = decode_fields(data)
+                for fields, ordinal in zip(tools, add.ordinals, strict=True):
+                    writer.add_document(fields_document(fields, ordinal=ordinal))
                 if progress is not None:
                     progress(len(tools))
             writer.add_document(meta_document(plan.meta))

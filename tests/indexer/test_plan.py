@@ -16,6 +16,7 @@ from indexer.plan import (
     allocate_ordinals,
     apply_names,
     assign_names,
+    decode_fields,
     decode_tools,
     dirty_sources,
     make_plan,
@@ -189,8 +190,11 @@ def test_clash_in_shared_namespace_gets_a_suffix_by_source_order() -> None:
     warning = plan.meta.files["b.yaml"].problems[0]
     assert warning.severity == "warning"
     assert "get_2" in warning.reason
-    payload = next(add for add in plan.adds if add.source == "b.yaml").payload
-    renamed = decode_tools(payload)[0]
+    add = next(add for add in plan.adds if add.source == "b.yaml")
+    fields = decode_fields(add.fields)[0]
+    assert fields.id == "get_2"
+    assert b'"get_2"' in fields.definition
+    renamed = decode_tools(apply_names(b, ["get_2"], []).payload)[0]
     assert renamed.definition.name == "get_2"
     assert renamed.card.name == "get_2"
     assert renamed.definition.version != decode_tools(b.payload)[0].definition.version
