@@ -190,10 +190,72 @@ async def _run(port: int, workdir: Path, seconds: float, rounds: int) -> dict[st
             level["added_p50_ms"] = level["invoke"]["p50_ms"] - level["direct"]["p50_ms"]
             level["throughput_ratio"] = level["invoke"]["rps"] / level["direct"]["rps"]
             results["levels"][str(concurrency)] = level
+        # Paired at one caller: each round trip through the gateway next to a direct one
+        # (order alternating), so load drift on a shared machine cancels out.
+        differences: list[float] = []
+        pairs = max(200, int(seconds * 60))
+        for n in range(pairs):
+            first, second = (via_direct, via_invoker) if n % 2 else (via_invoker, via_direct)
+            started = time.perf_counter()
+            await first()
+            middle = time.perf_counter()
+            await second()
+            ended = time.perf_counter()
+            a, b = middle - started, ended - middle
+            differences.append((b - a) if first is via_direct else (a - b))
+        results["paired_added_p50_ms"] = statistics.median(differences) * 1000
+        results["pairs"] = pairs
     finally:
         await invoker.aclose()
         await direct.aclose()
+    results["cpu_us"] = await _cpu_cost(view, config, secrets, namespaces, headers)
     return results
+
+
+async def _cpu_cost(
+    view: Any, config: Any, secrets: Any, namespaces: Any, headers: dict[str, str]
+) -> dict[str, float]:
+    """In-process cost per call with no network (MockTransport): gateway vs bare httpx."""
+    body = b'{"id":1,"item":"mechanical keyboard","quantity":2,"owner":"alice"}'
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, content=body, headers={"content-type": "application/json"})
+
+    invoker = Invoker(
+        config=config, secrets=secrets, transport_factory=lambda _: httpx.MockTransport(answer)
+    )
+    client = httpx.AsyncClient(transport=httpx.MockTransport(answer))
+    calls = 3000
+
+    async def gateway() -> None:
+        caller = caller_from_headers(
+            headers,
+            config=config,
+            namespaces=namespaces,
+            policies=view.meta.policies,
+            secrets=secrets,
+        )
+        await invoker.invoke(
+            view, name="get_order", arguments={"id": 1}, version=None, caller=caller
+        )
+
+    async def bare() -> None:
+        (await client.get("http://127.0.0.1:9/orders/1", headers=headers)).json()
+
+    costs: dict[str, float] = {}
+    try:
+        for label, call in (("gateway", gateway), ("httpx", bare)):
+            best = float("inf")
+            for _ in range(3):
+                started = time.process_time()
+                for _ in range(calls):
+                    await call()
+                best = min(best, (time.process_time() - started) / calls * 1e6)
+            costs[label] = best
+    finally:
+        await invoker.aclose()
+        await client.aclose()
+    return costs
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -229,6 +291,16 @@ def main(argv: list[str] | None = None) -> int:
                 f"{row['p90_ms']:.2f} | {row['p99_ms']:.2f} | {row['rps']:.0f} |"
             )
     print()
+    cpu = results["cpu_us"]
+    print(
+        f"- paired at 1 caller ({results['pairs']} pairs): median added "
+        f"{results['paired_added_p50_ms']:.2f} ms per call"
+    )
+    print(
+        f"- CPU per call without network: gateway {cpu['gateway']:.0f} µs "
+        f"(identity, lookup, validation, build, send, interpret) vs bare httpx "
+        f"{cpu['httpx']:.0f} µs"
+    )
     for concurrency, level in results["levels"].items():
         print(
             f"- {concurrency} caller(s): p50 added {level['added_p50_ms']:.2f} ms, "
