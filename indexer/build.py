@@ -13,9 +13,12 @@ the process boundary as msgpack bytes.
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
 import multiprocessing
 import os
+import signal
+import sys
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Executor, ProcessPoolExecutor
@@ -203,10 +206,13 @@ class Converter:
 
     def _ensure_pool(self) -> Executor:
         if self._pool is None:
-            # forkserver, not fork: the parent runs tantivy's writer threads, and forking a
-            # threaded process can deadlock the child.
-            context = multiprocessing.get_context("forkserver")
-            self._pool = ProcessPoolExecutor(max_workers=self._workers, mp_context=context)
+            # spawn, not fork: the parent runs tantivy's writer threads, and forking a
+            # threaded process can deadlock the child. Not forkserver either: its workers
+            # are the server's children, so they could not follow the indexer's death.
+            context = multiprocessing.get_context("spawn")
+            self._pool = ProcessPoolExecutor(
+                max_workers=self._workers, mp_context=context, initializer=_die_with_parent
+            )
         return self._pool
 
     def close(self) -> None:
@@ -214,6 +220,19 @@ class Converter:
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
+
+
+def _die_with_parent() -> None:
+    """Pool worker start-up: exit when the indexer dies, even by SIGKILL (Linux only)."""
+    if sys.platform != "linux":
+        return
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() == 1:  # the parent died before prctl took effect
+        os._exit(1)
+
+
+_PR_SET_PDEATHSIG: Final = 1
 
 
 class PayloadSpool:

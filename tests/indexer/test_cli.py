@@ -35,6 +35,29 @@ def _events(stderr: str) -> list[dict[str, object]]:
     return [json.loads(line) for line in stderr.splitlines() if line.startswith("{")]
 
 
+def _children(pid: int) -> set[int]:
+    found: set[int] = set()
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            found.add(int(stat.parent.name))
+    return found
+
+
+def _alive(pids: set[int]) -> bool:
+    alive = False
+    for pid in pids:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        alive = alive or state != "Z"
+    return alive
+
+
 @pytest.fixture
 def specs(tmp_path: Path) -> Path:
     d = tmp_path / "specs"
@@ -118,6 +141,7 @@ def test_sigkill_mid_build_keeps_the_last_commit(specs: Path, tmp_path: Path) ->
             break
         event = json.loads(line)
         if event["event"] == "progress" and event["stage"] == "writing":
+            workers = _children(proc.pid)
             os.kill(proc.pid, signal.SIGKILL)  # documents added, commit not yet reached
             killed_mid_write = True
             break
@@ -125,6 +149,11 @@ def test_sigkill_mid_build_keeps_the_last_commit(specs: Path, tmp_path: Path) ->
     proc.stderr.close()
     assert killed_mid_write, "the build ended before it could be killed"
     assert proc.returncode == -signal.SIGKILL
+    assert workers, "a 160-document build converts in a process pool"
+    deadline = time.monotonic() + 10
+    while _alive(workers) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(workers), "conversion workers outlived the killed indexer"
 
     after_kill = read_index(index)
     assert after_kill.meta == before.meta
