@@ -275,3 +275,46 @@ def test_an_opaque_token_sees_uncertain_tools_and_the_backend_decides(
     assert refused["code"] == "backend_error"
     assert refused["status"] == 401
     assert refused["retryable"] is False
+
+
+def test_the_demo_reproduces_the_contract_examples(server: ServerThread) -> None:
+    admin = Agent(server.url, "admin")
+    assert admin.ok("load_tool", {"name": "get_order"}) == {
+        "name": "get_order",
+        "description": "Fetches one order by id.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {"id": {"type": "integer", "description": "Order id"}},
+            "required": ["id"],
+            "additionalProperties": False,
+        },
+        "outputSchema": {
+            "type": "object",
+            "properties": {
+                "id": {"type": "integer"},
+                "item": {"type": "string"},
+                "quantity": {"type": "integer"},
+                "owner": {"type": "string"},
+            },
+            "required": ["id", "item", "quantity", "owner"],
+        },
+        "annotations": {"readOnlyHint": True, "idempotentHint": True},
+        "version": "6361f59c4d6b968c",
+    }
+    cards = {r["name"]: r for r in admin.ok("search_tools", {"query": "order"})["results"]}
+    assert cards["create_order"] == {
+        "name": "create_order",
+        "description": "Creates a new order.",
+        "parameters": "item: string (required), quantity: integer",
+    }
+    assert cards["get_order"] == {
+        "name": "get_order",
+        "description": "Fetches one order by id.",
+        "parameters": "id: integer (required)",
+    }
+    alice = Agent(server.url, "alice")
+    order = alice.invoke("create_order", {"item": "mechanical keyboard", "quantity": 2})["body"]
+    assert alice.invoke("get_order", {"id": order["id"]}, version="6361f59c4d6b968c") == {
+        "status": 200,
+        "body": {"id": order["id"], "item": "mechanical keyboard", "quantity": 2, "owner": "alice"},
+    }
