@@ -16,7 +16,9 @@ import tantivy
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from catalog.config import SpecConfig
 from catalog.index_schema import build_schema, register_analyzers, tool_document
+from catalog.load import convert_document
 from catalog.model import CatalogTool
 from catalog.query import clamp_request
 from catalog.visibility import PUBLIC_KEY, Audience, visibility_key
@@ -428,3 +430,39 @@ def test_hidden_words_do_not_change_the_ranking(tmp_path: Path) -> None:
     without = build_view(tmp_path / "b", tools)
     for query in ("Mulholland things", "lists"):
         assert _search(with_secret, query=query) == _search(without, query=query)
+
+
+@pytest.fixture(scope="module")
+def github(tmp_path_factory: pytest.TempPathFactory, github_spec_path: Path) -> CatalogView:
+    result = convert_document(
+        "github.json",
+        github_spec_path.read_bytes(),
+        namespace="github",
+        spec_config=SpecConfig(),
+        load=lambda other: (github_spec_path.parent / other).read_bytes(),
+    )
+    assert len(result.tools) > 1000
+    return build_view(tmp_path_factory.mktemp("github") / "index", result.tools)
+
+
+def test_github_schema_page_at_the_default_limit_is_refused(github: CatalogView) -> None:
+    audience = Audience(visible=frozenset({PUBLIC_KEY, *github.meta.policies}))
+    request = clamp_request({"query": "issue", "detail": "schema"})
+    with pytest.raises(ResponseTooLarge) as refused:
+        github.search(request, audience, budget=BUDGET)
+    message = refused.value.message
+    assert 'detail "card"' in message
+    assert "query 'issue'" in message
+    assert "limit 20" in message
+    # The same page as cards fits, even at limit 50 (design.md, Search).
+    cards = json.loads(
+        github.search(clamp_request({"query": "repository", "limit": 50}), audience, budget=BUDGET)
+    )
+    assert len(cards["results"]) == 50
+    assert cards["total"] == github.searcher.num_docs - 1
+
+
+def test_github_keyword_search_finds_the_obvious(github: CatalogView) -> None:
+    audience = Audience(visible=frozenset({PUBLIC_KEY, *github.meta.policies}))
+    names = _names(_search(github, audience, query="create issue comment", limit=5))
+    assert "github.issues_create_comment" in names
