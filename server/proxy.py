@@ -152,22 +152,34 @@ class Proxy:
         if request.origin != settings.origin or origin_of(request.url) != settings.origin:
             raise BackendUnreachable(f"refusing to send to {origin_of(request.url)}")
         backend = self._backend(settings)
-        async with backend.limit:
-            method, url, body = request.method, request.url, request.body
-            headers = list(request.headers)
-            for _ in range(MAX_REDIRECTS + 1):
-                response = await self._exchange(backend, method, url, headers, body)
-                location = response.header("location")
-                if response.status not in _REDIRECTS or location is None:
-                    return response
-                target = urljoin(url, location)
-                if origin_of(target) != settings.origin:
-                    return response  # another origin: never followed, the caller sees it
-                if response.status == 303 or (response.status in (301, 302) and method != "GET"):
-                    method, body = ("HEAD" if method == "HEAD" else "GET"), None
-                    headers = [(k, v) for k, v in headers if k.lower() != "content-type"]
-                url = target
-            return response
+        # httpx's timeouts bound each read or write; this bounds the whole call, so a
+        # backend that drips its answer (or a queue for a connection slot) cannot hold
+        # the caller past the configured time.
+        try:
+            async with asyncio.timeout(settings.timeout_seconds), backend.limit:
+                return await self._follow(backend, request)
+        except TimeoutError as exc:
+            raise BackendTimeout(
+                f"the backend did not answer within {settings.timeout_seconds:g} s"
+            ) from exc
+
+    async def _follow(self, backend: _Backend, request: OutboundRequest) -> BackendResponse:
+        origin = backend.settings.origin
+        method, url, body = request.method, request.url, request.body
+        headers = list(request.headers)
+        for _ in range(MAX_REDIRECTS + 1):
+            response = await self._exchange(backend, method, url, headers, body)
+            location = response.header("location")
+            if response.status not in _REDIRECTS or location is None:
+                return response
+            target = urljoin(url, location)
+            if origin_of(target) != origin:
+                return response  # another origin: never followed, the caller sees it
+            if response.status == 303 or (response.status in (301, 302) and method != "GET"):
+                method, body = ("HEAD" if method == "HEAD" else "GET"), None
+                headers = [(k, v) for k, v in headers if k.lower() != "content-type"]
+            url = target
+        return response
 
     async def _exchange(
         self,
@@ -205,11 +217,17 @@ class Proxy:
             finally:
                 await response.aclose()
         except httpx.TimeoutException as exc:
-            raise BackendTimeout(f"the backend did not answer in time ({exc!r})") from exc
+            raise BackendTimeout(
+                f"the backend did not answer in time ({type(exc).__name__})"
+            ) from exc
         except httpx.TransportError as exc:
-            raise BackendUnreachable(f"the backend could not be reached ({exc!r})") from exc
+            raise BackendUnreachable(
+                f"the backend could not be reached ({type(exc).__name__}: {exc})"
+            ) from exc
         except httpx.DecodingError as exc:
-            raise BackendUnreachable(f"the backend's answer could not be decoded: {exc}") from exc
+            raise BackendUnreachable(
+                f"the backend's answer could not be decoded ({type(exc).__name__})"
+            ) from exc
         return BackendResponse(
             status=response.status_code,
             headers=tuple(response.headers.multi_items()),

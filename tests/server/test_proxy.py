@@ -488,6 +488,14 @@ class EchoApp:
             path = scope["path"]
             if path.startswith("/slow"):
                 await asyncio.sleep(float(query.get("ms", ["50"])[0]) / 1000)
+            if path.startswith("/drip"):  # every chunk in time, the whole answer late
+                start = {"type": "http.response.start", "status": 200, "headers": []}
+                await send(start)
+                for _ in range(20):
+                    await send({"type": "http.response.body", "body": b".", "more_body": True})
+                    await asyncio.sleep(0.05)
+                await send({"type": "http.response.body", "body": b""})
+                return
             if path.startswith("/big"):
                 size = int(query.get("n", ["0"])[0])
                 await self.respond(send, 200, b"b" * size, "application/octet-stream")
@@ -610,6 +618,16 @@ def test_loopback_timeout_and_refused(echo: tuple[EchoApp, str]) -> None:
     closed = Invoker(config=Config(), secrets=Secrets())
     refused = outcome(closed, echo_tool(f"http://127.0.0.1:{free_port()}"), "echo", {"p": "x"})
     assert refused["error"]["code"] == "backend_unreachable"
+
+
+def test_loopback_whole_call_deadline(echo: tuple[EchoApp, str]) -> None:
+    _, base = echo
+    config = Config(specs={"orders.yaml": SpecConfig(timeout_seconds=0.3)})
+    invoker = Invoker(config=config, secrets=Secrets())
+    started = time.monotonic()
+    error = outcome(invoker, echo_tool(base, "/drip/{p}"), "echo", {"p": "x"})["error"]
+    assert error["code"] == "backend_timeout"
+    assert time.monotonic() - started < 0.9  # the drip takes 1 s; each read only 0.05 s
 
 
 def test_loopback_response_budget(echo: tuple[EchoApp, str]) -> None:
