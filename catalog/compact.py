@@ -201,7 +201,9 @@ def compact(
     return _Compactor(normalizer, direction).run(template, budget)
 
 
-def is_object_schema(template: Any, normalizer: Normalizer, direction: Direction) -> bool:
+def is_object_schema(
+    template: Any, normalizer: Normalizer, direction: Direction, *, _depth: int = 0
+) -> bool:
     """Whether a template describes a JSON object (type ``object``, or no type with
     object keywords, following references and ``allOf``).
     """
@@ -210,7 +212,7 @@ def is_object_schema(template: Any, normalizer: Normalizer, direction: Direction
         if type(node) is not Ref:
             break
         node = normalizer.target(node.key, direction)
-    if not isinstance(node, dict):
+    if not isinstance(node, dict) or _depth > _MAX_ALIAS:
         return False
     kind = node.get("type")
     if kind is not None:
@@ -219,5 +221,5 @@ def is_object_schema(template: Any, normalizer: Normalizer, direction: Direction
         return True
     branches = node.get("allOf")
     if isinstance(branches, list) and branches:
-        return any(is_object_schema(b, normalizer, direction) for b in branches)
+        return any(is_object_schema(b, normalizer, direction, _depth=_depth + 1) for b in branches)
     return False

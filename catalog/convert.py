@@ -437,6 +437,8 @@ class DocumentConverter:
             if raw_schema is None and isinstance(content, dict) and content:
                 content_type, media = next(iter(content.items()))
                 raw_schema = media.get("schema") if isinstance(media, dict) else None
+            if self._normalizer.flagged(raw_schema, base, "readOnly"):
+                return  # the request schema drops read-only members (design.md)
             schema = self._normalizer.schema(
                 raw_schema if raw_schema is not None else {}, base, "in"
             )
@@ -534,6 +536,8 @@ class DocumentConverter:
         """
         members = self._members(raw, base, 0)
         if members is None:
+            if self._normalizer.flagged(raw, base, "readOnly"):
+                return True  # a read-only body is nothing the caller can send
             schema = self._normalizer.schema(raw, base, "in")
             arguments.add("body", "body", schema, required=required, wire_name="")
             return True
@@ -550,7 +554,12 @@ class DocumentConverter:
         """
         if depth > 8:
             return None
-        node, node_base = self._resolver.follow(raw, base)
+        try:
+            node, node_base = self._resolver.follow(raw, base)
+        except RefError:
+            # A dangling target is reported when the body is normalized; a schema that
+            # only aliases itself is no object with members.
+            return None
         if not isinstance(node, dict) or any(k in node for k in ("oneOf", "anyOf", "not")):
             return None
         kind = node.get("type")

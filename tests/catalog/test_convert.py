@@ -1,0 +1,956 @@
+"""catalog.convert (with catalog.normalize and catalog.compact): operation → CatalogTool."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jsonschema
+import msgspec
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from catalog.compact import MAX_SCHEMA_VALUES
+from catalog.convert import choose_status
+from catalog.model import Annotations, ParameterBinding
+from tests.catalog.conftest import convert, only_tool, openapi, openapi30, swagger
+
+_CHECK = jsonschema.Draft202012Validator.check_schema
+
+
+def _json(schema: Any) -> dict[str, Any]:
+    return {"application/json": {"schema": schema}}
+
+
+def _ok(schema: Any, code: str = "200") -> dict[str, Any]:
+    return {code: {"description": "ok", "content": _json(schema)}}
+
+
+def _assert_flat(schema: dict[str, Any]) -> None:
+    assert set(schema) <= {"type", "properties", "required", "additionalProperties", "$defs"}
+    assert schema["type"] == "object"
+    assert schema["additionalProperties"] is False
+    assert isinstance(schema["properties"], dict)
+    assert set(schema.get("required", ())) <= set(schema["properties"])
+    assert "$schema" not in msgspec.json.encode(schema).decode()
+    _CHECK(schema)
+
+
+# -- inputSchema -----------------------------------------------------------------
+
+
+def test_flat_input_from_every_location_with_descriptions() -> None:
+    doc = openapi(
+        {
+            "/stores/{store}/orders": {
+                "parameters": [
+                    {"name": "store", "in": "path", "required": True, "schema": {"type": "string"}}
+                ],
+                "post": {
+                    "operationId": "createOrder",
+                    "summary": "Create an order",
+                    "description": "Places a new order.",
+                    "parameters": [
+                        {"name": "dry_run", "in": "query", "schema": {"type": "boolean"}},
+                        {
+                            "name": "X-Trace",
+                            "in": "header",
+                            "description": "Trace id",
+                            "schema": {"type": "string"},
+                        },
+                        {"name": "session", "in": "cookie", "schema": {"type": "string"}},
+                    ],
+                    "requestBody": {
+                        "required": True,
+                        "content": _json(
+                            {
+                                "type": "object",
+                                "properties": {
+                                    "item": {"type": "string", "description": "What"},
+                                    "quantity": {"type": "integer"},
+                                },
+                                "required": ["item"],
+                            }
+                        ),
+                    },
+                    "responses": _ok(
+                        {"type": "object", "properties": {"id": {"type": "integer"}}}, "201"
+                    ),
+                },
+            }
+        }
+    )
+    tool = only_tool(doc)
+    schema = tool.definition.input_schema
+    _assert_flat(schema)
+    assert schema == {
+        "type": "object",
+        "properties": {
+            "store": {"type": "string"},
+            "dry_run": {"type": "boolean"},
+            "X-Trace": {"type": "string", "description": "Trace id"},
+            "session": {"type": "string"},
+            "item": {"type": "string", "description": "What"},
+            "quantity": {"type": "integer"},
+        },
+        "required": ["store", "item"],
+        "additionalProperties": False,
+    }
+    assert tool.definition.description == "Create an order\n\nPlaces a new order."
+    assert tool.route.bindings == (
+        ParameterBinding(
+            argument="store", location="path", wire_name="store", style="simple", explode=False
+        ),
+        ParameterBinding(
+            argument="dry_run", location="query", wire_name="dry_run", style="form", explode=True
+        ),
+        ParameterBinding(
+            argument="X-Trace",
+            location="header",
+            wire_name="X-Trace",
+            style="simple",
+            explode=False,
+        ),
+        ParameterBinding(
+            argument="session", location="cookie", wire_name="session", style="form", explode=True
+        ),
+        ParameterBinding(argument="item", location="body", wire_name="item"),
+        ParameterBinding(argument="quantity", location="body", wire_name="quantity"),
+    )
+    assert tool.route.method == "POST"
+    assert tool.route.path == "/stores/{store}/orders"
+    assert tool.route.body_media_type == "application/json"
+    assert tool.route.body_required is True
+    assert tool.route.body_is_whole is False
+    assert tool.search.arguments == ("store", "dry_run", "X-Trace", "session", "item", "quantity")
+    assert tool.search.route == "POST /stores/{store}/orders"
+    assert tool.search.name == "create_order createOrder"
+
+
+def test_optional_body_makes_its_members_optional() -> None:
+    doc = openapi(
+        {
+            "/a": {
+                "post": {
+                    "requestBody": {
+                        "content": _json(
+                            {
+                                "type": "object",
+                                "properties": {"x": {"type": "string"}},
+                                "required": ["x"],
+                            }
+                        )
+                    },
+                    "responses": {},
+                }
+            }
+        }
+    )
+    tool = only_tool(doc)
+    assert "required" not in tool.definition.input_schema
+    assert tool.route.body_required is False
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"type": "array", "items": {"type": "string"}},
+        {"type": "string"},
+        {"type": "object", "additionalProperties": {"type": "integer"}},
+        {
+            "oneOf": [
+                {"type": "object", "properties": {"a": {"type": "string"}}},
+                {"type": "string"},
+            ]
+        },
+    ],
+)
+def test_non_object_body_is_one_body_argument(body: dict[str, Any]) -> None:
+    doc = openapi(
+        {
+            "/a": {
+                "put": {"requestBody": {"required": True, "content": _json(body)}, "responses": {}}
+            }
+        }
+    )
+    tool = only_tool(doc)
+    assert tool.definition.input_schema["properties"] == {"body": body}
+    assert tool.definition.input_schema["required"] == ["body"]
+    assert tool.route.body_is_whole is True
+    assert tool.route.bindings == (
+        ParameterBinding(argument="body", location="body", wire_name=""),
+    )
+
+
+def test_all_of_object_body_is_merged() -> None:
+    components = {
+        "schemas": {
+            "Base": {
+                "type": "object",
+                "properties": {"id": {"type": "integer"}},
+                "required": ["id"],
+            },
+        }
+    }
+    body = {
+        "allOf": [
+            {"$ref": "#/components/schemas/Base"},
+            {"type": "object", "properties": {"name": {"type": "string"}}},
+        ]
+    }
+    doc = openapi(
+        {
+            "/a": {
+                "post": {"requestBody": {"required": True, "content": _json(body)}, "responses": {}}
+            }
+        },
+        components=components,
+    )
+    schema = only_tool(doc).definition.input_schema
+    assert schema["properties"] == {"id": {"type": "integer"}, "name": {"type": "string"}}
+    assert schema["required"] == ["id"]
+
+
+def test_name_clashes_between_locations_are_prefixed_by_location() -> None:
+    doc = openapi(
+        {
+            "/items/{id}": {
+                "patch": {
+                    "parameters": [
+                        {
+                            "name": "id",
+                            "in": "path",
+                            "required": True,
+                            "schema": {"type": "integer"},
+                        },
+                        {"name": "id", "in": "query", "schema": {"type": "string"}},
+                        {"name": "id", "in": "header", "schema": {"type": "string"}},
+                    ],
+                    "requestBody": {
+                        "content": _json(
+                            {
+                                "type": "object",
+                                "properties": {
+                                    "id": {"type": "string"},
+                                    "query_id": {"type": "string"},
+                                },
+                            }
+                        )
+                    },
+                    "responses": {},
+                }
+            }
+        }
+    )
+    tool = only_tool(doc)
+    assert list(tool.definition.input_schema["properties"]) == [
+        "id",
+        "query_id",
+        "header_id",
+        "body_id",
+        "body_query_id",
+    ]
+    wires = {(b.argument, b.location, b.wire_name) for b in tool.route.bindings}
+    assert wires == {
+        ("id", "path", "id"),
+        ("query_id", "query", "id"),
+        ("header_id", "header", "id"),
+        ("body_id", "body", "id"),
+        ("body_query_id", "body", "query_id"),
+    }
+
+
+def test_security_credentials_are_never_arguments() -> None:
+    doc = openapi(
+        {
+            "/a": {
+                "get": {
+                    "security": [{"key": []}, {"bearer": []}],
+                    "parameters": [
+                        {"name": "X-Api-Key", "in": "header", "schema": {"type": "string"}},
+                        {"name": "token", "in": "query", "schema": {"type": "string"}},
+                        {"name": "Authorization", "in": "header", "schema": {"type": "string"}},
+                        {"name": "Accept", "in": "header", "schema": {"type": "string"}},
+                        {"name": "q", "in": "query", "schema": {"type": "string"}},
+                    ],
+                    "responses": {},
+                }
+            }
+        },
+        components={
+            "securitySchemes": {
+                "key": {"type": "apiKey", "in": "header", "name": "x-api-key"},
+                "bearer": {"type": "http", "scheme": "Bearer"},
+            }
+        },
+    )
+    tool = only_tool(doc, namespace="ns")
+    assert list(tool.definition.input_schema["properties"]) == ["token", "q"]
+    key, bearer = (alt[0].scheme for alt in tool.security.alternatives)
+    assert (key.type, key.location, key.parameter) == ("apiKey", "header", "x-api-key")
+    assert (bearer.type, bearer.scheme) == ("http", "bearer")
+    assert tool.security.namespace == "ns"
+
+
+def test_read_only_leaves_input_and_write_only_leaves_output() -> None:
+    components = {
+        "schemas": {
+            "Id": {"type": "integer", "readOnly": True},
+            "Pet": {
+                "type": "object",
+                "properties": {
+                    "id": {"$ref": "#/components/schemas/Id"},
+                    "name": {"type": "string"},
+                    "password": {"type": "string", "writeOnly": True},
+                    "created": {"type": "string", "readOnly": True},
+                },
+                "required": ["id", "name", "password", "created"],
+            },
+        }
+    }
+    ref = {"$ref": "#/components/schemas/Pet"}
+    doc = openapi(
+        {
+            "/pets": {
+                "post": {
+                    "requestBody": {"required": True, "content": _json(ref)},
+                    "responses": _ok(ref),
+                }
+            }
+        },
+        components=components,
+    )
+    definition = only_tool(doc).definition
+    assert definition.input_schema["properties"] == {
+        "name": {"type": "string"},
+        "password": {"type": "string", "writeOnly": True},
+    }
+    assert definition.input_schema["required"] == ["name", "password"]
+    assert definition.output_schema == {
+        "type": "object",
+        "properties": {
+            "id": {"type": "integer", "readOnly": True},
+            "name": {"type": "string"},
+            "created": {"type": "string", "readOnly": True},
+        },
+        "required": ["id", "name", "created"],
+    }
+
+
+def test_deprecated_parameters_are_kept_and_marked() -> None:
+    doc = openapi(
+        {
+            "/a": {
+                "get": {
+                    "parameters": [
+                        {
+                            "name": "old",
+                            "in": "query",
+                            "deprecated": True,
+                            "schema": {"type": "string"},
+                        }
+                    ],
+                    "responses": {},
+                }
+            }
+        }
+    )
+    assert only_tool(doc).definition.input_schema["properties"] == {
+        "old": {"type": "string", "deprecated": True}
+    }
+
+
+def test_parameter_with_content_records_its_media_type() -> None:
+    doc = openapi(
+        {
+            "/a": {
+                "get": {
+                    "parameters": [
+                        {"name": "filter", "in": "query", "content": _json({"type": "object"})}
+                    ],
+                    "responses": {},
+                }
+            }
+        }
+    )
+    tool = only_tool(doc)
+    assert tool.route.bindings == (
+        ParameterBinding(
+            argument="filter", location="query", wire_name="filter", content_type="application/json"
+        ),
+    )
+
+
+def test_style_explode_and_allow_reserved() -> None:
+    doc = openapi(
+        {
+            "/a": {
+                "get": {
+                    "parameters": [
+                        {
+                            "name": "ids",
+                            "in": "query",
+                            "style": "pipeDelimited",
+                            "schema": {"type": "array"},
+                        },
+                        {
+                            "name": "path",
+                            "in": "query",
+                            "allowReserved": True,
+                            "explode": False,
+                            "schema": {"type": "string"},
+                        },
+                    ],
+                    "responses": {},
+                }
+            }
+        }
+    )
+    ids, path = only_tool(doc).route.bindings
+    assert (ids.style, ids.explode) == ("pipeDelimited", False)
+    assert (path.style, path.explode, path.allow_reserved) == ("form", False, True)
+
+
+# -- $defs: inline once, hoist repeats ---------------------------------------------
+
+
+def test_a_ref_used_once_is_inlined_and_a_repeated_one_hoisted() -> None:
+    components = {
+        "schemas": {
+            "User": {"type": "object", "properties": {"login": {"type": "string"}}},
+            "Label": {"type": "object", "properties": {"name": {"type": "string"}}},
+        }
+    }
+    issue = {
+        "type": "object",
+        "properties": {
+            "author": {"$ref": "#/components/schemas/User"},
+            "assignee": {"$ref": "#/components/schemas/User"},
+            "label": {"$ref": "#/components/schemas/Label"},
+        },
+    }
+    doc = openapi({"/i": {"get": {"responses": _ok(issue)}}}, components=components)
+    schema = only_tool(doc).definition.output_schema
+    assert schema == {
+        "type": "object",
+        "properties": {
+            "author": {"$ref": "#/$defs/User"},
+            "assignee": {"$ref": "#/$defs/User"},
+            "label": {"type": "object", "properties": {"name": {"type": "string"}}},
+        },
+        "$defs": {"User": {"type": "object", "properties": {"login": {"type": "string"}}}},
+    }
+    _CHECK(schema)
+
+
+def test_huge_reference_graphs_are_cut_at_a_whole_level() -> None:
+    # A chain of wide schemas: each level alone is small, the whole graph is not.
+    schemas: dict[str, Any] = {}
+    for level in range(40):
+        schemas[f"L{level}"] = {
+            "type": "object",
+            "properties": {f"p{i}": {"type": "string"} for i in range(200)}
+            | {"next": {"$ref": f"#/components/schemas/L{level + 1}"}},
+        }
+    schemas["L40"] = {"type": "string"}
+    doc = openapi(
+        {"/a": {"get": {"responses": _ok({"$ref": "#/components/schemas/L0"})}}},
+        components={"schemas": schemas},
+    )
+    schema = only_tool(doc).definition.output_schema
+    assert schema is not None
+    text = msgspec.json.encode(schema)
+    assert len(text) < MAX_SCHEMA_VALUES * 25
+    assert b"not expanded" in text
+    _CHECK(schema)
+
+
+# -- outputSchema --------------------------------------------------------------------
+
+_CODES = ["200", "201", "202", "204", "203", "206", "299", "2XX", "default", "302", "400", "500"]
+
+
+def _expected_status(codes: list[str]) -> str | None:
+    for code in ("200", "201", "202", "204"):
+        if code in codes:
+            return None if code == "204" else code
+    numeric = sorted(c for c in codes if c.isdigit() and c.startswith("2"))
+    if numeric:
+        return numeric[0]
+    return "2XX" if "2XX" in codes else None
+
+
+@given(st.lists(st.sampled_from(_CODES), unique=True))
+def test_output_status_choice(codes: list[str]) -> None:
+    responses = {
+        code: {
+            "description": code,
+            "content": _json({"type": "object", "properties": {f"s{code}": {"type": "string"}}}),
+        }
+        for code in codes
+    }
+    schema = only_tool(openapi({"/a": {"get": {"responses": responses}}})).definition.output_schema
+    expected = _expected_status(codes)
+    if expected is None:
+        assert schema is None
+    else:
+        assert schema is not None
+        assert list(schema["properties"]) == [f"s{expected}"]
+
+
+def test_choose_status_order() -> None:
+    assert choose_status(["201", "200"]) == "200"
+    assert choose_status(["204", "202"]) == "202"
+    assert choose_status(["207", "206", "default"]) == "206"
+    assert choose_status(["2XX", "400"]) == "2XX"
+    assert choose_status(["default", "404"]) is None
+
+
+@pytest.mark.parametrize(
+    "root",
+    [
+        {"type": "array", "items": {"type": "string"}},
+        {"type": "string"},
+        {"type": "integer", "format": "int64"},
+        {"type": ["object", "null"], "properties": {"a": {"type": "string"}}},
+        {"oneOf": [{"type": "string"}, {"type": "integer"}]},
+        {},
+    ],
+)
+def test_non_object_roots_are_wrapped_as_result(root: dict[str, Any]) -> None:
+    schema = only_tool(openapi({"/a": {"get": {"responses": _ok(root)}}})).definition.output_schema
+    assert schema == {"type": "object", "properties": {"result": root}, "required": ["result"]}
+
+
+def test_object_root_without_type_gets_type_object() -> None:
+    schema = only_tool(
+        openapi({"/a": {"get": {"responses": _ok({"properties": {"a": {"type": "string"}}})}}})
+    ).definition.output_schema
+    assert schema == {"type": "object", "properties": {"a": {"type": "string"}}}
+
+
+def test_json_media_type_is_preferred_for_output() -> None:
+    content = {
+        "text/plain": {"schema": {"type": "string"}},
+        "application/vnd.api+json": {
+            "schema": {"type": "object", "properties": {"j": {"type": "string"}}}
+        },
+    }
+    schema = only_tool(
+        openapi({"/a": {"get": {"responses": {"200": {"description": "", "content": content}}}}})
+    ).definition.output_schema
+    assert schema == {"type": "object", "properties": {"j": {"type": "string"}}}
+
+
+def test_no_success_body_means_no_output_schema() -> None:
+    doc = openapi(
+        {
+            "/a": {"get": {"responses": {"200": {"description": "empty"}}}},
+            "/b": {"get": {"responses": {"204": {"description": "none"}}}},
+        }
+    )
+    assert [t.definition.output_schema for t in convert(doc).tools] == [None, None]
+
+
+# -- annotations ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("method", "expected"),
+    [
+        ("get", Annotations(read_only_hint=True, idempotent_hint=True)),
+        ("head", Annotations(read_only_hint=True, idempotent_hint=True)),
+        ("put", Annotations(idempotent_hint=True)),
+        ("delete", Annotations(destructive_hint=True, idempotent_hint=True)),
+        ("post", None),
+        ("patch", None),
+    ],
+)
+def test_annotations_from_the_method(method: str, expected: Annotations | None) -> None:
+    assert (
+        only_tool(openapi({"/a": {method: {"responses": {}}}})).definition.annotations == expected
+    )
+
+
+def test_annotations_extension_overrides_and_only_true_hints_are_written() -> None:
+    doc = openapi(
+        {
+            "/a": {
+                "post": {
+                    "x-sezzlee-annotations": {"idempotentHint": True, "openWorldHint": True},
+                    "responses": {},
+                },
+                "get": {
+                    "x-sezzlee-annotations": {"readOnlyHint": False, "idempotentHint": False},
+                    "responses": {},
+                },
+                "put": {"x-sezzlee-annotations": {"bogus": True}, "responses": {}},
+            }
+        }
+    )
+    result = convert(doc)
+    post, get, put = (t.definition for t in result.tools)
+    assert b"false" not in msgspec.json.encode(post.annotations)
+    assert post.annotations == Annotations(idempotent_hint=True, open_world_hint=True)
+    assert get.annotations is None
+    assert b"annotations" not in msgspec.json.encode(get)
+    assert put.annotations == Annotations(idempotent_hint=True)
+    assert [w.location for w in result.warnings] == ["/paths/~1a/put/x-sezzlee-annotations/bogus"]
+
+
+# -- normalization to 2020-12 -----------------------------------------------------------
+
+
+def test_openapi_30_idioms_become_2020_12() -> None:
+    schema = {
+        "type": "object",
+        "x-internal": True,
+        "properties": {
+            "n": {
+                "type": "integer",
+                "nullable": True,
+                "minimum": 0,
+                "exclusiveMinimum": True,
+                "example": 3,
+            },
+            "m": {"type": "number", "maximum": 9, "exclusiveMaximum": False},
+            "e": {"type": "string", "enum": ["a", "b"], "nullable": True},
+            "r": {"allOf": [{"$ref": "#/components/schemas/R"}], "nullable": True},
+        },
+        "discriminator": {"propertyName": "n"},
+        "xml": {"name": "x"},
+    }
+    doc = openapi30(
+        {"/a": {"get": {"responses": _ok(schema)}}},
+        components={"schemas": {"R": {"type": "string"}}},
+    )
+    assert only_tool(doc).definition.output_schema == {
+        "type": "object",
+        "properties": {
+            "n": {"type": ["integer", "null"], "exclusiveMinimum": 0, "examples": [3]},
+            "m": {"type": "number", "maximum": 9},
+            "e": {"type": ["string", "null"], "enum": ["a", "b", None]},
+            "r": {"anyOf": [{"allOf": [{"type": "string"}]}, {"type": "null"}]},
+        },
+    }
+
+
+def test_openapi_31_ref_siblings_apply() -> None:
+    schema = {
+        "type": "object",
+        "properties": {"a": {"$ref": "#/components/schemas/S", "description": "Local"}},
+    }
+    doc = openapi(
+        {"/a": {"get": {"responses": _ok(schema)}}},
+        components={"schemas": {"S": {"type": "string", "description": "Shared"}}},
+    )
+    assert only_tool(doc).definition.output_schema == {
+        "type": "object",
+        "properties": {"a": {"type": "string", "description": "Local"}},
+    }
+
+
+def test_swagger_20_body_formdata_file_and_servers() -> None:
+    doc = swagger(
+        {
+            "/pets/{id}": {
+                "post": {
+                    "consumes": ["multipart/form-data"],
+                    "parameters": [
+                        {"name": "id", "in": "path", "required": True, "type": "integer"},
+                        {
+                            "name": "tags",
+                            "in": "query",
+                            "type": "array",
+                            "items": {"type": "string"},
+                            "collectionFormat": "pipes",
+                        },
+                        {"name": "photo", "in": "formData", "type": "file", "required": True},
+                        {"name": "note", "in": "formData", "type": "string", "x-nullable": True},
+                    ],
+                    "responses": {
+                        "200": {
+                            "description": "ok",
+                            "schema": {"type": "array", "items": {"type": "string"}},
+                        }
+                    },
+                },
+                "put": {
+                    "parameters": [
+                        {"name": "id", "in": "path", "required": True, "type": "integer"},
+                        {
+                            "name": "pet",
+                            "in": "body",
+                            "required": True,
+                            "schema": {"$ref": "#/definitions/Pet"},
+                        },
+                    ],
+                    "responses": {
+                        "201": {"description": "ok", "schema": {"$ref": "#/definitions/Pet"}}
+                    },
+                },
+            }
+        },
+        host="api.example.com",
+        basePath="/v1/",
+        schemes=["http", "https"],
+        definitions={
+            "Pet": {
+                "type": "object",
+                "properties": {
+                    "name": {"type": "string"},
+                    "age": {"type": "integer", "minimum": 0, "exclusiveMinimum": True},
+                },
+                "required": ["name"],
+            }
+        },
+        securityDefinitions={"basic": {"type": "basic"}},
+        security=[{"basic": []}],
+    )
+    post, put = convert(doc).tools
+    assert post.definition.input_schema["properties"] == {
+        "id": {"type": "integer"},
+        "tags": {"type": "array", "items": {"type": "string"}},
+        "photo": {"type": "string", "format": "binary"},
+        "note": {"type": ["string", "null"]},
+    }
+    assert post.definition.input_schema["required"] == ["id", "photo"]
+    assert post.route.body_media_type == "multipart/form-data"
+    assert post.route.bindings[1].style == "pipeDelimited"
+    assert post.route.base_url == "https://api.example.com/v1"
+    assert post.definition.output_schema == {
+        "type": "object",
+        "properties": {"result": {"type": "array", "items": {"type": "string"}}},
+        "required": ["result"],
+    }
+    assert put.definition.input_schema["properties"] == {
+        "id": {"type": "integer"},
+        "name": {"type": "string"},
+        "age": {"type": "integer", "exclusiveMinimum": 0},
+    }
+    assert put.definition.input_schema["required"] == ["id", "name"]
+    assert put.route.body_media_type == "application/json"
+    scheme = put.security.alternatives[0][0].scheme
+    assert (scheme.type, scheme.scheme) == ("http", "basic")
+
+
+# -- route, base URL ---------------------------------------------------------------------
+
+
+def test_base_url_from_servers_with_variables_operation_first() -> None:
+    servers = [
+        {
+            "url": "https://{region}.example.com/{version}/",
+            "variables": {"region": {"default": "eu"}, "version": {"default": "v2"}},
+        }
+    ]
+    doc = openapi(
+        {
+            "/a": {
+                "get": {"responses": {}},
+                "put": {"servers": [{"url": "https://put.example.com"}], "responses": {}},
+            },
+            "/rel": {"servers": [{"url": "/relative"}], "get": {"responses": {}}},
+        },
+        servers=servers,
+    )
+    get, put, rel = convert(doc).tools
+    assert get.route.base_url == "https://eu.example.com/v2"
+    assert put.route.base_url == "https://put.example.com"
+    assert rel.route.base_url is None
+    overridden = convert(doc, base_url="http://127.0.0.1:9000/").tools
+    assert {t.route.base_url for t in overridden} == {"http://127.0.0.1:9000"}
+
+
+def test_missing_servers_give_no_base_url() -> None:
+    assert only_tool(openapi({"/a": {"get": {"responses": {}}}})).route.base_url is None
+
+
+# -- search fields, cards, description ----------------------------------------------------
+
+
+def test_search_fields_and_card() -> None:
+    doc = openapi(
+        {
+            "/pets/{id}": {
+                "get": {
+                    "operationId": "pets/get",
+                    "summary": "Get a pet",
+                    "description": "Returns **one** pet.",
+                    "tags": ["Pets", "Read"],
+                    "x-sezzlee-search-terms": ["animal", "dog"],
+                    "parameters": [
+                        {
+                            "name": "id",
+                            "in": "path",
+                            "required": True,
+                            "schema": {"type": "integer"},
+                        }
+                    ],
+                    "responses": {},
+                }
+            }
+        }
+    )
+    tool = only_tool(doc, namespace="zoo")
+    assert tool.search.name == "zoo.pets_get pets/get"
+    assert tool.search.description == "Get a pet\n\nReturns **one** pet."
+    assert tool.search.terms == ("animal", "dog")
+    assert tool.search.tags == ("Pets", "Read")
+    assert tool.search.route == "GET /pets/{id}"
+    assert tool.card.name == "zoo.pets_get"
+    assert tool.card.description == "Get a pet"
+    assert tool.card.parameters == "id: integer (required)"
+    assert tool.pointer == "/paths/~1pets~1{id}/get"
+    assert tool.operation_id == "pets/get"
+
+
+def test_description_falls_back_to_the_route() -> None:
+    assert (
+        only_tool(openapi({"/a": {"delete": {"responses": {}}}})).definition.description
+        == "DELETE /a"
+    )
+
+
+# -- robustness ---------------------------------------------------------------------------
+
+
+def test_a_broken_operation_is_skipped_with_a_warning() -> None:
+    doc = openapi(
+        {
+            "/bad": {"get": {"parameters": "not a list", "responses": {}}},
+            "/good": {"get": {"responses": {}}},
+        }
+    )
+    result = convert(doc, source="x.json")
+    assert [t.definition.name for t in result.tools] == ["get_good"]
+    (warning,) = result.warnings
+    assert (warning.file, warning.location, warning.severity) == (
+        "x.json",
+        "/paths/~1bad/get/parameters",
+        "warning",
+    )
+
+
+def test_callbacks_and_webhooks_are_not_operations() -> None:
+    callback = {"{$request.body#/url}": {"post": {"operationId": "hook", "responses": {}}}}
+    doc = openapi(
+        {
+            "/subscribe": {
+                "post": {"operationId": "subscribe", "callbacks": {"ev": callback}, "responses": {}}
+            }
+        },
+        webhooks={"newPet": {"post": {"operationId": "newPet", "responses": {}}}},
+    )
+    assert [t.definition.name for t in convert(doc).tools] == ["subscribe"]
+
+
+def test_document_without_paths_has_no_tools() -> None:
+    assert convert(openapi({}) | {"paths": None}).tools == ()
+
+
+# -- properties ---------------------------------------------------------------------------
+
+_NAMES = st.sampled_from(["id", "name", "q", "tags", "body", "query_id", "x"])
+_SCALAR = st.fixed_dictionaries(
+    {"type": st.sampled_from(["string", "integer", "number", "boolean"])},
+    optional={
+        "readOnly": st.booleans(),
+        "writeOnly": st.booleans(),
+        "nullable": st.booleans(),
+        "example": st.integers(),
+        "x-extra": st.integers(),
+        "minimum": st.integers(),
+        "exclusiveMinimum": st.booleans(),
+        "required": st.just(True),  # a common mistake: must not break 2020-12
+    },
+)
+_REFS = st.sampled_from([{"$ref": "#/components/schemas/A"}, {"$ref": "#/components/schemas/B"}])
+
+
+def _object(props: dict[str, Any], read_only: bool, nullable: bool) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": props,
+        "required": sorted(props),
+        "readOnly": read_only,
+        "nullable": nullable,
+    }
+
+
+_SCHEMAS = st.recursive(
+    _SCALAR | _REFS,
+    lambda children: (
+        st.builds(
+            _object, st.dictionaries(_NAMES, children, max_size=4), st.booleans(), st.booleans()
+        )
+        | st.fixed_dictionaries({"type": st.just("array"), "items": children})
+        | st.fixed_dictionaries({"allOf": st.lists(children, min_size=1, max_size=2)})
+    ),
+    max_leaves=8,
+)
+_LOCATIONS = st.sampled_from(["path", "query", "header", "cookie"])
+_PARAMETERS = st.lists(
+    st.builds(
+        lambda n, loc, s: {"name": n, "in": loc, "required": loc == "path", "schema": s},
+        _NAMES,
+        _LOCATIONS,
+        _SCHEMAS,
+    ),
+    max_size=5,
+)
+
+
+def _members(schema: dict[str, Any], flag: str) -> list[Any]:
+    """Every property schema in ``schema`` (including $defs), refs resolved one step."""
+    defs = schema.get("$defs", {})
+    found: list[Any] = []
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            for key, value in node.items():
+                if key == "properties" and isinstance(value, dict):
+                    for member in value.values():
+                        if isinstance(member, dict) and "$ref" in member:
+                            found.append(defs[member["$ref"].rsplit("/", 1)[-1]])
+                        found.append(member)
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(schema)
+    return [m for m in found if isinstance(m, dict) and m.get(flag) is True]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    parameters=_PARAMETERS,
+    body=st.none() | _SCHEMAS,
+    output=_SCHEMAS,
+    a=_SCHEMAS,
+    b=_SCHEMAS,
+    method=st.sampled_from(["get", "put", "post", "delete", "patch", "head", "options"]),
+)
+def test_every_definition_is_well_formed(
+    parameters: list[dict[str, Any]], body: Any, output: Any, a: Any, b: Any, method: str
+) -> None:
+    operation: dict[str, Any] = {"parameters": parameters, "responses": _ok(output)}
+    if body is not None:
+        operation["requestBody"] = {"required": True, "content": _json(body)}
+    doc = openapi30({"/x/{id}": {method: operation}}, components={"schemas": {"A": a, "B": b}})
+    result = convert(doc)
+    assert result.warnings == ()
+    (tool,) = result.tools
+    definition = tool.definition
+    _assert_flat(definition.input_schema)
+    assert _members(definition.input_schema, "readOnly") == []
+    assert definition.output_schema is not None
+    assert definition.output_schema["type"] == "object"
+    _CHECK(definition.output_schema)
+    assert _members(definition.output_schema, "writeOnly") == []
+    if definition.annotations is not None:
+        assert False not in msgspec.to_builtins(definition.annotations).values()
+        assert msgspec.to_builtins(definition.annotations)
+    arguments = set(definition.input_schema["properties"])
+    assert {binding.argument for binding in tool.route.bindings} == arguments
