@@ -91,6 +91,7 @@ class FileEntry(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     namespace: str = ""
     state: FileState
     tools: tuple[ToolEntry, ...] = ()
+    tools_sum: str = ""  # hex of plan.tools_sum(tools): the file's share of the fingerprint
     dependencies: tuple[str, ...] = ()
     problems: tuple[Problem, ...] = ()
     policies: dict[str, SecurityPolicy] = msgspec.field(default_factory=dict)
@@ -127,6 +128,6 @@ def save_manifest(index_dir: Path, manifest: Manifest) -> None:
     tmp = index_dir / f".{MANIFEST_NAME}.tmp"
     with open(tmp, "wb") as fh:
         fh.write(_ENCODER.encode(manifest))
-        fh.flush()
-        os.fsync(fh.fileno())
+    # No fsync: a manifest lost to a power cut is a cache miss (full rebuild), never a
+    # wrong index; fsyncing ~10 MB would cost a one-document commit its latency budget.
     os.replace(tmp, target)

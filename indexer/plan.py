@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import bisect
 import hashlib
-import itertools
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Final
 
@@ -56,6 +55,7 @@ __all__ = [
     "encode_fields",
     "encode_tools",
     "make_plan",
+    "tools_sum",
 ]
 
 ORDINAL_GAP: Final = 2**32
@@ -207,15 +207,16 @@ def assign_names(
     for source in sorted((set(files) | set(conversions)) - gone):
         conv = conversions.get(source)
         if conv is not None and conv.ok:
-            namespace, raws = conv.namespace, tuple(t.raw_name for t in conv.tools)
-        else:
-            entry = files.get(source)
-            if entry is None:
-                continue  # broken and never indexed: claims no names
-            # A broken file keeps its last good tools, so it keeps their names too.
-            namespace, raws = entry.namespace, tuple(t.raw_name for t in entry.tools)
-        if namespace in touched:
-            members.setdefault(namespace, []).append((source, raws))
+            if conv.namespace in touched:
+                raws = tuple(t.raw_name for t in conv.tools)
+                members.setdefault(conv.namespace, []).append((source, raws))
+            continue
+        entry = files.get(source)
+        # Broken and never indexed: claims no names. A broken file keeps its last good
+        # tools, so it keeps their names too.
+        if entry is not None and entry.namespace in touched:
+            raws = tuple(t.raw_name for t in entry.tools)
+            members.setdefault(entry.namespace, []).append((source, raws))
     finals: dict[str, tuple[str, ...]] = {}
     warnings: dict[str, tuple[Problem, ...]] = {}
     reconvert: set[str] = set()
@@ -299,6 +300,8 @@ def allocate_ordinals(
         OrdinalsExhausted: a gap between two kept neighbours is too small.
     """
     fresh = sorted(set(new_names) - set(kept))
+    if not fresh:
+        return {}
     if full or not kept:
         names = sorted(set(kept) | set(fresh))
         return {name: (i + 1) * ORDINAL_GAP for i, name in enumerate(names)}
@@ -321,12 +324,34 @@ def allocate_ordinals(
     return result
 
 
-def catalog_fingerprint(tools: Iterable[ToolEntry]) -> str:
-    """A hash over the sorted (name, version, visibility, digest) of every published tool."""
-    h = hashlib.sha256()
-    for t in sorted(tools, key=lambda t: t.name):
-        h.update(f"{t.name}\t{t.version}\t{t.visibility}\t{t.digest}\n".encode())
-    return h.hexdigest()[:16]
+_SUM_MODULUS: Final = 2**128
+
+
+def tools_sum(tools: Iterable[ToolEntry]) -> int:
+    """The multiset hash of some tools: the sum of each (name, version, visibility,
+    digest)'s 128-bit BLAKE2b, modulo 2**128.
+
+    A sum does not depend on order, so a file's sum is kept in its manifest entry and the
+    catalog's is the sum of its files': a one-file change costs one file's tools, not a
+    sort of the whole catalog.
+    """
+    total = 0
+    for t in tools:
+        line = f"{t.name}\t{t.version}\t{t.visibility}\t{t.digest}".encode()
+        total += int.from_bytes(hashlib.blake2b(line, digest_size=16).digest(), "big")
+    return total % _SUM_MODULUS
+
+
+def catalog_fingerprint(sums: Iterable[int]) -> str:
+    """The fingerprint of the set of every published tool (changes exactly when the set of
+    (name, version, visibility, digest) changes), from the files' :func:`tools_sum`.
+    """
+    total = sum(sums) % _SUM_MODULUS
+    return hashlib.blake2b(total.to_bytes(16, "big"), digest_size=8).hexdigest()
+
+
+def _entry_sum(entry: FileEntry) -> int:
+    return int(entry.tools_sum, 16) if entry.tools_sum else tools_sum(entry.tools)
 
 
 def make_plan(
@@ -428,22 +453,24 @@ def make_plan(
         reuse = {
             n: previous_ordinals[n] for n in new_names if n in previous_ordinals and n not in kept
         }
-        if _in_order(kept | reuse):
-            kept |= reuse
+        # Previous ordinals are in name order, so any subset of them still is.
+        kept |= reuse
         ordinals = kept | allocate_ordinals(kept, new_names, full=False)
     adds: list[FileAdd] = []
     written = 0
     for source, conv in pending.items():
         entry = files[source]
         tools = tuple(msgspec.structs.replace(t, ordinal=ordinals[t.name]) for t in entry.tools)
-        files[source] = msgspec.structs.replace(entry, tools=tools)
+        files[source] = msgspec.structs.replace(
+            entry, tools=tools, tools_sum=f"{tools_sum(tools):032x}"
+        )
         adds.append(
             FileAdd(source=source, fields=conv.fields, ordinals=tuple(t.ordinal for t in tools))
         )
         written += len(tools)
 
-    all_tools = [t for e in files.values() for t in e.tools]
-    fingerprint = catalog_fingerprint(all_tools)
+    fingerprint = catalog_fingerprint(_entry_sum(e) for e in files.values())
+    operations = sum(len(e.tools) for e in files.values())
     statuses = {source: _status(entry) for source, entry in sorted(files.items())}
     previous_statuses = {s: _status(e) for s, e in previous.files.items()}
     commit_needed = (
@@ -470,7 +497,7 @@ def make_plan(
         fingerprint=fingerprint,
         commit=commit,
         committed_at=now,
-        operations=len(all_tools),
+        operations=operations,
         files=statuses,
         policies=dict(sorted(policies.items())),
         tags={key: tuple(sorted(values)) for key, values in sorted(tags.items())},
@@ -484,11 +511,6 @@ def make_plan(
         meta=meta,
         operations_written=written,
     )
-
-
-def _in_order(ordinals: Mapping[str, int]) -> bool:
-    values = [ordinals[name] for name in sorted(ordinals)]
-    return all(a < b for a, b in itertools.pairwise(values))
 
 
 def _status(entry: FileEntry) -> FileStatus:
