@@ -1,9 +1,11 @@
 """Who is calling: the MCP request's headers and the config → a :class:`Caller`.
 
-Pure per request: the keys are resolved once at start-up (:func:`resolve_secrets`, the
-only function here that is handed the environment and a file reader); a request only
-reads its own headers. Credentials are never logged, and :class:`Caller` and
-:class:`Outbound` hide them from ``repr``.
+No I/O per request: the keys are resolved once at start-up (:func:`resolve_secrets`, the
+only function here that is handed the environment and a file reader); a request reads
+its own headers and the clock (token expiry). Two caches live on the start-up objects,
+never in module globals: verified tokens on each :class:`JwtVerifier`, and the
+per-catalog plan on :class:`Secrets`. Credentials are never logged, and :class:`Caller`
+and :class:`Outbound` hide them from ``repr``.
 
 Theory of operation (design.md, Visibility and Caller identity):
 
@@ -50,7 +52,6 @@ __all__ = [
     "resolve_secrets",
 ]
 
-_AUTHORIZATION: Final = "authorization"
 _BEARER_TYPES: Final = frozenset({"oauth2", "openIdConnect"})
 _ASYMMETRIC: Final = (
     "RS256",
