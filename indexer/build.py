@@ -5,10 +5,10 @@ Reads spec files (and the files they ``$ref``) and calls
 becomes a ``Conversion`` with ``ok=False`` and its problem (file, location, reason):
 other documents are never affected, whatever the converter raises.
 
-Large batches (a full build) run in a process pool so that conversion uses every core
-while the main process writes; results come back in submission order (sorted source
-paths), so the index is written in the same order whatever the pool's timing, and cross
-the process boundary as msgpack bytes.
+Large batches (a full build) run in a process pool so that conversion uses every core;
+results cross the process boundary as msgpack bytes, in completion order (the planner
+orders everything by source path, so the index is written in the same order whatever
+the pool's timing).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import signal
 import sys
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Executor, ProcessPoolExecutor
+from concurrent.futures import Executor, ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Final
 
@@ -187,22 +187,25 @@ class Converter:
         self._pool: Executor | None = None
 
     def convert(self, config: Config, sources: Sequence[str]) -> Iterator[Conversion]:
-        """Convert ``sources`` and yield their conversions in the same order."""
+        """Convert ``sources``; yield their conversions as they complete.
+
+        Completion order, not submission order: one slow document must not hold every
+        later result in memory (the planner sorts by source path anyway).
+        """
         args = [(s, namespace_for(config, s), config.spec(s)) for s in sources]
         if len(sources) < POOL_THRESHOLD or self._workers <= 1:
             for source, namespace, spec in args:
                 yield _CONVERSION.decode(convert_file(self._specs_dir, source, namespace, spec))
             return
         pool = self._ensure_pool()
-        results = pool.map(
-            convert_file,
-            [self._specs_dir] * len(args),
-            [a[0] for a in args],
-            [a[1] for a in args],
-            [a[2] for a in args],
-        )
-        for data in results:
-            yield _CONVERSION.decode(data)
+        pending = {pool.submit(convert_file, self._specs_dir, *a) for a in args}
+        try:
+            for future in as_completed(pending):
+                pending.discard(future)  # drop our reference: the result is consumed once
+                yield _CONVERSION.decode(future.result())
+        finally:
+            for future in pending:
+                future.cancel()
 
     def _ensure_pool(self) -> Executor:
         if self._pool is None:
