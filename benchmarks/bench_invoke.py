@@ -41,6 +41,8 @@ from server.reader import Reader
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = Path(__file__).resolve().parent / "results"
 SERVICE_MS = 5.0
+_ENV_INDEX = "BENCH_INVOKE_INDEX"
+_ENV_CONFIG = "BENCH_INVOKE_CONFIG"
 
 
 def _free_port() -> int:
@@ -93,6 +95,65 @@ async def _measure(
     return latencies, time.perf_counter() - started
 
 
+async def _timed(call: Callable[[], Awaitable[Any]]) -> float:
+    started = time.perf_counter()
+    await call()
+    return time.perf_counter() - started
+
+
+def _start_gateway(port: int, index: Path, config: Path) -> subprocess.Popen[bytes]:
+    """The real server (one granian worker) with the real Invoker, in its own process."""
+    env = {
+        **os.environ,
+        _ENV_INDEX: str(index),
+        _ENV_CONFIG: str(config),
+        DEMO_SECRET_ENV: DEMO_SECRET,
+    }
+    process = subprocess.Popen(
+        [sys.executable, "-m", "benchmarks.bench_invoke", "--gateway", str(port)],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/readyz").status_code == 200:
+                return process
+        except httpx.TransportError:
+            pass
+        time.sleep(0.1)
+    process.kill()
+    raise RuntimeError("the gateway did not start")
+
+
+def gateway_app() -> Any:
+    """The server app of the gateway process (granian imports it by name)."""
+    from server.app import create_app
+
+    config_path = Path(os.environ[_ENV_CONFIG])
+    config = decode_config(config_path.read_bytes(), file=str(config_path))
+    secrets = resolve_secrets(config, environ=os.environ, read_file=lambda n: b"")
+    invoker = Invoker(config=config, secrets=secrets)
+    return create_app(os.environ[_ENV_INDEX], config=config, secrets=secrets, invoker=invoker)
+
+
+def _serve_gateway(port: int) -> None:
+    from granian.constants import Interfaces
+    from granian.server import Server
+
+    Server(
+        "benchmarks.bench_invoke:gateway_app",
+        address="127.0.0.1",
+        port=port,
+        interface=Interfaces.ASGI,
+        factory=True,
+        log_access=False,
+        log_enabled=False,
+    ).serve()
+
+
 def _pct(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000
@@ -132,6 +193,9 @@ async def _run(port: int, workdir: Path, seconds: float, rounds: int) -> dict[st
         config, environ={DEMO_SECRET_ENV: DEMO_SECRET}, read_file=lambda n: b""
     )
     namespaces = namespaces_of(view.meta.files, config)
+    gateway_port = _free_port()
+    gateway = _start_gateway(gateway_port, index, config_path)
+    mcp_url = f"http://127.0.0.1:{gateway_port}/mcp"
     token = demo_token("alice")
     headers = {"authorization": f"Bearer {token}", "accept": "application/json"}
     invoker = Invoker(config=config, secrets=secrets)
@@ -162,21 +226,43 @@ async def _run(port: int, workdir: Path, seconds: float, rounds: int) -> dict[st
         )
         assert result["status"] == 200
 
+    mcp_headers = {
+        "authorization": f"Bearer {token}",
+        "accept": "application/json, text/event-stream",
+        "content-type": "application/json",
+        "mcp-protocol-version": "2025-06-18",
+    }
+
+    async def via_mcp() -> None:
+        message = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {
+                "name": "invoke_tool",
+                "arguments": {"name": "get_order", "arguments": {"id": order_id}},
+            },
+        }
+        answer = await direct.post(mcp_url, json=message, headers=mcp_headers)
+        result = answer.json()["result"]
+        assert not result.get("isError"), result
+
+    paths = {"direct": via_direct, "invoker": via_invoker, "mcp": via_mcp}
     results: dict[str, Any] = {"service_ms": SERVICE_MS, "levels": {}}
     try:
         for concurrency in (1, 16):
-            samples: dict[str, list[float]] = {"direct": [], "invoke": []}
-            walls: dict[str, float] = {"direct": 0.0, "invoke": 0.0}
-            for call in (via_direct, via_invoker):  # warm pools and caches
+            samples: dict[str, list[float]] = {label: [] for label in paths}
+            walls: dict[str, float] = dict.fromkeys(paths, 0.0)
+            for call in paths.values():  # warm pools and caches
                 await _measure(call, concurrency=concurrency, seconds=0.3)
             for _ in range(rounds):
-                for label, call in (("direct", via_direct), ("invoke", via_invoker)):
+                for label, call in paths.items():
                     latencies, wall = await _measure(
                         call, concurrency=concurrency, seconds=seconds / rounds
                     )
                     samples[label] += latencies
                     walls[label] += wall
-            level = {
+            level: dict[str, Any] = {
                 label: {
                     "requests": len(samples[label]),
                     "p50_ms": _pct(samples[label], 0.5),
@@ -185,29 +271,29 @@ async def _run(port: int, workdir: Path, seconds: float, rounds: int) -> dict[st
                     "mean_ms": statistics.fmean(samples[label]) * 1000,
                     "rps": len(samples[label]) / walls[label],
                 }
-                for label in ("direct", "invoke")
+                for label in paths
             }
-            level["added_p50_ms"] = level["invoke"]["p50_ms"] - level["direct"]["p50_ms"]
-            level["throughput_ratio"] = level["invoke"]["rps"] / level["direct"]["rps"]
+            for label in ("invoker", "mcp"):
+                level[label]["added_p50_ms"] = level[label]["p50_ms"] - level["direct"]["p50_ms"]
+                level[label]["throughput_ratio"] = level[label]["rps"] / level["direct"]["rps"]
             results["levels"][str(concurrency)] = level
         # Paired at one caller: each round trip through the gateway next to a direct one
         # (order alternating), so load drift on a shared machine cancels out.
-        differences: list[float] = []
         pairs = max(200, int(seconds * 60))
-        for n in range(pairs):
-            first, second = (via_direct, via_invoker) if n % 2 else (via_invoker, via_direct)
-            started = time.perf_counter()
-            await first()
-            middle = time.perf_counter()
-            await second()
-            ended = time.perf_counter()
-            a, b = middle - started, ended - middle
-            differences.append((b - a) if first is via_direct else (a - b))
-        results["paired_added_p50_ms"] = statistics.median(differences) * 1000
         results["pairs"] = pairs
+        results["paired_added_ms"] = {}
+        for label in ("invoker", "mcp"):
+            differences: list[float] = []
+            for n in range(pairs):
+                a = await _timed(paths[label] if n % 2 else via_direct)
+                b = await _timed(via_direct if n % 2 else paths[label])
+                differences.append((a - b) if n % 2 else (b - a))
+            results["paired_added_ms"][label] = statistics.median(differences) * 1000
     finally:
         await invoker.aclose()
         await direct.aclose()
+        gateway.terminate()
+        gateway.wait(timeout=10)
     results["cpu_us"] = await _cpu_cost(view, config, secrets, namespaces, headers)
     return results
 
@@ -262,7 +348,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.bench_invoke")
     parser.add_argument("--seconds", type=float, default=6.0, help="per side and level")
     parser.add_argument("--rounds", type=int, default=3, help="alternations per level")
+    parser.add_argument("--gateway", type=int, metavar="PORT", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.gateway:
+        _serve_gateway(args.gateway)
+        return 0
     port = _free_port()
     backend = _start_backend(port)
     try:
@@ -277,35 +367,37 @@ def main(argv: list[str] | None = None) -> int:
     print("## invoke_tool overhead\n")
     print(
         f"Demo backend with a fixed {SERVICE_MS:g} ms service time, GET one order with a "
-        "verified JWT; the Invoker path includes identity, index lookup, validation, "
-        "request building and result interpretation. Goals: p50 added ≤ 1 ms; throughput "
-        "at 16 callers ≥ 60% of direct.\n"
+        "verified JWT, three ways: `direct` (one pooled httpx client), `invoker` (the "
+        "Invoker in the load generator's process: identity, index lookup, validation, "
+        "request building, send, interpretation) and `mcp` (invoke_tool over HTTP through "
+        "the real server, one granian worker). Goals: p50 added ≤ 1 ms; throughput at 16 "
+        "callers ≥ 60% of direct.\n"
     )
-    print("| callers | path | requests | p50 ms | p90 ms | p99 ms | req/s |")
-    print("|---:|---|---:|---:|---:|---:|---:|")
+    print(
+        "| callers | path | requests | p50 ms | p90 ms | p99 ms | req/s | p50 added | vs direct |"
+    )
+    print("|---:|---|---:|---:|---:|---:|---:|---:|---:|")
     for concurrency, level in results["levels"].items():
-        for label in ("direct", "invoke"):
+        for label in ("direct", "invoker", "mcp"):
             row = level[label]
+            added = f"{row['added_p50_ms']:+.2f} ms" if "added_p50_ms" in row else ""
+            ratio = f"{row['throughput_ratio']:.0%}" if "throughput_ratio" in row else ""
             print(
                 f"| {concurrency} | {label} | {row['requests']} | {row['p50_ms']:.2f} | "
-                f"{row['p90_ms']:.2f} | {row['p99_ms']:.2f} | {row['rps']:.0f} |"
+                f"{row['p90_ms']:.2f} | {row['p99_ms']:.2f} | {row['rps']:.0f} | {added} | "
+                f"{ratio} |"
             )
     print()
+    paired = results["paired_added_ms"]
+    print(
+        f"- paired at 1 caller ({results['pairs']} pairs, median of per-pair differences): "
+        f"invoker {paired['invoker']:+.2f} ms, mcp {paired['mcp']:+.2f} ms"
+    )
     cpu = results["cpu_us"]
     print(
-        f"- paired at 1 caller ({results['pairs']} pairs): median added "
-        f"{results['paired_added_p50_ms']:.2f} ms per call"
+        f"- CPU per call without network (MockTransport): Invoker with identity "
+        f"{cpu['gateway']:.0f} µs vs bare httpx client {cpu['httpx']:.0f} µs"
     )
-    print(
-        f"- CPU per call without network: gateway {cpu['gateway']:.0f} µs "
-        f"(identity, lookup, validation, build, send, interpret) vs bare httpx "
-        f"{cpu['httpx']:.0f} µs"
-    )
-    for concurrency, level in results["levels"].items():
-        print(
-            f"- {concurrency} caller(s): p50 added {level['added_p50_ms']:.2f} ms, "
-            f"throughput {level['throughput_ratio']:.0%} of direct"
-        )
     return 0
 
 
