@@ -24,6 +24,7 @@ import json
 import multiprocessing
 import random
 import re
+import signal
 import statistics
 import sys
 import time
@@ -58,6 +59,8 @@ QUERIES = 300
 PEER_QUERIES = 60
 PEER_TIME_LIMIT = 120.0  # seconds for the peer's whole run at one size
 SPEC_SUFFIXES = (".json", ".yaml", ".yml")
+DOCUMENT_TIME_LIMIT = 60  # seconds; a slower document is skipped and counted
+DOCUMENT_BYTE_LIMIT = 64 << 20  # encoded tools of one document; larger is skipped
 
 _TOOLS = msgspec.msgpack.Encoder()
 _TOOLS_DECODER = msgspec.msgpack.Decoder(list[CatalogTool])
@@ -73,10 +76,16 @@ def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "_", text.lower()).strip("_")
 
 
+def _timeout(signum: int, frame: Any) -> None:
+    raise TimeoutError(f"conversion took over {DOCUMENT_TIME_LIMIT} s")
+
+
 def _convert(args: tuple[str, str]) -> tuple[str, bytes | None, str]:
     """Worker: one APIs.guru document → encoded tools (or the reason it was skipped)."""
     root, relative = args
     path = Path(root) / relative
+    signal.signal(signal.SIGALRM, _timeout)
+    signal.alarm(DOCUMENT_TIME_LIMIT)
     try:
         result = convert_document(
             relative,
@@ -85,15 +94,25 @@ def _convert(args: tuple[str, str]) -> tuple[str, bytes | None, str]:
             spec_config=SpecConfig(),
             load=lambda other: (Path(root) / other).read_bytes(),
         )
-        return relative, _TOOLS.encode(list(result.tools)), ""
+        payload = _TOOLS.encode(list(result.tools))
     except Exception as exc:  # a benchmark skips what the converter refuses
         return relative, None, f"{type(exc).__name__}: {exc}"[:200]
+    finally:
+        signal.alarm(0)
+    if len(payload) > DOCUMENT_BYTE_LIMIT:
+        return relative, None, f"tools of {len(payload):,} bytes"
+    return relative, payload, ""
 
 
 def _apis_guru_tools(root: Path) -> Iterator[tuple[str, list[CatalogTool] | None]]:
     files = sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.suffix in SPEC_SUFFIXES)
     with multiprocessing.get_context("spawn").Pool(2, maxtasksperchild=50) as pool:
-        for relative, payload, _ in pool.imap(_convert, [(str(root), f) for f in files], 4):
+        jobs = [(str(root), f) for f in files]
+        for done, (relative, payload, why) in enumerate(pool.imap(_convert, jobs), 1):
+            if why:
+                print(f"skipped {relative}: {why}", file=sys.stderr, flush=True)
+            if done % 200 == 0:
+                print(f"converted {done}/{len(files)} documents", file=sys.stderr, flush=True)
             yield relative, None if payload is None else _TOOLS_DECODER.decode(payload)
 
 

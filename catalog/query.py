@@ -24,7 +24,8 @@ parses or analyzes (tantivy-notes §2, §8.10).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Collection
 from typing import Any, Final, Literal
 
 import msgspec
@@ -49,6 +50,7 @@ __all__ = [
     "keywords",
     "rank_query",
     "stem",
+    "value_words",
     "with_lookup",
 ]
 
@@ -152,6 +154,7 @@ STOP_WORDS: Final = frozenset(
 dropped from a query that has any other word. Domain words are never listed here."""
 
 _MIN_STEM: Final = 3
+_RUN: Final = re.compile(r"[^\W_]+")  # the runs fold_words splits a text into
 
 LOOKUP: Final = "search"
 """The keyword added when a query names something the catalog has no word for (see
@@ -292,17 +295,33 @@ def keywords(query: str) -> tuple[Keyword, ...]:
     return tuple(out.values())
 
 
-def with_lookup(words: tuple[Keyword, ...], known: Callable[[str], bool]) -> tuple[Keyword, ...]:
-    """Add :data:`LOOKUP` when an alphabetic keyword prefixes no word of the catalog.
+def value_words(query: str) -> frozenset[str]:
+    """The folded words of the query's capitalised runs, the first run excepted: names
+    of things (``Sofia Coppola``, ``Mulholland Drive``) rather than of operations. The
+    first run is excepted because a sentence starts with a capital whatever it says.
+    """
+    runs = _RUN.findall(query)
+    found: set[str] = set()
+    for run in runs[1:]:
+        if run[0].isupper():
+            found.update(fold_words(run))
+    return frozenset(found)
 
-    Such a keyword is a value (a person's name, a title) rather than a word of any
-    operation, and the operation that turns a value into an id is usually a search
-    (``Who directed Mulholland Drive?`` needs ``GET /search/movie`` first). ``known``
-    tells whether any indexed word starts with a prefix.
+
+def with_lookup(
+    words: tuple[Keyword, ...], known: Callable[[str], bool], *, values: Collection[str]
+) -> tuple[Keyword, ...]:
+    """Add :data:`LOOKUP` when a keyword names a value the catalog has no word for.
+
+    Such a keyword — alphabetic, among ``values`` (:func:`value_words`), and a prefix of
+    no indexed word (``known`` says whether any indexed word starts with a prefix) — is a
+    value such as a person's name or a title, and the operation that turns a value into
+    an id is usually a search (``Who directed Mulholland Drive?`` needs
+    ``GET /search/movie`` first).
     """
     if any(k.prefix == LOOKUP for k in words):
         return words
-    if any(k.word.isalpha() and not known(k.prefix) for k in words):
+    if any(k.word.isalpha() and k.word in values and not known(k.prefix) for k in words):
         return (*words, Keyword(word=LOOKUP, prefix=LOOKUP))
     return words
 

@@ -40,6 +40,7 @@ from catalog.query import (
     folded_tags,
     keywords,
     rank_query,
+    value_words,
     with_lookup,
 )
 from catalog.visibility import PUBLIC_KEY, Audience, Verdict
@@ -184,7 +185,11 @@ class CatalogView:
         self, filters: tantivy.Query, request: SearchRequest, total: int, seen: frozenset[str]
     ) -> list[tantivy.DocAddress]:
         limit = min(request.limit, total)
-        words = with_lookup(keywords(request.query), self._known_to(seen))
+        words = with_lookup(
+            keywords(request.query),
+            self._known_to(seen),
+            values=value_words(request.query),
+        )
         page = self._ranked(rank_query(self.schema, filters, words), limit) if words else []
         if len(page) < limit:
             taken = {_key(a) for a in page}

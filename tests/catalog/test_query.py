@@ -15,12 +15,12 @@ from catalog.query import (
     LOOKUP,
     MAX_LIMIT,
     STOP_WORDS,
-    Keyword,
     SearchRequest,
     clamp_request,
     folded_tags,
     keywords,
     stem,
+    value_words,
     with_lookup,
 )
 
@@ -202,15 +202,24 @@ def test_one_letter_and_digit_keywords_are_dropped_unless_alone() -> None:
     assert [k.word for k in keywords("v2")] == ["v2"]
 
 
-def test_lookup_is_added_for_a_word_the_catalog_lacks() -> None:
-    known = {"movie", "credit", "search", "director"}.__contains__
+def test_value_words_are_capitalised_runs_after_the_first() -> None:
+    found = value_words("Where was the director of Mulholland Drive born? Sofia's")
+    assert found == {"mulholland", "drive", "sofia"}
+    assert value_words("Make user U12345 an admin") == {"u12345", "u", "12345"}
+    assert value_words("") == frozenset()
 
-    def prefixes(ks: tuple[Keyword, ...]) -> list[str]:
-        return [k.prefix for k in ks]
 
-    assert prefixes(with_lookup(keywords("movie credits"), known)) == ["movie", "credit"]
-    looked = with_lookup(keywords("director of Mulholland Drive"), known)
-    assert prefixes(looked) == ["director", "mulholland", "drive", LOOKUP]
-    # An unknown number is an id, not a name: no lookup.
-    assert prefixes(with_lookup(keywords("movie 12345"), known)) == ["movie"]
-    assert prefixes(with_lookup(keywords("search zzz"), known)) == ["search", "zzz"]
+def test_lookup_is_added_for_a_name_the_catalog_lacks() -> None:
+    known = {"movie", "credit", "search", "director", "make", "admin"}.__contains__
+
+    def looked(query: str) -> list[str]:
+        found = with_lookup(keywords(query), known, values=value_words(query))
+        return [k.prefix for k in found]
+
+    assert looked("movie credits") == ["movie", "credit"]
+    assert looked("director of Mulholland Drive") == ["director", "mulholland", "drive", LOOKUP]
+    # A lower-case unknown word is more likely a verb the catalog words differently.
+    assert looked("remove away status") == ["remove", "away", "status"]
+    # An unknown id is not a name: no lookup.
+    assert looked("Make user U12345 an admin") == ["make", "user", "u12345", "admin"]
+    assert looked("search Zzz") == ["search", "zzz"]
