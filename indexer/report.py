@@ -85,9 +85,10 @@ class Reporter:
             def step(amount: int = 1) -> None:
                 nonlocal done, next_step
                 done += amount
-                while next_step <= 10 and done * 10 >= total * next_step:
+                if next_step <= 10 and done * 10 >= total * next_step:
                     self.event("progress", stage=label, done=done, total=total)
-                    next_step += 1
+                    while next_step <= 10 and done * 10 >= total * next_step:
+                        next_step += 1
 
             yield step
             return
