@@ -198,6 +198,9 @@ class Converter:
                 yield _CONVERSION.decode(convert_file(self._specs_dir, source, namespace, spec))
             return
         pool = self._ensure_pool()
+        # Largest first: the longest conversions start at once and overlap everything
+        # else, instead of one big document starting last and running alone.
+        args.sort(key=lambda a: -self._size(a[0]))
         pending = {pool.submit(convert_file, self._specs_dir, *a) for a in args}
         try:
             for future in as_completed(pending):
@@ -206,6 +209,12 @@ class Converter:
         finally:
             for future in pending:
                 future.cancel()
+
+    def _size(self, source: str) -> int:
+        try:
+            return os.stat(os.path.join(self._specs_dir, source)).st_size
+        except OSError:
+            return 0
 
     def _ensure_pool(self) -> Executor:
         if self._pool is None:
