@@ -25,6 +25,7 @@ from catalog.config import Config, decode_config
 from catalog.errors import ConfigError
 from server.app import create_app
 from server.identity import resolve_secrets
+from server.proxy import Invoker
 
 __all__ = ["JsonFormatter", "app_from_env", "main"]
 
@@ -94,7 +95,8 @@ def app_from_env() -> Litestar:
         environ=os.environ,
         read_file=lambda name: (base / name).read_bytes(),
     )
-    return create_app(os.environ[_ENV_INDEX], config=config, secrets=secrets)
+    invoker = Invoker(config=config, secrets=secrets)
+    return create_app(os.environ[_ENV_INDEX], config=config, secrets=secrets, invoker=invoker)
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -140,6 +140,8 @@ def create_app(
             poller.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await poller
+            if invoker is not None:
+                await invoker.aclose()  # the pooled backend connections
 
     return Litestar(
         route_handlers=[mcp_other, mcp_post, healthz, readyz, metrics],

@@ -150,6 +150,10 @@ class Invoker(Protocol):
         """The success payload (``{"status", "body"}``), or raise :class:`ToolError`."""
         ...
 
+    async def aclose(self) -> None:
+        """Close the pooled backend connections (at shutdown)."""
+        ...
+
 
 class ToolContext(msgspec.Struct, frozen=True, kw_only=True):
     """What a meta tool needs beyond its arguments, fixed for one request."""

@@ -22,7 +22,14 @@ ROOT = Path(__file__).resolve().parents[2]
 class ServerProcess:
     """``python -m server`` in a subprocess; ``url`` is its MCP endpoint."""
 
-    def __init__(self, index_dir: Path, *, port: int | None = None, extra: tuple[str, ...] = ()):
+    def __init__(
+        self,
+        index_dir: Path,
+        *,
+        port: int | None = None,
+        extra: tuple[str, ...] = (),
+        env: dict[str, str] | None = None,
+    ):
         self.port = port or free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         self.url = self.base + "/mcp"
@@ -44,7 +51,7 @@ class ServerProcess:
                 cwd=ROOT,
                 stdout=log,
                 stderr=subprocess.STDOUT,
-                env={**os.environ, "PYTHONPATH": str(ROOT)},
+                env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})},
             )
 
     def wait_ready(self, timeout: float = 20.0) -> float:
