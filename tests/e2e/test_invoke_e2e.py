@@ -90,7 +90,6 @@ def start_server(specs: Path, workdir: Path, port: int) -> tuple[Any, Invoker]:
     )
     invoker = Invoker(config=config, secrets=secrets)
     app = create_app(index, config=config, secrets=secrets, invoker=invoker)
-    app.on_shutdown.append(invoker.aclose)  # the pooled clients close in the app's loop
     return app, invoker
 
 
