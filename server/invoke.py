@@ -287,9 +287,9 @@ def build_request(
         InvalidArguments: a header value with CR/LF, a missing path parameter, or a body
             over ``max_body_bytes``.
     """
-    args = dict(getattr(route, "default_arguments", {}) or {})
-    args.update(arguments)
-    args.update(getattr(route, "fixed_arguments", {}) or {})
+    # A variant's defaults yield to the caller; its fixed values win (the schema already
+    # refused a fixed argument, so this only adds them).
+    args = {**route.default_arguments, **arguments, **route.fixed_arguments}
     origin = origin_of(base_url)
     if origin is None:  # base_url_for already checked; a direct caller may not have
         raise BackendNotConfigured(f"not an absolute http(s) URL: {base_url}")
