@@ -42,6 +42,8 @@ __all__ = [
     "LOOKUP",
     "MAX_LIMIT",
     "STOP_WORDS",
+    "VERB_GROUPS",
+    "VERB_WEIGHT",
     "Keyword",
     "SearchRequest",
     "clamp_request",
@@ -153,6 +155,20 @@ STOP_WORDS: Final = frozenset(
 """English function words and request phrasing ("give me", "please", "show", "tell"),
 dropped from a query that has any other word. Domain words are never listed here."""
 
+VERB_GROUPS: Final = (
+    ("get", "retrieve", "fetch", "read", "obtain"),
+    ("create", "add", "new", "insert", "make"),
+    ("update", "set", "modify", "change", "edit", "patch", "rename"),
+    ("delete", "remove", "erase", "destroy"),
+)
+"""Generic CRUD verbs that name the same kind of operation in any API (HTTP's own method
+names among them). A keyword in a group also matches the group's other verbs, weaker.
+No API's nouns are listed: a rule that helps one API only is not a rule."""
+
+VERB_WEIGHT: Final = 0.5
+"""How much a verb of the keyword's group counts, against the keyword itself."""
+
+_ALTERNATIVES: Final = {verb: group for group in VERB_GROUPS for verb in group}
 _MIN_STEM: Final = 3
 _RUN: Final = re.compile(r"[^\W_]+")  # the runs fold_words splits a text into
 
@@ -171,10 +187,13 @@ class SearchRequest(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class Keyword(msgspec.Struct, frozen=True):
-    """One query keyword: the whole folded ``word`` and the ``prefix`` it matches by."""
+    """One query keyword: the whole folded ``word``, the ``prefix`` it matches by, and
+    the generic verbs that also match it at :data:`VERB_WEIGHT` (:data:`VERB_GROUPS`).
+    """
 
     word: str
     prefix: str
+    alternatives: tuple[str, ...] = ()
 
 
 def _clamp_limit(value: Any, errors: list[dict[str, str]]) -> int:
@@ -276,6 +295,23 @@ def stem(word: str) -> str:
     return word
 
 
+def _verb_group(word: str, prefix: str) -> tuple[str, ...]:
+    """The verb group of a keyword: its word, its stem, or a verb its stem cut one
+    letter short of (``updated`` → ``updat`` → ``update``).
+    """
+    group = _ALTERNATIVES.get(word) or _ALTERNATIVES.get(prefix)
+    if group is None:
+        group = next(
+            (
+                g
+                for v, g in _ALTERNATIVES.items()
+                if len(v) == len(prefix) + 1 and v.startswith(prefix)
+            ),
+            None,
+        )
+    return group or ()
+
+
 def keywords(query: str) -> tuple[Keyword, ...]:
     """The query's keywords in query order, without duplicates.
 
@@ -291,7 +327,9 @@ def keywords(query: str) -> tuple[Keyword, ...]:
     for word in words:
         prefix = stem(word)[:MAX_GRAM]
         if prefix not in out:
-            out[prefix] = Keyword(word=word, prefix=prefix)
+            group = _verb_group(word, prefix)
+            others = tuple(v for v in group if v not in (word, prefix))
+            out[prefix] = Keyword(word=word, prefix=prefix, alternatives=others)
     return tuple(out.values())
 
 
@@ -357,9 +395,9 @@ def filter_query(
     return tantivy.Query.boolean_query(clauses)
 
 
-def _keyword_clause(schema: tantivy.Schema, keyword: Keyword) -> tantivy.Query:
+def _word_clause(schema: tantivy.Schema, word: str, prefix: str) -> tantivy.Query:
     terms = {
-        field: tantivy.Query.term_query(schema, field, keyword.prefix, index_option="freq")
+        field: tantivy.Query.term_query(schema, field, prefix, index_option="freq")
         for field in FIELD_BOOSTS
     }
     anywhere = tantivy.Query.boolean_query([(tantivy.Occur.Should, q) for q in terms.values()])
@@ -368,9 +406,21 @@ def _keyword_clause(schema: tantivy.Schema, keyword: Keyword) -> tantivy.Query:
         (tantivy.Occur.Should, tantivy.Query.boost_query(q, FIELD_BOOSTS[field]))
         for field, q in terms.items()
     )
-    exact = tantivy.Query.term_query(schema, "exact", keyword.word, index_option="freq")
+    exact = tantivy.Query.term_query(schema, "exact", word, index_option="freq")
     should.append((tantivy.Occur.Should, tantivy.Query.boost_query(exact, EXACT_BOOST)))
     return tantivy.Query.boolean_query(should)
+
+
+def _keyword_clause(schema: tantivy.Schema, keyword: Keyword) -> tantivy.Query:
+    own = _word_clause(schema, keyword.word, keyword.prefix)
+    if not keyword.alternatives:
+        return own
+    # Best of the keyword and its weaker group verbs: a synonym never adds to the keyword.
+    others = [
+        tantivy.Query.boost_query(_word_clause(schema, verb, verb), VERB_WEIGHT)
+        for verb in keyword.alternatives
+    ]
+    return tantivy.Query.disjunction_max_query([own, *others])
 
 
 def rank_query(

@@ -223,3 +223,18 @@ def test_lookup_is_added_for_a_name_the_catalog_lacks() -> None:
     # An unknown id is not a name: no lookup.
     assert looked("Make user U12345 an admin") == ["make", "user", "u12345", "admin"]
     assert looked("search Zzz") == ["search", "zzz"]
+
+
+def test_generic_verbs_carry_their_group() -> None:
+    found = {k.word: k.alternatives for k in keywords("remove the playlists")}
+    assert found["remove"] == ("delete", "erase", "destroy")
+    assert found["playlists"] == ()
+    assert keywords("updated")[0].alternatives == (
+        "update",
+        "set",
+        "modify",
+        "change",
+        "edit",
+        "patch",
+        "rename",
+    )

@@ -466,3 +466,15 @@ def test_github_keyword_search_finds_the_obvious(github: CatalogView) -> None:
     audience = Audience(visible=frozenset({PUBLIC_KEY, *github.meta.policies}))
     names = _names(_search(github, audience, query="create issue comment", limit=5))
     assert "github.issues_create_comment" in names
+
+
+def test_a_generic_verb_finds_its_synonym_below_itself(tmp_path: Path) -> None:
+    view = build_view(
+        tmp_path / "i",
+        [
+            make_tool("a_other", "Lists users.", method="GET", path="/users"),
+            make_tool("delete_user", "Deletes a user.", method="DELETE", path="/users/{id}"),
+            make_tool("remove_user", "Removes a user.", method="POST", path="/users/{id}/remove"),
+        ],
+    )
+    assert _names(_search(view, query="remove user")) == ["remove_user", "delete_user", "a_other"]
