@@ -9,8 +9,9 @@ Pure: no I/O (tantivy ``Query`` objects are values). Normative in
 * ``keywords``: the query folded by :func:`catalog.fold.fold_words` (the index-time
   function), English stop words dropped when anything else remains, each word lightly
   stemmed (a shorter prefix only widens what it matches) and cut to ``MAX_GRAM``.
-* ``filter_query``: visibility (a ``term_set_query`` over the audience's keys, which also
-  excludes the ``__meta__`` document) and one constant-zero Must per whole folded tag.
+* ``filter_query``: visibility (the audience's keys, or everything but the hidden keys
+  and the ``__meta__`` document, whichever list is shorter) and one constant-zero Must
+  per whole folded tag.
 * ``rank_query``: the filter as Must plus one Must group of keyword clauses. Each keyword
   clause scores a constant ``COORDINATION`` when the keyword prefixes any word of the tool
   (so more keywords matched always ranks above fewer), plus BM25 per field times
@@ -33,7 +34,7 @@ import tantivy
 
 from catalog.errors import InvalidSearchArguments
 from catalog.fold import MAX_GRAM, fold_tag, fold_words
-from catalog.index_schema import FIELD_BOOSTS
+from catalog.index_schema import FIELD_BOOSTS, META_ID
 
 __all__ = [
     "COORDINATION",
@@ -375,23 +376,33 @@ def folded_tags(tags: tuple[str, ...]) -> tuple[str, ...] | None:
 
 
 def filter_query(
-    schema: tantivy.Schema, keys: tuple[str, ...], tags: tuple[str, ...]
+    schema: tantivy.Schema,
+    tags: tuple[str, ...],
+    *,
+    allow: tuple[str, ...] | None = None,
+    deny: tuple[str, ...] = (),
 ) -> tantivy.Query:
-    """What may appear at all: visibility keys, and every whole folded tag (constant 0).
+    """What may appear at all: visibility, and every whole folded tag (constant 0).
 
-    ``tags`` must already be folded (:func:`folded_tags`).
+    Visibility is either ``allow`` (only those keys) or, when ``allow`` is None, every
+    tool document except the ``deny`` keys; the caller picks the shorter list, because
+    a ``term_set_query`` costs in proportion to its terms (thousands of keys in a large
+    catalog, tantivy-notes §6). ``tags`` must already be folded (:func:`folded_tags`).
     """
-    clauses = [
-        (
-            tantivy.Occur.Must,
-            tantivy.Query.const_score_query(
-                tantivy.Query.term_set_query(schema, "vis", list(keys)), 0.0
-            ),
-        )
-    ]
+    must, must_not = tantivy.Occur.Must, tantivy.Occur.MustNot
+    if allow is not None:
+        visible = tantivy.Query.term_set_query(schema, "vis", list(allow))
+        clauses = [(must, tantivy.Query.const_score_query(visible, 0.0))]
+    else:
+        clauses = [
+            (must, tantivy.Query.const_score_query(tantivy.Query.all_query(), 0.0)),
+            (must_not, tantivy.Query.term_query(schema, "id", META_ID)),
+        ]
+        if deny:
+            clauses.append((must_not, tantivy.Query.term_set_query(schema, "vis", list(deny))))
     for tag in tags:
         term = tantivy.Query.term_query(schema, "tags", tag, index_option="basic")
-        clauses.append((tantivy.Occur.Must, tantivy.Query.const_score_query(term, 0.0)))
+        clauses.append((must, tantivy.Query.const_score_query(term, 0.0)))
     return tantivy.Query.boolean_query(clauses)
 
 

@@ -7,9 +7,13 @@ caller's :class:`catalog.visibility.Audience`.
 
 Theory of operation (search-semantics.md is normative):
 
+* Visibility filters on the shorter list: the caller's keys, or everything but the hidden
+  keys (a ``term_set_query`` over thousands of keys costs milliseconds).
 * ``total`` comes from the filters alone (visibility keys and whole tags), never from
   the keywords: per-key counts are cached for the life of the view, and with no tag
-  filter the total is their sum (``num_docs - 1`` when the caller sees every key).
+  filter the total is their sum (``num_docs - 1`` minus the hidden keys' counts).
+* Catalog order for padding reads an ``ord`` range sized for the page when nothing is
+  filtered, rather than ordering the whole catalog.
 * Keywords only rank: the rank query (filters AND any keyword) fetches the best
   ``limit`` matches, ties broken by catalog order (``ord``) exactly, whatever the
   segment layout (tantivy-notes §4.4). The page is then padded in catalog order.
@@ -125,6 +129,7 @@ class CatalogView:
         self._key_counts: dict[str, int] = {}
         self._vocabulary: dict[frozenset[str], bytes] = {}
         self._prefixes: dict[str, bool] = {}
+        self._top_ord: int | None = None
 
     # -- search_tools -------------------------------------------------------------------
 
@@ -136,15 +141,16 @@ class CatalogView:
                 ``detail``, ``query`` and ``limit``.
         """
         seen = audience.visible | audience.uncertain
-        keys = tuple(sorted(seen))
         tags = folded_tags(request.tags)
         total = 0
         page: list[tantivy.DocAddress] = []
         if tags is not None:
-            filters = filter_query(self.schema, keys, tags)
-            total = self._total(seen, tags, filters)
+            allow, deny = self._visibility(seen)
+            filters = filter_query(self.schema, tags, allow=allow, deny=deny)
+            total = self._total(allow, deny, tags, filters)
             if total:
-                page = self._page(filters, request, total, seen)
+                everything = allow is None and not deny and not tags
+                page = self._page(filters, request, total, seen, everything=everything)
         field = "definition" if request.detail == "schema" else "card"
         check_uncertain = bool(audience.uncertain - audience.visible)
         parts = [b'{"total":', str(total).encode()]
@@ -166,12 +172,33 @@ class CatalogView:
             raise _too_large(len(answer), budget, request)
         return answer
 
-    def _total(self, seen: frozenset[str], tags: tuple[str, ...], filters: tantivy.Query) -> int:
+    def _visibility(self, seen: frozenset[str]) -> tuple[tuple[str, ...] | None, tuple[str, ...]]:
+        """``(allow, deny)`` for :func:`filter_query`: the shorter of the two key lists.
+
+        Relies on the meta record listing every key a document carries (``policies``, plus
+        ``public``), which the indexer guarantees; a key it omits is hidden from callers who
+        see part of the catalog, and counted for a caller who sees all of it.
+        """
+        hidden = self._all_keys - seen
+        if not hidden:
+            return None, ()
+        if len(seen) <= len(hidden):
+            return tuple(sorted(seen)), ()
+        return None, tuple(sorted(hidden))
+
+    def _total(
+        self,
+        allow: tuple[str, ...] | None,
+        deny: tuple[str, ...],
+        tags: tuple[str, ...],
+        filters: tantivy.Query,
+    ) -> int:
         if tags:
             return _count(self.searcher.search(filters, 1, count=True))
-        if seen >= self._all_keys:
-            return max(0, self.searcher.num_docs - 1)  # every document but __meta__
-        return sum(self._count_key(k) for k in seen)
+        if allow is not None:
+            return sum(self._count_key(k) for k in allow)
+        everything = max(0, self.searcher.num_docs - 1)  # every document but __meta__
+        return everything - sum(self._count_key(k) for k in deny)
 
     def _count_key(self, key: str) -> int:
         count = self._key_counts.get(key)
@@ -182,7 +209,13 @@ class CatalogView:
         return count
 
     def _page(
-        self, filters: tantivy.Query, request: SearchRequest, total: int, seen: frozenset[str]
+        self,
+        filters: tantivy.Query,
+        request: SearchRequest,
+        total: int,
+        seen: frozenset[str],
+        *,
+        everything: bool,
     ) -> list[tantivy.DocAddress]:
         limit = min(request.limit, total)
         words = with_lookup(
@@ -193,19 +226,55 @@ class CatalogView:
         page = self._ranked(rank_query(self.schema, filters, words), limit) if words else []
         if len(page) < limit:
             taken = {_key(a) for a in page}
-            listing = self.searcher.search(
-                filters,
-                limit + len(page),
-                count=False,
-                order_by_field="ord",
-                order=tantivy.Order.Asc,
-            ).hits
-            for _, address in listing:
+            for address in self._listing(filters, limit + len(page), everything=everything):
                 if len(page) == limit:
                     break
                 if _key(address) not in taken:
                     page.append(address)
         return page
+
+    def _listing(
+        self, filters: tantivy.Query, count: int, *, everything: bool
+    ) -> list[tantivy.DocAddress]:
+        """The first ``count`` documents passing ``filters``, in catalog order.
+
+        When nothing is filtered, a range of ``ord`` sized for ``count`` documents is read
+        instead of ordering the whole catalog (ordinals are spread evenly by the indexer);
+        the range widens until it holds enough, falling back to the full ordering.
+        """
+
+        def ordered(query: tantivy.Query) -> list[tantivy.DocAddress]:
+            hits = self.searcher.search(
+                query, count, count=False, order_by_field="ord", order=tantivy.Order.Asc
+            ).hits
+            return [address for _, address in hits]
+
+        if everything:
+            top = self._max_ord()
+            documents = max(1, self.searcher.num_docs - 1)
+            high = top * min(1.0, 2 * count / documents)
+            while high < top:
+                window = tantivy.Query.range_query(
+                    self.schema,
+                    "ord",
+                    tantivy.FieldType.Unsigned,
+                    0,
+                    int(high),
+                    use_inverted_index=True,
+                )
+                found = ordered(window)
+                if len(found) >= count:
+                    return found
+                high *= 4
+        return ordered(filters)
+
+    def _max_ord(self) -> int:
+        if self._top_ord is None:
+            hits = self.searcher.search(
+                tantivy.Query.exists_query("ord"), 1, count=False, order_by_field="ord"
+            ).hits
+            self._top_ord = int(hits[0][0]) if hits else 0
+        return self._top_ord
 
     def _indexed(self, prefix: str) -> bool:
         """Whether any indexed word starts with ``prefix`` (edge fields hold prefixes)."""
@@ -221,9 +290,10 @@ class CatalogView:
         """Whether a word of the caller's visible catalog starts with a prefix: a hidden
         tool's words must not change how the caller's results rank.
         """
-        if seen >= self._all_keys:
+        allow, deny = self._visibility(seen)
+        if allow is None and not deny:
             return self._indexed
-        visible = filter_query(self.schema, tuple(sorted(seen)), ())
+        visible = filter_query(self.schema, (), allow=allow, deny=deny)
 
         def known(prefix: str) -> bool:
             if not self._indexed(prefix):

@@ -95,7 +95,9 @@ def make_tool(
     )
 
 
-def write_index(directory: Path, tools: Iterable[CatalogTool], *, first_ordinal: int = 0) -> None:
+def write_index(
+    directory: Path, tools: Iterable[CatalogTool], *, first_ordinal: int = 0, gap: int = 1
+) -> None:
     """Write ``tools`` in name order (catalog order) and the meta document, one commit."""
     directory.mkdir(parents=True, exist_ok=True)
     index = tantivy.Index(build_schema(), path=str(directory))
@@ -110,7 +112,7 @@ def write_index(directory: Path, tools: Iterable[CatalogTool], *, first_ordinal:
             policies[key] = tool.security
         tags.setdefault(key, set()).update(fold_tag(t) for t in tool.search.tags)
         writer.add_document(
-            tool_document(tool, ordinal=first_ordinal + ordinal, visibility_key=key)
+            tool_document(tool, ordinal=first_ordinal + ordinal * gap, visibility_key=key)
         )
     meta = IndexMeta(
         schema_version=SCHEMA_VERSION,
@@ -137,7 +139,7 @@ def open_view(directory: Path, *, generation: int = 0) -> CatalogView:
     return CatalogView(searcher=searcher, schema=index.schema, meta=meta, generation=generation)
 
 
-def build_view(directory: Path, tools: Iterable[CatalogTool]) -> CatalogView:
+def build_view(directory: Path, tools: Iterable[CatalogTool], *, gap: int = 1) -> CatalogView:
     """Write then open."""
-    write_index(directory, tools)
+    write_index(directory, tools, gap=gap)
     return open_view(directory)

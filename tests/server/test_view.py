@@ -478,3 +478,37 @@ def test_a_generic_verb_finds_its_synonym_below_itself(tmp_path: Path) -> None:
         ],
     )
     assert _names(_search(view, query="remove user")) == ["remove_user", "delete_user", "a_other"]
+
+
+@pytest.mark.parametrize("gap", [1, 2**32])
+def test_catalog_order_listing_of_a_large_catalog(tmp_path: Path, gap: int) -> None:
+    tools = [make_tool(f"op_{i:03d}", f"Operation {i}.") for i in range(300)]
+    tools[150] = make_tool("op_150", "Frobnicates.")
+    view = build_view(tmp_path / "i", tools, gap=gap)
+    for limit in (1, 7, 50):
+        assert _names(_search(view, limit=limit)) == [f"op_{i:03d}" for i in range(limit)]
+    found = _names(_search(view, query="zzz", limit=5))
+    assert found == ["op_000", "op_001", "op_002", "op_003", "op_004"]
+    ranked = _names(_search(view, query="frobnicate", limit=3))
+    assert ranked[0] == "op_150"
+    assert ranked[1:] == ["op_000", "op_001"]
+
+
+def test_a_caller_seeing_most_keys_filters_out_the_rest(tmp_path: Path) -> None:
+    billing = secured("shop", "billing")
+    tools = [
+        make_tool("pub_a", "Public thing.", tags=["Public"]),
+        make_tool("adm_b", "Admin thing.", tags=["Admin"], security=ADMIN),
+        make_tool("bil_c", "Billing thing.", tags=["Billing"], security=billing),
+        make_tool("bil_d", "Billing other thing.", tags=["Billing"], security=billing),
+    ]
+    view = build_view(tmp_path / "i", tools)
+    audience = Audience(visible=frozenset({PUBLIC_KEY, ADMIN_KEY}))
+    result = _search(view, audience, query="thing", limit=50)
+    assert sorted(_names(result)) == ["adm_b", "pub_a"]
+    assert result["total"] == 2
+    assert result["tags"] == ["admin", "public"]
+    assert _search(view, audience, tags=["billing"])["total"] == 0
+    assert _names(_search(view, audience, query="Zed Billing", limit=50)) == ["adm_b", "pub_a"]
+    with pytest.raises(UnknownTool):
+        view.load("bil_c", audience)
