@@ -154,7 +154,7 @@ def run_wrk(url: str, connections: int, seconds: float) -> dict[str, Any]:
             "wrk",
             f"-t{threads}",
             f"-c{connections}",
-            f"-d{seconds}s",
+            f"-d{max(1, round(seconds))}s",
             "--timeout",
             "10s",
             "-s",
@@ -195,7 +195,7 @@ def outcomes(base: str) -> dict[str, int]:
 def main() -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.bench_http")
     parser.add_argument("--index", type=Path, default=DEFAULT_INDEX)
-    parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--seconds", type=int, default=10)
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--cold-starts", type=int, default=3)
     args = parser.parse_args()

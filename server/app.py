@@ -24,7 +24,7 @@ from litestar.datastructures import State
 from catalog.config import Config
 from server.http import mcp_other, mcp_post
 from server.identity import Secrets
-from server.notify import DEFAULT_KEEPALIVE, Notifier
+from server.notify import DEFAULT_KEEPALIVE, DEFAULT_STREAM_LIMIT, Notifier
 from server.ops import Metrics, healthz, metrics, readyz
 from server.protocol import Guard
 from server.reader import Reader
@@ -107,6 +107,7 @@ def create_app(
     secrets: Secrets | None = None,
     invoker: Invoker | None = None,
     keepalive: float = DEFAULT_KEEPALIVE,
+    listen_limit: int = DEFAULT_STREAM_LIMIT,
 ) -> Litestar:
     """The Litestar app serving ``/mcp`` and the operations endpoints.
 
@@ -116,9 +117,10 @@ def create_app(
         secrets: JWT verifiers and static headers resolved at start-up.
         invoker: the invoke_tool implementation (None: invoke_tool answers an error).
         keepalive: seconds between keepalive comments on idle listen streams.
+        listen_limit: open listen streams allowed in this process.
     """
     reader = Reader(Path(index_dir), interval=config.server.reload_interval_seconds)
-    notifier = Notifier(keepalive=keepalive)
+    notifier = Notifier(keepalive=keepalive, limit=listen_limit)
     reader.on_change(lambda _view: notifier.publish())
     state = ServerState(
         reader=reader,

@@ -8,10 +8,11 @@ thread, on a free 127.0.0.1 port.
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -42,6 +43,7 @@ from catalog.model import (
     ToolDefinition,
 )
 from catalog.visibility import visibility_key
+from server.notify import Notifier
 
 __all__ = ["ServerThread", "free_port", "make_tool", "serve", "write_index"]
 
@@ -149,6 +151,7 @@ class ServerThread:
     """uvicorn serving ``app`` on 127.0.0.1:``port`` in a daemon thread."""
 
     def __init__(self, app: Litestar, port: int) -> None:
+        self.app = app
         self.port = port
         self.url = f"http://127.0.0.1:{port}/mcp"
         self.base = f"http://127.0.0.1:{port}"
@@ -161,7 +164,20 @@ class ServerThread:
             timeout_graceful_shutdown=3,
         )
         self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        try:
+            self.loop.run_until_complete(self.server.serve())
+        finally:
+            self.loop.run_until_complete(self.loop.shutdown_asyncgens())
+            self.loop.close()
+
+    def call_soon(self, callback: Callable[[], object]) -> None:
+        """Run ``callback`` on the server's event loop (thread-safe)."""
+        self.loop.call_soon_threadsafe(callback)
 
     def start(self) -> None:
         self.thread.start()
@@ -170,6 +186,11 @@ class ServerThread:
             if time.monotonic() > deadline or not self.thread.is_alive():
                 raise RuntimeError("the server did not start")
             time.sleep(0.02)
+
+    def close_listen_streams(self) -> None:
+        """End every listen stream gracefully, as the shutdown signal does."""
+        notifier: Notifier = self.app.state.server.notifier
+        self.call_soon(notifier.close)
 
     def stop(self) -> None:
         self.server.should_exit = True
