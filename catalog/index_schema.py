@@ -40,7 +40,7 @@ __all__ = [
     "tool_fields",
 ]
 
-SCHEMA_VERSION: Final = 1
+SCHEMA_VERSION: Final = 2
 """Bumped on any change to the fields below or to what they hold; an index recorded
 with another version is rebuilt from the specs, never opened as is."""
 
@@ -58,6 +58,8 @@ FIELD_BOOSTS: Final[dict[str, float]] = {
 """Edge n-gram prefix fields and their ranking weights (search-semantics.md, Ranking)."""
 
 _EXACT: Final = "exact"  # every folded word of every field, whole: exact word beats prefix
+_ANY: Final = "any"  # every folded word of every field, once, as edge n-grams: one posting
+# list tells whether a keyword prefixes any word of a tool (coordination, search-semantics §5)
 
 
 class FileStatus(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
@@ -101,6 +103,7 @@ def build_schema() -> tantivy.Schema:
     for field in FIELD_BOOSTS:
         sb.add_text_field(field, tokenizer_name=EDGE_TOKENIZER, index_option="freq")
     sb.add_text_field(_EXACT, tokenizer_name="raw", index_option="freq")
+    sb.add_text_field(_ANY, tokenizer_name=EDGE_TOKENIZER, index_option="basic")
     sb.add_text_field("tags", tokenizer_name="raw", index_option="basic")
     sb.add_text_field("vis", tokenizer_name="raw", index_option="basic")
     sb.add_bytes_field("card", stored=True)  # Card JSON, served as is
@@ -191,6 +194,7 @@ def fields_document(fields: ToolFields, *, ordinal: int) -> tantivy.Document:
             doc.add_text(field, word)  # one value per word: grams never cross words
     for word in fields.exact:
         doc.add_text(_EXACT, word)
+        doc.add_text(_ANY, word)
     for tag in fields.tags:
         doc.add_text("tags", tag)
     doc.add_text("vis", fields.visibility_key)

@@ -43,6 +43,7 @@ __all__ = [
     "LOOKUP",
     "MAX_LIMIT",
     "STOP_WORDS",
+    "VERB_EXACT_BOOST",
     "VERB_GROUPS",
     "VERB_WEIGHT",
     "Keyword",
@@ -168,6 +169,9 @@ No API's nouns are listed: a rule that helps one API only is not a rule."""
 
 VERB_WEIGHT: Final = 0.5
 """How much a verb of the keyword's group counts, against the keyword itself."""
+
+VERB_EXACT_BOOST: Final = 6.0
+"""Weight of a group verb's whole-word match (before ``VERB_WEIGHT``)."""
 
 _ALTERNATIVES: Final = {verb: group for group in VERB_GROUPS for verb in group}
 _MIN_STEM: Final = 3
@@ -411,7 +415,7 @@ def _word_clause(schema: tantivy.Schema, word: str, prefix: str) -> tantivy.Quer
         field: tantivy.Query.term_query(schema, field, prefix, index_option="freq")
         for field in FIELD_BOOSTS
     }
-    anywhere = tantivy.Query.boolean_query([(tantivy.Occur.Should, q) for q in terms.values()])
+    anywhere = tantivy.Query.term_query(schema, "any", prefix, index_option="basic")
     should = [(tantivy.Occur.Should, tantivy.Query.const_score_query(anywhere, COORDINATION))]
     should.extend(
         (tantivy.Occur.Should, tantivy.Query.boost_query(q, FIELD_BOOSTS[field]))
@@ -422,13 +426,24 @@ def _word_clause(schema: tantivy.Schema, word: str, prefix: str) -> tantivy.Quer
     return tantivy.Query.boolean_query(should)
 
 
+def _verb_clause(schema: tantivy.Schema, verb: str) -> tantivy.Query:
+    # Whole words only: a group verb as a prefix would read half the catalog ("get").
+    exact = tantivy.Query.term_query(schema, "exact", verb, index_option="freq")
+    return tantivy.Query.boolean_query(
+        [
+            (tantivy.Occur.Should, tantivy.Query.const_score_query(exact, COORDINATION)),
+            (tantivy.Occur.Should, tantivy.Query.boost_query(exact, VERB_EXACT_BOOST)),
+        ]
+    )
+
+
 def _keyword_clause(schema: tantivy.Schema, keyword: Keyword) -> tantivy.Query:
     own = _word_clause(schema, keyword.word, keyword.prefix)
     if not keyword.alternatives:
         return own
     # Best of the keyword and its weaker group verbs: a synonym never adds to the keyword.
     others = [
-        tantivy.Query.boost_query(_word_clause(schema, verb, verb), VERB_WEIGHT)
+        tantivy.Query.boost_query(_verb_clause(schema, verb), VERB_WEIGHT)
         for verb in keyword.alternatives
     ]
     return tantivy.Query.disjunction_max_query([own, *others])
