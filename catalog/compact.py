@@ -19,8 +19,8 @@ passes over a template from ``catalog.normalize``:
 A size budget keeps pathological reference graphs publishable (Microsoft Graph's
 entities reach thousands of schemas; a definition must stay a few dozen KB, not MB).
 Before counting, the references are explored breadth-first, level by level of ``$ref``
-nesting, adding each new target's own size in JSON values; the first level that would
-take the total over :data:`MAX_SCHEMA_VALUES` is not expanded: its references become
+nesting, adding each new target's own size (estimated JSON bytes); the first level that would
+take the total over :data:`MAX_SCHEMA_BYTES` is not expanded: its references become
 ``{"description": "<name>: not expanded ..."}`` (any value is accepted there). Whole
 levels are cut, so the result is deterministic and the same for every replica; GitHub's
 largest response schemas stay whole, but one (the issue timeline).
@@ -41,16 +41,17 @@ from catalog.normalize import (
     TemplateDict,
     TemplateList,
 )
-from catalog.refs import split_key, unescape_token
+from catalog.refs import unescape_token
 
-__all__ = ["MAX_SCHEMA_VALUES", "compact", "is_object_schema"]
+__all__ = ["MAX_SCHEMA_BYTES", "compact", "is_object_schema"]
 
-MAX_SCHEMA_VALUES: Final = 4000
-"""Budget of what references pull into one published schema, in JSON values (about 20
-bytes each on average, so some 80 KB at worst). Of GitHub's 1,223 operations only
-``issues/list-events-for-timeline`` reaches it (its deepest level, 17 references, is
-cut; the definition is 48 KB); the largest GitHub definition is then 55 KB."""
+MAX_SCHEMA_BYTES: Final = 64 * 1024
+"""Budget of what references pull into one published schema, in (estimated) bytes of
+JSON. Of GitHub's 1,223 operations only ``issues/list-events-for-timeline`` reaches it
+(its deepest level, 17 references, is cut; the definition is 48 KB instead of 80 KB);
+the largest GitHub definition is then 55 KB."""
 
+_TEMPLATES: Final = frozenset((Ref, TemplateDict, TemplateList))
 _UNSAFE: Final = re.compile(r"[^A-Za-z0-9_.-]+")
 _MAX_ALIAS: Final = 32
 
@@ -75,15 +76,26 @@ def _refs_in(node: Any) -> list[str]:
 
 def _label(key: str) -> str:
     """A reference's name: the last token of its pointer, or its file's name."""
-    file, pointer = split_key(key)
-    token = unescape_token(pointer.rsplit("/", 1)[-1]) if pointer else ""
-    return token or file.rsplit("/", 1)[-1]
+    token = key.rpartition("/")[2]
+    if "#" in token:  # a whole-file reference, "dir/pet.json#"
+        return token.partition("#")[0]
+    return unescape_token(token) if "~" in token else token
 
 
 class _Compactor:
     """State of compacting one schema."""
 
-    __slots__ = ("_counts", "_direction", "_names", "_normalizer", "_order", "_stubbed")
+    __slots__ = (
+        "_counts",
+        "_direction",
+        "_impure",
+        "_names",
+        "_normalizer",
+        "_order",
+        "_root_refs",
+        "_stubbed",
+        "_trail",
+    )
 
     def __init__(self, normalizer: Normalizer, direction: Direction) -> None:
         self._normalizer = normalizer
@@ -92,6 +104,9 @@ class _Compactor:
         self._order: list[str] = []
         self._names: dict[str, str] = {}
         self._stubbed: set[str] = set()
+        self._root_refs: list[str] = []
+        self._trail: list[set[str]] = []  # keys below each inline expansion in progress
+        self._impure = 0  # hoisted or cut references emitted so far
 
     def plan(self, root: Any, budget: int) -> None:
         """Breadth-first over reference levels; the level that breaks the budget and
@@ -99,7 +114,7 @@ class _Compactor:
         """
         # The operation's own inline schema is not budgeted (it is what the document
         # wrote for this operation); only what references pull in is.
-        total, frontier = 0, _refs_in(root)
+        total, frontier = 0, list(dict.fromkeys(self._root_refs))
         seen: set[str] = set()
         while frontier:
             level = [key for key in dict.fromkeys(frontier) if key not in seen]
@@ -114,22 +129,16 @@ class _Compactor:
             seen.update(level)
             frontier = [key for _, refs in shapes for key in refs]
 
-    def count(self, node: Any) -> None:
-        kind = type(node)
-        if kind is Ref:
-            seen = self._counts.get(node.key, 0)
-            self._counts[node.key] = seen + 1
-            if not seen and node.key not in self._stubbed:
-                self._order.append(node.key)
-                self.count(self._normalizer.target(node.key, self._direction))
-            if node.extra is not None:
-                self.count(node.extra)
-        elif kind is TemplateDict:
-            for value in node.values():
-                self.count(value)
-        elif kind is TemplateList:
-            for value in node:
-                self.count(value)
+    def count(self, keys: tuple[str, ...] | list[str]) -> None:
+        """Count uses: each reference met adds one; a target's own references (cached
+        by the normalizer, with repeats) are counted the first time only.
+        """
+        for key in keys:
+            seen = self._counts.get(key, 0)
+            self._counts[key] = seen + 1
+            if not seen and key not in self._stubbed:
+                self._order.append(key)
+                self.count(self._normalizer.shape(key, self._direction)[1])
 
     def name_hoisted(self) -> list[str]:
         hoisted = [key for key in self._order if self._counts[key] > 1 and key not in self._stubbed]
@@ -148,28 +157,63 @@ class _Compactor:
         kind = type(node)
         if kind is Ref:
             if node.key in self._stubbed:
+                self._impure += 1
                 return {
                     "description": f"{_label(node.key)}: not expanded (the schema is too large)"
                 }
             name = self._names.get(node.key)
             if name is not None:
+                self._impure += 1
                 out: dict[str, Any] = {"$ref": f"#/$defs/{name}"}
                 if node.extra is not None:
                     out.update(self.emit(node.extra))
                 return out
-            body = self.emit(self._normalizer.target(node.key, self._direction))
+            body = self._inline(node.key)
             if node.extra is not None and isinstance(body, dict):
                 return {**body, **self.emit(node.extra)}
             return body
+        # Plain children are final and shared; testing the type here saves a call each.
         if kind is TemplateDict:
-            return {key: self.emit(value) for key, value in node.items()}
+            return {
+                key: self.emit(value) if type(value) in _TEMPLATES else value
+                for key, value in node.items()
+            }
         if kind is TemplateList:
-            return [self.emit(value) for value in node]
+            return [self.emit(value) if type(value) in _TEMPLATES else value for value in node]
         return node
 
+    def _inline(self, key: str) -> Any:
+        """The full expansion of a target used once, reusing the document's earlier
+        expansion when every reference below it is also used once here (the result is
+        then identical to emitting it again).
+        """
+        cache = self._normalizer.expansions
+        hit = cache.get((key, self._direction))
+        if hit is not None:
+            body, closure = hit
+            counts = self._counts
+            if self._stubbed.isdisjoint(closure) and all(counts.get(k) == 1 for k in closure):
+                if self._trail:
+                    self._trail[-1].update(closure)
+                    self._trail[-1].add(key)
+                return body
+        impure = self._impure
+        self._trail.append(set())
+        body = self.emit(self._normalizer.target(key, self._direction))
+        below = self._trail.pop()
+        if self._trail:
+            self._trail[-1].update(below)
+            self._trail[-1].add(key)
+        if self._impure == impure:
+            # Nothing below was hoisted or cut: a pure expansion, valid in any definition
+            # where its references are all single-use.
+            cache[(key, self._direction)] = (body, frozenset(below))
+        return body
+
     def run(self, root: Any, budget: int) -> Any:
+        self._root_refs = _refs_in(root)
         self.plan(root, budget)
-        self.count(root)
+        self.count(self._root_refs)
         hoisted = self.name_hoisted()
         out = self.emit(root)
         if hoisted:
@@ -186,7 +230,7 @@ def compact(
     normalizer: Normalizer,
     direction: Direction,
     *,
-    budget: int = MAX_SCHEMA_VALUES,
+    budget: int = MAX_SCHEMA_BYTES,
 ) -> Any:
     """The final schema of ``template``: plain JSON data, ``$defs`` at its root.
 
@@ -196,7 +240,7 @@ def compact(
             first, so that ``$defs`` has an object to live in).
         normalizer: the document's normalizer (holds the referenced templates).
         direction: ``"in"`` for request schemas, ``"out"`` for response schemas.
-        budget: the most JSON values to publish (see the module docstring).
+        budget: the most bytes references may pull in (see the module docstring).
     """
     return _Compactor(normalizer, direction).run(template, budget)
 

@@ -611,8 +611,8 @@ class DocumentConverter:
             if not isinstance(content, dict):
                 return None
             raw = _response_schema(content)
-        if raw is None:
-            return None
+        if raw is None or self._normalizer.flagged(raw, response_base, "writeOnly"):
+            return None  # a write-only response body is nothing the response carries
         template = self._normalizer.schema(raw, response_base, "out")
         if not is_object_schema(template, self._normalizer, "out"):
             # MCP requires an object root (the contract, load_tool).

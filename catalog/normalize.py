@@ -104,10 +104,12 @@ class TemplateList(list[Any]):
 
 
 def shape_of(template: Any) -> tuple[int, tuple[str, ...]]:
-    """A template's own size in JSON values and the keys it references, in order."""
+    """A template's own size (about its JSON bytes, not following references) and the
+    keys it references, in order and with repeats.
+    """
     refs: list[Ref] = []
     size = _scan(template, refs)
-    return size, tuple(dict.fromkeys(ref.key for ref in refs))
+    return size, tuple(ref.key for ref in refs)
 
 
 def is_template(node: Any) -> bool:
@@ -142,18 +144,20 @@ def _valid_regex(pattern: str) -> bool:
 
 
 def _scan(node: Any, refs: list[Ref]) -> int:
-    """The number of JSON values in a template (references count one), collecting the
-    references met, in order.
+    """About how many bytes of JSON a template encodes to (a reference counts as a
+    short ``{"$ref": ...}``), collecting the references met, in order.
     """
     kind = type(node)
+    if kind is str:
+        return len(node) + 3
     if kind is Ref:
         refs.append(node)
-        return 1 + (_scan(node.extra, refs) if node.extra is not None else 0)
+        return 24 + (_scan(node.extra, refs) if node.extra is not None else 0)
     if kind is dict or kind is TemplateDict:
-        return 1 + sum(_scan(value, refs) for value in node.values())
+        return 2 + sum(len(key) + 4 + _scan(value, refs) for key, value in node.items())
     if kind is list or kind is TemplateList:
-        return 1 + sum(_scan(value, refs) for value in node)
-    return 1
+        return 2 + sum(_scan(value, refs) + 1 for value in node)
+    return 5
 
 
 class Normalizer:
@@ -165,7 +169,7 @@ class Normalizer:
         version: the document's OpenAPI version (decides which idioms apply).
     """
 
-    __slots__ = ("_legacy", "_resolver", "_shapes", "_targets", "_version")
+    __slots__ = ("_legacy", "_resolver", "_shapes", "_targets", "_version", "expansions")
 
     def __init__(self, resolver: Resolver, version: OpenAPIVersion) -> None:
         self._resolver = resolver
@@ -173,6 +177,8 @@ class Normalizer:
         self._legacy = version != "3.1"
         self._targets: dict[tuple[str, Direction], Any] = {}
         self._shapes: dict[tuple[str, Direction], tuple[int, tuple[str, ...]]] = {}
+        self.expansions: dict[tuple[str, Direction], tuple[Any, frozenset[str]]] = {}
+        """Full expansions of referenced schemas (``catalog.compact`` fills and reuses it)."""
 
     def schema(self, raw: Any, base: str, direction: Direction) -> Any:
         """The template of a schema written in file ``base``."""
@@ -183,14 +189,13 @@ class Normalizer:
         cached = self._targets.get((key, direction))
         if cached is None:
             node = self._resolver.node(key)
-            # A placeholder breaks the recursion if the target is its own alias.
-            self._targets[(key, direction)] = {}
+            # _norm leaves references as markers and never calls target(): no recursion.
             cached = self._norm(node, split_key(key)[0], direction)[0]
             self._targets[(key, direction)] = cached
         return cached
 
     def shape(self, key: str, direction: Direction) -> tuple[int, tuple[str, ...]]:
-        """A referenced template's own size in JSON values (not following references)
+        """A referenced template's own size (about its JSON bytes, not following references)
         and the keys it references, in order (cached).
         """
         cached = self._shapes.get((key, direction))
