@@ -46,6 +46,7 @@ __all__ = ["mcp_other", "mcp_post"]
 
 _log: Final = logging.getLogger("sezzlee.server.http")
 _JSON: Final = "application/json"
+_INTERNAL: Final = b'{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"Internal error"}}'
 _TOO_LARGE: Final = (
     b'{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Request body too large"}}'
 )
@@ -70,6 +71,17 @@ async def mcp_post(request: Request[Any, Any, Any]) -> Response[bytes] | Stream:
     state: ServerState = request.app.state.server
     started = time.perf_counter()
     request_id = uuid.uuid4().hex[:16]
+    try:
+        return await _handle(request, state, started, request_id)
+    except Exception:  # a bug outside the tools: still a JSON-RPC answer, never a 500
+        _log.exception("request failed", extra={"request_id": request_id})
+        state.metrics.observe("-", "internal_error", time.perf_counter() - started)
+        return _response(200, _INTERNAL, {"x-request-id": request_id})
+
+
+async def _handle(
+    request: Request[Any, Any, Any], state: ServerState, started: float, request_id: str
+) -> Response[bytes] | Stream:
     headers = _headers(request)
     try:
         body = await request.body()

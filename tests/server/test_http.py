@@ -294,3 +294,31 @@ def test_reload_bumps_generation_only_on_a_changed_fingerprint(tmp_path: Path) -
         )
         assert not failed
         assert loaded["name"] == "get_invoice"
+
+
+def test_a_corrupt_index_keeps_the_last_good_catalog(tmp_path: Path) -> None:
+    index_dir = tmp_path / "index"
+    write_index(index_dir, [make_tool("get_order", "Fetches one order by id.")])
+    with serve(create_app(index_dir)) as server:
+        assert server.wait_ready()["generation"] == 0
+        (index_dir / "meta.json").write_text("{ not json")
+        deadline = time.monotonic() + 5
+        while "problem" not in httpx.get(server.base + "/readyz").json():
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        ready = httpx.get(server.base + "/readyz")
+        assert ready.status_code == 200  # still serving the last good view
+        assert ready.json()["generation"] == 0
+        found, failed = payload(
+            modern_post(server, "tools/call", {"name": "search_tools", "arguments": {}})
+        )
+        assert not failed
+        assert found["total"] == 1
+        (index_dir / "meta.json").unlink()
+        for leftover in index_dir.iterdir():
+            leftover.unlink()
+        write_index(index_dir, [make_tool("get_invoice", "Returns an invoice.")], commit=2)
+        while httpx.get(server.base + "/readyz").json()["generation"] != 1:
+            assert time.monotonic() < deadline + 5
+            time.sleep(0.05)
+        assert "problem" not in httpx.get(server.base + "/readyz").json()
