@@ -339,14 +339,15 @@ class Normalizer:
                     for name, names in value.items()
                     if isinstance(names, list)
                 }
-        self._legacy_idioms(raw, out)
+        if "exclusiveMinimum" in raw or "exclusiveMaximum" in raw or "format" not in out:
+            self._legacy_idioms(raw, out)
         if dropped and "required" in out:
             # A member left out for its direction (readOnly in, writeOnly out) is not
             # required either.
             out["required"] = [n for n in out["required"] if n not in dropped]
         if "examples" not in out and "example" in raw:
             out["examples"] = [raw["example"]]
-        if out.get("required") == []:
+        if "required" in out and not out["required"]:
             del out["required"]
         if self._legacy and (raw.get("nullable") is True or raw.get("x-nullable") is True):
             out, has = self._nullable(out, has)
