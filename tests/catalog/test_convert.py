@@ -963,3 +963,68 @@ def test_every_definition_is_well_formed(
         assert msgspec.to_builtins(definition.annotations)
     arguments = set(definition.input_schema["properties"])
     assert {binding.argument for binding in tool.route.bindings} == arguments
+
+
+_ANY_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=4),
+    lambda children: (
+        st.lists(children, max_size=3)
+        | st.dictionaries(
+            st.sampled_from(
+                [
+                    "type",
+                    "properties",
+                    "items",
+                    "$ref",
+                    "allOf",
+                    "required",
+                    "in",
+                    "name",
+                    "schema",
+                    "content",
+                    "application/json",
+                    "200",
+                    "responses",
+                    "parameters",
+                    "requestBody",
+                    "get",
+                    "post",
+                    "security",
+                    "nullable",
+                    "readOnly",
+                    "enum",
+                ]
+            ),
+            children,
+            max_size=4,
+        )
+    ),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    paths=st.dictionaries(st.sampled_from(["/a", "/b/{id}"]), _ANY_JSON, max_size=2),
+    components=_ANY_JSON,
+)
+def test_malformed_documents_give_tools_warnings_or_a_spec_error(
+    paths: Any, components: Any
+) -> None:
+    from catalog.errors import SpecError
+
+    doc = openapi30(paths, components=components)
+    failure: SpecError | None = None
+    try:
+        result = convert(doc, source="m.json")
+    except SpecError as err:
+        failure = err
+    if failure is not None:
+        assert failure.file == "m.json"
+        assert failure.reason
+        return
+    for tool in result.tools:
+        _assert_flat(tool.definition.input_schema)
+    for warning in result.warnings:
+        assert warning.file == "m.json"
+        assert warning.location.startswith("/")
