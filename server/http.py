@@ -52,6 +52,14 @@ _TOO_LARGE: Final = (
 )
 
 
+def _request_id(request: Request[Any, Any, Any]) -> str:
+    # A caller's (or proxy's) X-Request-Id joins its logs to ours, when it looks sane.
+    given = request.headers.get("x-request-id", "")
+    if 0 < len(given) <= 64 and given.isascii() and given.isprintable() and " " not in given:
+        return given
+    return uuid.uuid4().hex[:16]
+
+
 def _headers(request: Request[Any, Any, Any]) -> dict[str, list[str]]:
     headers: dict[str, list[str]] = {}
     for name, value in request.scope["headers"]:
@@ -70,7 +78,7 @@ async def mcp_post(request: Request[Any, Any, Any]) -> Response[bytes] | Stream:
     """Every MCP message arrives here, both eras."""
     state: ServerState = request.app.state.server
     started = time.perf_counter()
-    request_id = uuid.uuid4().hex[:16]
+    request_id = _request_id(request)
     try:
         return await _handle(request, state, started, request_id)
     except Exception:  # a bug outside the tools: still a JSON-RPC answer, never a 500

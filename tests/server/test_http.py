@@ -232,6 +232,15 @@ def test_tools_and_envelopes(server: ServerThread) -> None:
     assert nameless["error"]["code"] == "invalid_arguments"
 
 
+def test_request_ids_are_echoed_or_minted(server: ServerThread) -> None:
+    minted = modern_post(server, "tools/list")
+    assert len(minted.headers["x-request-id"]) == 16
+    given = modern_post(server, "tools/list", headers={"x-request-id": "trace-42"})
+    assert given.headers["x-request-id"] == "trace-42"
+    odd = modern_post(server, "tools/list", headers={"x-request-id": "a b"})
+    assert odd.headers["x-request-id"] != "a b"
+
+
 def test_ops_endpoints(server: ServerThread) -> None:
     assert httpx.get(server.base + "/healthz").json() == {"status": "ok"}
     ready = httpx.get(server.base + "/readyz").json()
