@@ -260,6 +260,8 @@ class DocumentConverter:
             raise SpecError(self._source, "/paths", "'paths' must be an object")
         out: list[CatalogTool] = []
         for path, raw_item in paths.items():
+            if path.startswith("x-"):
+                continue  # a specification extension, not a path (OpenAPI 3.1 §4.8.8)
             item_pointer = "/paths/" + escape_token(path)
             item, item_base = self._resolver.follow(raw_item, self._source)
             if not isinstance(item, dict):

@@ -845,6 +845,13 @@ def test_callbacks_and_webhooks_are_not_operations() -> None:
     assert [t.definition.name for t in convert(doc).tools] == ["subscribe"]
 
 
+def test_extensions_under_paths_are_not_paths() -> None:
+    doc = openapi({"x-codegen-contextRoot": "/api", "/a": {"get": {"responses": {}}}})
+    result = convert(doc)
+    assert [t.definition.name for t in result.tools] == ["get_a"]
+    assert result.warnings == ()
+
+
 def test_document_without_paths_has_no_tools() -> None:
     assert convert(openapi({}) | {"paths": None}).tools == ()
 
