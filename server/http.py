@@ -192,7 +192,7 @@ def _listen(state: ServerState, listen: Listen, request_id: str) -> Response[byt
     state.metrics.observe("subscriptions/listen", "ok", 0.0)
     _log.info("listen opened", extra={"request_id": request_id})
     return Stream(
-        state.notifier.frames(listen, queue),
+        state.notifier.frames(listen, queue, request_id=request_id),
         status_code=200,
         media_type="text/event-stream",
         headers={**dict(SSE_HEADERS), "x-request-id": request_id},

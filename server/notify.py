@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import enum
+import logging
 from collections.abc import AsyncIterator
 from typing import Final
 
@@ -31,6 +32,8 @@ from server.protocol import (
 )
 
 __all__ = ["DEFAULT_KEEPALIVE", "DEFAULT_STREAM_LIMIT", "Event", "Notifier", "StreamLimit"]
+
+_log: Final = logging.getLogger("sezzlee.server.notify")
 
 DEFAULT_KEEPALIVE: Final = 15.0
 """Seconds between ``: ping`` comments on an idle stream (the SDK's value)."""
@@ -93,8 +96,11 @@ class Notifier:
     def unsubscribe(self, queue: asyncio.Queue[Event]) -> None:
         self._queues.discard(queue)
 
-    async def frames(self, listen: Listen, queue: asyncio.Queue[Event]) -> AsyncIterator[bytes]:
+    async def frames(
+        self, listen: Listen, queue: asyncio.Queue[Event], *, request_id: str = ""
+    ) -> AsyncIterator[bytes]:
         """The SSE bytes of one stream: the ack, then changes, keepalives, the final frame."""
+        how = "client left"  # a cancelled generator: the client closed the stream
         try:
             yield render_listen_ack(listen)
             while True:
@@ -104,9 +110,11 @@ class Notifier:
                     yield KEEPALIVE
                     continue
                 if event is Event.CLOSE:
+                    how = "server shutdown"
                     yield render_listen_final(listen)
                     return
                 if listen.tools_list_changed:
                     yield render_listen_changed(listen)
         finally:
             self.unsubscribe(queue)
+            _log.info("listen closed", extra={"request_id": request_id, "how": how})
