@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
-from catalog.config import Config, decode_config
+from catalog.config import DEFAULT_ALLOWED_HOSTS, Config, decode_config
 from catalog.errors import ConfigError
 from server.identity import resolve_secrets
 
@@ -31,6 +31,7 @@ __all__ = ["JsonFormatter", "app_from_env", "main"]
 _ENV_INDEX: Final = "SEZZLEE_INDEX"
 _ENV_CONFIG: Final = "SEZZLEE_CONFIG"
 _ENV_LOG_LEVEL: Final = "SEZZLEE_LOG_LEVEL"
+_LOOPBACK: Final = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
 _RESERVED: Final = frozenset(logging.makeLogRecord({}).__dict__) | {"message", "asctime"}
 
 
@@ -136,7 +137,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     from granian.constants import Interfaces
 
     _configure_logging(args.log_level)
-    logging.getLogger("sezzlee.server").info(
+    log = logging.getLogger("sezzlee.server")
+    if args.host not in _LOOPBACK and config.server.allowed_hosts == DEFAULT_ALLOWED_HOSTS:
+        log.warning(
+            "bound beyond loopback but [server].allowed_hosts is the loopback default: "
+            "requests naming another Host will get 421",
+            extra={"host": args.host},
+        )
+    log.info(
         "starting",
         extra={"host": args.host, "port": args.port, "workers": args.workers},
     )

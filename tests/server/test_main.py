@@ -1,0 +1,45 @@
+"""``python -m server``: flags and config errors fail at start-up, before serving."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "server", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_help_names_every_flag() -> None:
+    answer = run("--help")
+    assert answer.returncode == 0
+    for flag in ("--index", "--config", "--host", "--port", "--workers"):
+        assert flag in answer.stdout
+
+
+def test_a_config_typo_fails_naming_the_key(tmp_path: Path) -> None:
+    config = tmp_path / "sezzlee.toml"
+    config.write_text("[server]\nallowed_hostz = ['x']\n", encoding="utf-8")
+    answer = run("--index", str(tmp_path / "index"), "--config", str(config))
+    assert answer.returncode == 2
+    assert "allowed_hostz" in answer.stderr
+
+
+def test_an_unset_secret_variable_fails_at_start_up(tmp_path: Path) -> None:
+    config = tmp_path / "sezzlee.toml"
+    config.write_text(
+        '[specs."a.yaml".jwt]\nhs256_secret_env = "SEZZLEE_TEST_SECRET_THAT_IS_UNSET"\n',
+        encoding="utf-8",
+    )
+    answer = run("--index", str(tmp_path / "index"), "--config", str(config))
+    assert answer.returncode == 2
+    assert "SEZZLEE_TEST_SECRET_THAT_IS_UNSET" in answer.stderr
