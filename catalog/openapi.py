@@ -85,7 +85,10 @@ def _parse_yaml(source: str, data: bytes) -> Any:
         raise SpecError(source, "line 1", f"invalid YAML: {exc}") from exc
     except (UnicodeDecodeError, RecursionError, ValueError) as exc:
         raise SpecError(source, "line 1", f"invalid YAML: {exc}") from exc
-    return _jsonify(tree)
+    try:
+        return _jsonify(tree)
+    except RecursionError as exc:
+        raise SpecError(source, "line 1", "the document is nested too deeply") from exc
 
 
 def parse_tree(source: str, data: bytes) -> Any:
@@ -101,6 +104,8 @@ def parse_tree(source: str, data: bytes) -> Any:
     if looks_json:
         try:
             return _JSON.decode(data)
+        except RecursionError as exc:
+            raise SpecError(source, "line 1", "the document is nested too deeply") from exc
         except msgspec.DecodeError as exc:
             if not is_yaml_file:
                 raise SpecError(source, _json_line(data, str(exc)), f"invalid JSON: {exc}") from exc

@@ -93,3 +93,12 @@ def test_any_bytes_give_a_result_or_a_spec_error(data: bytes) -> None:
         assert failure.reason
     else:
         assert result.tools == ()
+
+
+def test_absurdly_deep_documents_are_a_spec_error() -> None:
+    deep_yaml = b"openapi: 3.0.0\npaths: " + b"[" * 5000 + b"]" * 5000
+    with pytest.raises(SpecError):
+        parse_document("deep.yaml", deep_yaml)
+    deep_json = b'{"openapi": "3.0.0", "paths": ' + b"[" * 5000 + b"]" * 5000 + b"}"
+    with pytest.raises(SpecError):
+        parse_document("deep.json", deep_json)
