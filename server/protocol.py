@@ -76,7 +76,6 @@ __all__ = [
 MODERN_VERSION: Final = "2026-07-28"
 LEGACY_VERSIONS: Final = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
 """2025-path versions, newest first; ``initialize`` echoes one of these or offers the first."""
-_LEGACY_DEFAULT: Final = "2025-03-26"  # the spec's assumption when the header is absent
 
 META_TOOL_NAMES: Final = ("search_tools", "load_tool", "invoke_tool")
 
@@ -205,6 +204,12 @@ def _strip_port(host: str) -> str:
     return name
 
 
+_ERA_BY_VERSION: Final[dict[str, Era]] = {
+    MODERN_VERSION: Era.MODERN,
+    **{version: Era.LEGACY for version in LEGACY_VERSIONS},
+}
+"""mcp-wire §2: the ``MCP-Protocol-Version`` header value → the path that serves it."""
+
 Headers = Mapping[str, Sequence[str]]
 """Lower-case header name → every value sent under it (a repeat is visible)."""
 
@@ -214,9 +219,9 @@ _SERVER: Final = Implementation(name="sezzlee", version="0.1.0")
 def era_of(headers: Headers) -> Era:
     """The era a POST takes, by its ``MCP-Protocol-Version`` header alone (§2)."""
     values = headers.get("mcp-protocol-version")
-    if not values or values[0] in LEGACY_VERSIONS:
-        return Era.LEGACY
-    return Era.MODERN
+    if not values:
+        return Era.LEGACY  # every initialize arrives so; the spec assumes 2025-03-26
+    return _ERA_BY_VERSION.get(values[0], Era.MODERN)  # unknown: rejected there with -32022
 
 
 def parse(
