@@ -30,7 +30,6 @@ import msgspec
 import tantivy
 
 from catalog.index_schema import (
-    FIELD_BOOSTS,
     META_ID,
     IndexMeta,
     InvokeRecord,
@@ -223,7 +222,8 @@ class CatalogView:
             self._known_to(seen),
             values=value_words(request.query),
         )
-        page = self._ranked(rank_query(self.schema, filters, words), limit) if words else []
+        ranking = rank_query(self.schema, None if everything else filters, words)
+        page = self._ranked(ranking, limit) if words else []
         if len(page) < limit:
             taken = {_key(a) for a in page}
             for address in self._listing(filters, limit + len(page), everything=everything):
@@ -280,7 +280,7 @@ class CatalogView:
         """Whether any indexed word starts with ``prefix`` (edge fields hold prefixes)."""
         known = self._prefixes.get(prefix)
         if known is None:
-            known = any(self.searcher.doc_freq(f, prefix) > 0 for f in FIELD_BOOSTS)
+            known = self.searcher.doc_freq("any", prefix) > 0
             if len(self._prefixes) >= _PREFIX_CACHE:
                 self._prefixes.clear()
             self._prefixes[prefix] = known
@@ -298,15 +298,9 @@ class CatalogView:
         def known(prefix: str) -> bool:
             if not self._indexed(prefix):
                 return False
-            terms = [
-                (tantivy.Occur.Should, tantivy.Query.term_query(self.schema, f, prefix))
-                for f in FIELD_BOOSTS
-            ]
+            term = tantivy.Query.term_query(self.schema, "any", prefix, index_option="basic")
             query = tantivy.Query.boolean_query(
-                [
-                    (tantivy.Occur.Must, visible),
-                    (tantivy.Occur.Must, tantivy.Query.boolean_query(terms)),
-                ]
+                [(tantivy.Occur.Must, visible), (tantivy.Occur.Must, term)]
             )
             return bool(self.searcher.search(query, 1, count=False).hits)
 

@@ -115,14 +115,21 @@ def test_exact_word_ranks_above_prefix(tmp_path: Path) -> None:
 
 
 def test_more_keywords_matched_rank_above_fewer(tmp_path: Path) -> None:
+    filler = [make_tool(f"other_{i:02d}", f"Something else {i}.") for i in range(20)]
     view = build_view(
         tmp_path / "i",
         [
-            make_tool("invoice_invoice", "Invoice invoice invoice, the invoice."),
-            make_tool("pay_one", "Pay an invoice by card."),
+            *filler,
+            make_tool("get_invoice", "Fetches an invoice."),
+            make_tool("charge_card", "Charges a card."),
+            make_tool("pay_invoice", "Pays an invoice by card."),
         ],
     )
-    assert _names(_search(view, query="invoice card")) == ["pay_one", "invoice_invoice"]
+    # Other things comparable (both name an invoice), the tool matching both keywords
+    # ranks first; a tool matching only one still ranks above tools matching none.
+    names = _names(_search(view, query="invoice card"))
+    assert names[0] == "pay_invoice"
+    assert set(names[1:3]) == {"get_invoice", "charge_card"}
 
 
 def test_name_outranks_description(tmp_path: Path) -> None:
