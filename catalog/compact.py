@@ -88,6 +88,7 @@ class _Compactor:
     __slots__ = (
         "_counts",
         "_direction",
+        "_hoisted",
         "_impure",
         "_names",
         "_normalizer",
@@ -107,6 +108,7 @@ class _Compactor:
         self._root_refs: list[str] = []
         self._trail: list[set[str]] = []  # keys below each inline expansion in progress
         self._impure = 0  # hoisted or cut references emitted so far
+        self._hoisted: set[str] = set()
 
     def plan(self, root: Any, budget: int) -> None:
         """Breadth-first over reference levels; the level that breaks the budget and
@@ -151,6 +153,7 @@ class _Compactor:
                 name = f"{base}_{n}"
             taken.add(name)
             self._names[key] = name
+        self._hoisted = set(hoisted)
         return hoisted
 
     def emit(self, node: Any) -> Any:
@@ -191,8 +194,9 @@ class _Compactor:
         hit = cache.get((key, self._direction))
         if hit is not None:
             body, closure = hit
-            counts = self._counts
-            if self._stubbed.isdisjoint(closure) and all(counts.get(k) == 1 for k in closure):
+            # Every key below was reached (none is cut) and none is used twice (none is
+            # hoisted): emitting again would give exactly this.
+            if self._stubbed.isdisjoint(closure) and self._hoisted.isdisjoint(closure):
                 if self._trail:
                     self._trail[-1].update(closure)
                     self._trail[-1].add(key)
@@ -242,6 +246,15 @@ def compact(
         direction: ``"in"`` for request schemas, ``"out"`` for response schemas.
         budget: the most bytes references may pull in (see the module docstring).
     """
+    if type(template) is Ref and template.extra is None:
+        # A bare reference (most response bodies) compacts the same way every time:
+        # operations returning the same schema share one result.
+        key = (template.key, direction, budget)
+        done = normalizer.compacted.get(key)
+        if done is None:
+            done = _Compactor(normalizer, direction).run(template, budget)
+            normalizer.compacted[key] = done
+        return done
     return _Compactor(normalizer, direction).run(template, budget)
 
 

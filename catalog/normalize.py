@@ -169,7 +169,15 @@ class Normalizer:
         version: the document's OpenAPI version (decides which idioms apply).
     """
 
-    __slots__ = ("_legacy", "_resolver", "_shapes", "_targets", "_version", "expansions")
+    __slots__ = (
+        "_legacy",
+        "_resolver",
+        "_shapes",
+        "_targets",
+        "_version",
+        "compacted",
+        "expansions",
+    )
 
     def __init__(self, resolver: Resolver, version: OpenAPIVersion) -> None:
         self._resolver = resolver
@@ -179,6 +187,8 @@ class Normalizer:
         self._shapes: dict[tuple[str, Direction], tuple[int, tuple[str, ...]]] = {}
         self.expansions: dict[tuple[str, Direction], tuple[Any, frozenset[str]]] = {}
         """Full expansions of referenced schemas (``catalog.compact`` fills and reuses it)."""
+        self.compacted: dict[tuple[str, Direction, int], Any] = {}
+        """Compacted bare references, per direction and budget (``catalog.compact``)."""
 
     def schema(self, raw: Any, base: str, direction: Direction) -> Any:
         """The template of a schema written in file ``base``."""
