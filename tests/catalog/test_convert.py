@@ -1035,3 +1035,100 @@ def test_malformed_documents_give_tools_warnings_or_a_spec_error(
     for warning in result.warnings:
         assert warning.file == "m.json"
         assert warning.location.startswith("/")
+
+
+# -- the spec file itself -------------------------------------------------------------
+
+_CONTRACT_EXAMPLE = {
+    "name": "get_order",
+    "description": "Fetches one order by id.",
+    "inputSchema": {
+        "type": "object",
+        "properties": {"id": {"type": "integer", "description": "Order id"}},
+        "required": ["id"],
+        "additionalProperties": False,
+    },
+    "outputSchema": {
+        "type": "object",
+        "properties": {
+            "id": {"type": "integer"},
+            "item": {"type": "string"},
+            "quantity": {"type": "integer"},
+            "owner": {"type": "string"},
+        },
+        "required": ["id", "item", "quantity", "owner"],
+    },
+    "annotations": {"readOnlyHint": True, "idempotentHint": True},
+    "version": "6361f59c4d6b968c",
+}
+
+
+def test_the_contract_example_matches_the_spec_file(tool_definition_schema: dict[str, Any]) -> None:
+    validator = jsonschema.Draft202012Validator(tool_definition_schema)
+    assert validator.is_valid(_CONTRACT_EXAMPLE)
+    assert validator.is_valid(_CONTRACT_EXAMPLE | {"authUncertain": True})
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"annotations": {"readOnlyHint": False}},
+        {"annotations": {}},
+        {"authUncertain": False},
+        {"version": "6361F59C4D6B968C"},
+        {"version": "6361f59c"},
+        {"outputSchema": {"type": "array"}},
+        {"inputSchema": {"type": "object", "properties": {}}},
+        {
+            "inputSchema": {
+                "type": "object",
+                "properties": {},
+                "additionalProperties": False,
+                "$schema": "x",
+            }
+        },
+        {
+            "inputSchema": {
+                "type": "object",
+                "properties": {},
+                "additionalProperties": False,
+                "oneOf": [],
+            }
+        },
+        {"auth": {}},
+        {"outputSchema": None},
+    ],
+)
+def test_the_spec_file_rejects_what_the_contract_forbids(
+    tool_definition_schema: dict[str, Any], change: dict[str, Any]
+) -> None:
+    validator = jsonschema.Draft202012Validator(tool_definition_schema)
+    assert not validator.is_valid(_CONTRACT_EXAMPLE | change)
+
+
+def test_converted_definitions_match_the_spec_file(tool_definition_schema: dict[str, Any]) -> None:
+    doc = openapi(
+        {
+            "/orders/{id}": {
+                "get": {
+                    "operationId": "get_order",
+                    "summary": "Fetches one order by id.",
+                    "parameters": [
+                        {
+                            "name": "id",
+                            "in": "path",
+                            "required": True,
+                            "description": "Order id",
+                            "schema": {"type": "integer"},
+                        }
+                    ],
+                    "responses": _ok(_CONTRACT_EXAMPLE["outputSchema"]),
+                }
+            }
+        }
+    )
+    definition = msgspec.to_builtins(only_tool(doc).definition)
+    assert {k: v for k, v in definition.items() if k != "version"} == {
+        k: v for k, v in _CONTRACT_EXAMPLE.items() if k != "version"
+    }
+    jsonschema.Draft202012Validator(tool_definition_schema).validate(definition)
