@@ -19,11 +19,16 @@ passes over a template from ``catalog.normalize``:
 A size budget keeps pathological reference graphs publishable (Microsoft Graph's
 entities reach thousands of schemas; a definition must stay a few dozen KB, not MB).
 Before counting, the references are explored breadth-first, level by level of ``$ref``
-nesting, adding each new target's own size (estimated JSON bytes); the first level that would
-take the total over :data:`MAX_SCHEMA_BYTES` is not expanded: its references become
-``{"description": "<name>: not expanded ..."}`` (any value is accepted there). Whole
-levels are cut, so the result is deterministic and the same for every replica; GitHub's
-largest response schemas stay whole, but one (the issue timeline).
+nesting, adding each new target's own size (estimated JSON bytes); the first level that
+would take the total over :data:`MAX_SCHEMA_BYTES` is not expanded: its references
+become ``{"description": "<name>: not expanded ..."}`` (any value is accepted there).
+Whole levels are cut, so the result is deterministic and the same for every replica; of
+GitHub's schemas only the issue timeline's is cut.
+
+Two document-wide caches (on the :class:`~catalog.normalize.Normalizer`) keep this
+cheap: the compacted result of a bare reference (most response bodies), and the full
+expansion of a single-use target, reused where everything below it is single-use too.
+Both give byte-identical output to compacting afresh.
 
 ``$defs`` names are the last token of the target's JSON pointer (``simple-user``),
 made pointer-safe, with ``_2``, ``_3`` for clashes in first-use order: deterministic.
