@@ -24,7 +24,7 @@ Theory of operation (search-semantics.md is normative):
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Final
+from typing import Final, NamedTuple
 
 import msgspec
 import tantivy
@@ -61,6 +61,14 @@ _DEFINITION: Final = msgspec.json.Decoder(ToolDefinition)
 _JSON: Final = msgspec.json.Encoder()
 
 _Address = tuple[int, int]
+
+
+class _Seen(NamedTuple):
+    """What one set of visible keys implies, computed once per view and key set."""
+
+    allow: tuple[str, ...] | None
+    deny: tuple[str, ...]
+    vocabulary: bytes  # the JSON array of tags, or b"" to omit it
 
 
 def _stored(doc: tantivy.Document, field: str) -> bytes:
@@ -126,7 +134,7 @@ class CatalogView:
         # Every key a tool document can carry; a caller seeing all of them sees the index.
         self._all_keys = frozenset(meta.policies) | frozenset(meta.tags) | {PUBLIC_KEY}
         self._key_counts: dict[str, int] = {}
-        self._vocabulary: dict[frozenset[str], bytes] = {}
+        self._seen: dict[frozenset[str], _Seen] = {}
         self._prefixes: dict[str, bool] = {}
         self._top_ord: int | None = None
 
@@ -139,23 +147,24 @@ class CatalogView:
             ResponseTooLarge: the answer exceeds ``budget`` bytes; the message names
                 ``detail``, ``query`` and ``limit``.
         """
-        seen = audience.visible | audience.uncertain
+        # The same frozenset object when nothing is uncertain: its hash is cached.
+        seen = audience.visible | audience.uncertain if audience.uncertain else audience.visible
         tags = folded_tags(request.tags)
         total = 0
         page: list[tantivy.DocAddress] = []
+        state = self._state(seen)
+        allow, deny = state.allow, state.deny
         if tags is not None:
-            allow, deny = self._visibility(seen)
             filters = filter_query(self.schema, tags, allow=allow, deny=deny)
             total = self._total(allow, deny, tags, filters)
             if total:
                 everything = allow is None and not deny and not tags
-                page = self._page(filters, request, total, seen, everything=everything)
+                page = self._page(filters, request, total, state, everything=everything)
         field = "definition" if request.detail == "schema" else "card"
         check_uncertain = bool(audience.uncertain - audience.visible)
         parts = [b'{"total":', str(total).encode()]
-        vocabulary = self._tag_vocabulary(seen)
-        if vocabulary:
-            parts += [b',"tags":', vocabulary]
+        if state.vocabulary:
+            parts += [b',"tags":', state.vocabulary]
         parts.append(b',"results":[')
         for i, address in enumerate(page):
             doc = self.searcher.doc(address)
@@ -171,19 +180,31 @@ class CatalogView:
             raise _too_large(len(answer), budget, request)
         return answer
 
-    def _visibility(self, seen: frozenset[str]) -> tuple[tuple[str, ...] | None, tuple[str, ...]]:
-        """``(allow, deny)`` for :func:`filter_query`: the shorter of the two key lists.
+    def _state(self, seen: frozenset[str]) -> _Seen:
+        """Visibility lists and tag vocabulary of a caller seeing the keys ``seen``.
 
-        Relies on the meta record listing every key a document carries (``policies``, plus
-        ``public``), which the indexer guarantees; a key it omits is hidden from callers who
-        see part of the catalog, and counted for a caller who sees all of it.
+        Visibility is the shorter of two key lists (``allow`` only those, or ``deny``
+        those). Relies on the meta record listing every key a document carries
+        (``policies``, plus ``public``), which the indexer guarantees; a key it omits is
+        hidden from callers who see part of the catalog, and counted for a caller who sees
+        all of it.
         """
-        hidden = self._all_keys - seen
-        if not hidden:
-            return None, ()
-        if len(seen) <= len(hidden):
-            return tuple(sorted(seen)), ()
-        return None, tuple(sorted(hidden))
+        state = self._seen.get(seen)
+        if state is None:
+            hidden = self._all_keys - seen
+            allow: tuple[str, ...] | None = None
+            deny: tuple[str, ...] = ()
+            if hidden and len(seen) <= len(hidden):
+                allow = tuple(sorted(seen))
+            elif hidden:
+                deny = tuple(sorted(hidden))
+            tags = _union(self.meta.tags.get(k, ()) for k in seen)
+            vocabulary = _JSON.encode(tags) if 0 < len(tags) <= TAG_VOCABULARY_CAP else b""
+            state = _Seen(allow=allow, deny=deny, vocabulary=vocabulary)
+            if len(self._seen) >= _AUDIENCE_CACHE:
+                self._seen.clear()
+            self._seen[seen] = state
+        return state
 
     def _total(
         self,
@@ -212,14 +233,14 @@ class CatalogView:
         filters: tantivy.Query,
         request: SearchRequest,
         total: int,
-        seen: frozenset[str],
+        state: _Seen,
         *,
         everything: bool,
     ) -> list[tantivy.DocAddress]:
         limit = min(request.limit, total)
         words = with_lookup(
             keywords(request.query),
-            self._known_to(seen),
+            self._known_to(state),
             values=value_words(request.query),
         )
         ranking = rank_query(self.schema, None if everything else filters, words)
@@ -286,14 +307,13 @@ class CatalogView:
             self._prefixes[prefix] = known
         return known
 
-    def _known_to(self, seen: frozenset[str]) -> Callable[[str], bool]:
+    def _known_to(self, state: _Seen) -> Callable[[str], bool]:
         """Whether a word of the caller's visible catalog starts with a prefix: a hidden
         tool's words must not change how the caller's results rank.
         """
-        allow, deny = self._visibility(seen)
-        if allow is None and not deny:
+        if state.allow is None and not state.deny:
             return self._indexed
-        visible = filter_query(self.schema, (), allow=allow, deny=deny)
+        visible = filter_query(self.schema, (), allow=state.allow, deny=state.deny)
 
         def known(prefix: str) -> bool:
             if not self._indexed(prefix):
@@ -320,17 +340,6 @@ class CatalogView:
         ords = self.searcher.fast_field_values("ord", [a for _, a in hits])
         ranked = sorted(zip(hits, ords, strict=True), key=lambda h: (-h[0][0], h[1] or 0))
         return [address for (_, address), _ in ranked[:limit]]
-
-    def _tag_vocabulary(self, seen: frozenset[str]) -> bytes:
-        """The JSON array of the visible catalog's folded tags; empty bytes to omit it."""
-        cached = self._vocabulary.get(seen)
-        if cached is None:
-            tags = _union(self.meta.tags.get(k, ()) for k in seen)
-            cached = _JSON.encode(tags) if 0 < len(tags) <= TAG_VOCABULARY_CAP else b""
-            if len(self._vocabulary) >= _AUDIENCE_CACHE:
-                self._vocabulary.clear()
-            self._vocabulary[seen] = cached
-        return cached
 
     # -- load_tool and invoke_tool ------------------------------------------------------
 
