@@ -85,12 +85,15 @@ def full_build(label: str, specs: Path, index: Path) -> dict[str, Any]:
     }
 
 
+_SUMMARY = re.compile(r'"summary": ?"')
+
+
 def _pick_document(specs: Path) -> Path:
-    for path in sorted(specs.rglob("*.yaml")):
+    for path in sorted(specs.rglob("*.json")):
         size = path.stat().st_size
-        if 8_000 < size < 60_000 and "summary: " in path.read_text(errors="replace"):
+        if 8_000 < size < 60_000 and _SUMMARY.search(path.read_text(errors="replace")):
             return path
-    raise SystemExit("no small YAML document with a summary found")
+    raise SystemExit("no small JSON document with a summary found")
 
 
 def changes(specs: Path, index: Path, count: int = CHANGES) -> dict[str, Any]:
@@ -121,17 +124,16 @@ def changes(specs: Path, index: Path, count: int = CHANGES) -> dict[str, Any]:
 
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
-    if not ready.wait(600):
-        proc.kill()
-        raise SystemExit("the watcher never started")
-    time.sleep(0.5)
     target = _pick_document(specs)
     original = target.read_text()
     to_commit: list[float] = []
     own_latency: list[float] = []
     try:
+        if not ready.wait(600):
+            raise SystemExit("the watcher never started")
+        time.sleep(0.5)
         for i in range(count):
-            text = re.sub(r"summary: ", f"summary: Changed {i} ", original, count=1)
+            text = _SUMMARY.sub(f'"summary": "Changed {i} ', original, count=1)
             with seen:
                 before = len(lines)
             written = time.time()
