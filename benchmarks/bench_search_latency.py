@@ -1,7 +1,8 @@
 """Search latency in process: p50/p99 of search_tools at ~1,000, 10,000 and 125,000 operations.
 
 Catalogs: GitHub's REST description (~1,000 operations), the first APIs.guru documents
-(in path order) up to 10,000 operations, and all of APIs.guru (~125,000). Every document
+(in path order) up to 10,000 operations, and all of APIs.guru (about 125,000 operations as
+published; about 90,000 tools once converted, 6 documents skipped). Every document
 goes through the catalog's own converter; a document the converter refuses, or a tool
 that cannot be encoded, is skipped and counted. Indexes are built once into
 ``.sezzlee/bench/search-latency-v<schema>/`` and reused (delete the directory to rebuild).

@@ -26,7 +26,6 @@ import asyncio
 import json
 import sys
 import tempfile
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -208,7 +207,6 @@ def _goals(rows: list[dict[str, Any]]) -> list[str]:
 
 
 def main() -> int:
-    started = time.perf_counter()
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="sezzlee-quality-") as tmp:
         for name in SETS:
@@ -227,7 +225,6 @@ def main() -> int:
     print(_table(rows))
     print()
     print("\n".join(_goals(rows)))
-    print(f"\n<sub>{time.perf_counter() - started:.0f} s</sub>")
     return 0
 
 
