@@ -63,7 +63,7 @@ __all__ = [
 DEFAULT_LIMIT: Final = 20
 MAX_LIMIT: Final = 50
 
-COORDINATION: Final = 2.0
+COORDINATION: Final = 1.0
 """Weight of BM25 in the ``any`` field (does the keyword prefix any word of the tool):
 a bonus per matched keyword, weighted by how rare the keyword is, so a tool matching
 more keywords ranks above one matching fewer unless the fewer are far better matches.
