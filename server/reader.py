@@ -14,9 +14,10 @@ Theory of operation (design.md, Generation; tantivy-notes §5):
   ``on_change`` callbacks (the notifier), which is how listen streams hear of it. A
   process that starts before any index exists serves ``catalog_unavailable`` until the
   first commit, then loads it as generation 1 and notifies.
-* A missing, empty or unreadable index is *not ready*: polling continues and the last
-  good view keeps serving. A schema version other than ours is not ready either (the
-  indexer rebuilds it).
+* A missing, empty or unreadable index is *not ready* (``/readyz`` 503 with the
+  problem), also while a view is held: polling continues and the last good view keeps
+  serving until a good commit is back. A schema version other than ours is not ready
+  either (the indexer rebuilds it).
 """
 
 from __future__ import annotations
@@ -80,6 +81,7 @@ class Reader:
         self._listeners: list[Callable[[CatalogView], None]] = []
         self._started = False  # the start-up load is generation 0 and notifies no one
         self._stamp: tuple[int, int, int] | None = None  # meta.json as last read successfully
+        self._meta: IndexMeta | None = None  # the newest commit of the view's catalog
 
     def on_change(self, listener: Callable[[CatalogView], None]) -> None:
         """Call ``listener`` (on the event loop) after every swap that bumps the generation."""
@@ -87,12 +89,14 @@ class Reader:
 
     def status(self) -> IndexStatus:
         view = self.view
+        # Serving a held catalog while the index on disk is gone or unreadable is not
+        # ready: a balancer should prefer a replica that can follow the indexer.
         return IndexStatus(
-            ready=view is not None,
+            ready=view is not None and self.problem is None,
             generation=self.generation,
             reloads=self.reloads,
             problem=self.problem,
-            meta=view.meta if view is not None else None,
+            meta=self._meta if view is not None else None,
         )
 
     def load_once(self) -> CatalogView | None:
@@ -134,6 +138,9 @@ class Reader:
         self._stamp = stamp
         current = self.view
         if current is not None and current.meta.fingerprint == meta.fingerprint:
+            # Same catalog, newer commit: file states changed (a broken file kept its
+            # last good tools), which readiness reports.
+            self._meta = meta
             self.problem = None
             return None
         generation = self.generation + 1 if self._started else 0
@@ -147,6 +154,7 @@ class Reader:
     def install(self, view: CatalogView) -> None:
         """Swap in ``view`` (on the event loop); after start-up, tell the listeners."""
         self.view = view
+        self._meta = view.meta
         self.generation = view.generation
         self.problem = None
         _log.info(

@@ -316,7 +316,7 @@ def test_a_corrupt_index_keeps_the_last_good_catalog(tmp_path: Path) -> None:
             assert time.monotonic() < deadline
             time.sleep(0.05)
         ready = httpx.get(server.base + "/readyz")
-        assert ready.status_code == 200  # still serving the last good view
+        assert ready.status_code == 503  # not ready, though still serving the last good view
         assert ready.json()["generation"] == 0
         found, failed = payload(
             modern_post(server, "tools/call", {"name": "search_tools", "arguments": {}})
