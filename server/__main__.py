@@ -159,6 +159,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         log_level=args.log_level,
         log_dictconfig=_GRANIAN_LOGGING,
         workers_kill_timeout=5,
+        # A worker can die natively (SIGBUS when a mapped segment is truncated under it);
+        # granian's default then stops the whole server. A fresh worker re-reads the
+        # index and reports it not ready instead.
+        respawn_failed_workers=True,
     ).serve()
     return 0
 
