@@ -43,6 +43,7 @@ __all__ = [
     "Conversion",
     "FileAdd",
     "IndexPlan",
+    "NameIndex",
     "NamePlan",
     "OrdinalsExhausted",
     "allocate_ordinals",
@@ -127,6 +128,7 @@ class IndexPlan(msgspec.Struct, frozen=True, kw_only=True):
     manifest: Manifest
     meta: IndexMeta
     operations_written: int
+    names: NameIndex  # of the new manifest, for the next plan
 
 
 class NamePlan(msgspec.Struct, frozen=True, kw_only=True):
@@ -292,20 +294,31 @@ def _is_clash(problem: Problem) -> bool:
 
 
 def allocate_ordinals(
-    kept: Mapping[str, int], new_names: Iterable[str], *, full: bool
+    kept: Mapping[str, int],
+    new_names: Iterable[str],
+    *,
+    full: bool,
+    order: Sequence[str] | None = None,
 ) -> dict[str, int]:
     """Ordinals for ``new_names`` that keep name order with ``kept`` (name → ordinal).
+
+    Args:
+        kept: the names that keep their ordinals.
+        new_names: names to place (those already in ``kept`` are skipped).
+        full: space every name ``ORDINAL_GAP`` apart from scratch.
+        order: ``sorted(kept)``, when the caller already has it.
 
     Raises:
         OrdinalsExhausted: a gap between two kept neighbours is too small.
     """
-    fresh = sorted(set(new_names) - set(kept))
+    fresh = sorted({n for n in new_names if n not in kept})
     if not fresh:
         return {}
     if full or not kept:
         names = sorted(set(kept) | set(fresh))
         return {name: (i + 1) * ORDINAL_GAP for i, name in enumerate(names)}
-    order = sorted(kept)
+    if order is None:
+        order = sorted(kept)
     result: dict[str, int] = {}
     groups: dict[int, list[str]] = {}
     for name in fresh:
@@ -322,6 +335,49 @@ def allocate_ordinals(
         for i, name in enumerate(names):
             result[name] = lo + step * (i + 1)
     return result
+
+
+class NameIndex:
+    """Every published name with its ordinal and its file, and the names in order.
+
+    Built once from a manifest and then carried from plan to plan (each plan returns an
+    updated copy), so a one-file change touches that file's names only instead of
+    re-reading all 125,000.
+    """
+
+    __slots__ = ("order", "ordinals", "owners")
+
+    def __init__(self, ordinals: dict[str, int], owners: dict[str, str], order: list[str]) -> None:
+        self.ordinals = ordinals
+        self.owners = owners
+        self.order = order  # sorted(ordinals)
+
+    @classmethod
+    def of(cls, files: Mapping[str, FileEntry]) -> NameIndex:
+        """The index of every tool in ``files``."""
+        ordinals: dict[str, int] = {}
+        owners: dict[str, str] = {}
+        for source, entry in files.items():
+            for t in entry.tools:
+                ordinals[t.name] = t.ordinal
+                owners[t.name] = source
+        return cls(ordinals, owners, sorted(ordinals))
+
+    def copy(self) -> NameIndex:
+        """An independent copy (the plan stays a function of its inputs)."""
+        return NameIndex(dict(self.ordinals), dict(self.owners), list(self.order))
+
+    def remove(self, name: str) -> None:
+        """Forget ``name``."""
+        del self.ordinals[name], self.owners[name]
+        del self.order[bisect.bisect_left(self.order, name)]
+
+    def add(self, name: str, ordinal: int, source: str) -> None:
+        """Record ``name``."""
+        if name not in self.ordinals:
+            bisect.insort(self.order, name)
+        self.ordinals[name] = ordinal
+        self.owners[name] = source
 
 
 _SUM_MODULUS: Final = 2**128
@@ -363,6 +419,7 @@ def make_plan(
     full: bool,
     now: float,
     force: bool = False,
+    names: NameIndex | None = None,
 ) -> IndexPlan:
     """Merge named conversions into ``previous`` and describe the commit.
 
@@ -374,6 +431,9 @@ def make_plan(
         full: rebuild the whole index (every present file must be in ``conversions``).
         now: the commit time (unix seconds).
         force: commit even if nothing changed (reconciling after a crash).
+        names: ``NameIndex.of(previous.files)``, when the caller keeps it between plans;
+            it is updated in place and returned as ``IndexPlan.names`` (the caller must
+            rebuild it if the plan raises or is not applied).
 
     Raises:
         OrdinalsExhausted: an incremental insert found no room; plan a full build.
@@ -440,22 +500,32 @@ def make_plan(
         if source not in conversions and entry.state is FileState.CHANGED:
             files[source] = msgspec.structs.replace(entry, state=FileState.FRESH)
 
-    previous_ordinals = {t.name: t.ordinal for e in previous.files.values() for t in e.tools}
-    kept: dict[str, int] = {}
-    for source, entry in files.items():
-        if source not in pending:
-            kept.update((t.name, t.ordinal) for t in entry.tools)
-    new_names = [t.name for conv in pending.values() for t in conv.tools]
     if full:
-        ordinals = allocate_ordinals({}, new_names, full=True)
+        index = NameIndex({}, {}, [])
     else:
-        # A tool re-indexed under a name the catalog already had keeps its ordinal.
-        reuse = {
-            n: previous_ordinals[n] for n in new_names if n in previous_ordinals and n not in kept
-        }
-        # Previous ordinals are in name order, so any subset of them still is.
-        kept |= reuse
-        ordinals = kept | allocate_ordinals(kept, new_names, full=False)
+        # Taken over, not copied (copying 125,000 names would cost a one-file change
+        # more than the rest of its plan): the caller hands it in and gets plan.names back.
+        index = names if names is not None else NameIndex.of(previous.files)
+    new_names = [t.name for conv in pending.values() for t in conv.tools]
+    # A tool re-indexed under a name the catalog already had keeps its ordinal: previous
+    # ordinals are in name order, so any subset of them still is.
+    reuse = {n: index.ordinals[n] for n in new_names if n in index.ordinals}
+    for source in sorted(set(delete_sources) | set(conversions)):
+        gone = before.get(source)
+        now_entry = files.get(source)
+        if gone is None or (now_entry is not None and now_entry.tools is gone.tools):
+            continue  # never indexed, or its last good tools stay
+        for t in gone.tools:
+            if index.owners.get(t.name) == source:
+                index.remove(t.name)
+    for name, ordinal in reuse.items():
+        if name not in index.ordinals:
+            index.add(name, ordinal, "")
+    ordinals = dict(reuse)
+    ordinals.update(allocate_ordinals(index.ordinals, new_names, full=full, order=index.order))
+    for source, conv in pending.items():
+        for t in conv.tools:
+            index.add(t.name, ordinals[t.name], source)
     adds: list[FileAdd] = []
     written = 0
     for source, conv in pending.items():
@@ -472,12 +542,16 @@ def make_plan(
     fingerprint = catalog_fingerprint(_entry_sum(e) for e in files.values())
     operations = sum(len(e.tools) for e in files.values())
     statuses = {source: _status(entry) for source, entry in sorted(files.items())}
-    previous_statuses = {s: _status(e) for s, e in previous.files.items()}
+    # Only files converted or deleted now can have a new status; compare just those.
+    touched = set(conversions) | set(deleted)
     commit_needed = (
         full
         or force
         or fingerprint != previous.fingerprint
-        or _normalized(statuses) != _normalized(previous_statuses)
+        or any(
+            _normal_status(statuses.get(s)) != _normal_status(_status_of(previous.files.get(s)))
+            for s in touched
+        )
     )
     commit = previous.commit + 1 if commit_needed else previous.commit
     manifest = Manifest(
@@ -510,6 +584,7 @@ def make_plan(
         manifest=manifest,
         meta=meta,
         operations_written=written,
+        names=index,
     )
 
 
@@ -522,10 +597,13 @@ def _status(entry: FileEntry) -> FileStatus:
     )
 
 
-def _normalized(statuses: Mapping[str, FileStatus]) -> dict[str, FileStatus]:
+def _status_of(entry: FileEntry | None) -> FileStatus | None:
+    return _status(entry) if entry is not None else None
+
+
+def _normal_status(status: FileStatus | None) -> FileStatus | None:
     # "changed" vs "fresh" only says which commit re-indexed a file; it alone is no reason
     # to commit again.
-    return {
-        s: msgspec.structs.replace(st, state="fresh") if st.state == "changed" else st
-        for s, st in statuses.items()
-    }
+    if status is not None and status.state == "changed":
+        return msgspec.structs.replace(status, state="fresh")
+    return status

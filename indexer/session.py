@@ -29,6 +29,7 @@ from indexer.manifest import FileEntry, FileState, Manifest, load_manifest, save
 from indexer.plan import (
     Conversion,
     IndexPlan,
+    NameIndex,
     OrdinalsExhausted,
     apply_names,
     assign_names,
@@ -57,7 +58,7 @@ class SyncResult(msgspec.Struct, frozen=True, kw_only=True):
     warnings: int
     elapsed_s: float
     commit_s: float = 0.0
-    committed_at: float = 0.0  # unix time right after the commit returned
+    committed_at: float = 0.0  # unix time right after the commit returned (0: no commit)
 
 
 class Session:
@@ -88,9 +89,12 @@ class Session:
         self._full = False
         self._force = False
         self._forced: set[str] = set()
+        self._hash_cache: dict[str, str] = {}
+        self._hashed_config: Config | None = None
         meta = self.store.read_meta()
         manifest = load_manifest(index_dir)
         self.manifest = self._reconcile(meta, manifest)
+        self._names = NameIndex.of(self.manifest.files)
         self.scanned: dict[str, ScannedFile] = {
             source: ScannedFile(
                 content_hash=entry.content_hash, size=entry.size, mtime_ns=entry.mtime_ns
@@ -151,7 +155,7 @@ class Session:
         stale = set(touched)
         scanned = scan(self.specs_dir, {s: f for s, f in self.scanned.items() if s not in stale})
         hashes = {s: f.content_hash for s, f in scanned.items()}
-        config_hashes = {s: config_hash(self.config, s) for s in scanned}
+        config_hashes = self._config_hashes(scanned)
         full = self._full
         if full:
             dirty, deleted = frozenset(scanned), frozenset[str]()
@@ -199,30 +203,64 @@ class Session:
         previous = self.manifest
         try:
             plan = make_plan(
-                previous, named, deleted, stats, full=full, now=time.time(), force=self._force
+                previous,
+                named,
+                deleted,
+                stats,
+                full=full,
+                now=time.time(),
+                force=self._force,
+                names=None if full else self._names,
             )
         except OrdinalsExhausted:
             self.reporter.event("renumber", reason="no ordinal gap left; rebuilding")
+            self._names = NameIndex.of({})
             self._full = True
             return self.sync()
+        except BaseException:
+            self._names = NameIndex.of(self.manifest.files)  # make_plan took it over
+            raise
         for conv in named.values():
             for problem in conv.problems:
                 self.reporter.problem(problem)
         commit_s = 0.0
+        committed_at = 0.0
         if plan.commit_needed:
-            with self.reporter.progress("writing", plan.operations_written) as advance:
-                commit_s = self.store.apply(plan, progress=advance, fields_of=spool.fields)
+            try:
+                with self.reporter.progress("writing", plan.operations_written) as advance:
+                    commit_s = self.store.apply(plan, progress=advance, fields_of=spool.fields)
+            except BaseException:
+                self._names = NameIndex.of(self.manifest.files)  # the plan was not applied
+                raise
+            committed_at = time.time()
             save_manifest(self.index_dir, plan.manifest)
         elif conversions:
             save_manifest(self.index_dir, plan.manifest)  # new stat values; no new commit
         self.manifest = plan.manifest
+        self._names = plan.names
         self.scanned = scanned
         self._full = False
         self._force = False
         self._forced = set()
         return self._result(
-            full=full, plan=plan, started=started, converted=len(conversions), commit_s=commit_s
+            full=full,
+            plan=plan,
+            started=started,
+            converted=len(conversions),
+            commit_s=commit_s,
+            committed_at=committed_at,
         )
+
+    def _config_hashes(self, scanned: Mapping[str, ScannedFile]) -> dict[str, str]:
+        # Recomputed only for new files, or for all when the config object changes.
+        if self._hashed_config is not self.config:
+            self._hash_cache = {}
+            self._hashed_config = self.config
+        cache = self._hash_cache
+        for source in scanned:
+            if source not in cache:
+                cache[source] = config_hash(self.config, source)
+        return {s: cache[s] for s in scanned}
 
     def _convert(self, sources: list[str], spool: PayloadSpool) -> dict[str, Conversion]:
         park = len(sources) >= POOL_THRESHOLD
@@ -241,6 +279,7 @@ class Session:
         started: float,
         converted: int,
         commit_s: float = 0.0,
+        committed_at: float = 0.0,
     ) -> SyncResult:
         manifest = self.manifest
         broken = sum(
@@ -261,7 +300,7 @@ class Session:
             warnings=_warnings(manifest.files),
             elapsed_s=time.perf_counter() - started,
             commit_s=commit_s,
-            committed_at=time.time(),
+            committed_at=committed_at,
         )
 
     def close(self) -> None:
