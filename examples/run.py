@@ -74,6 +74,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     # `timeout`, systemd and CI stop with SIGTERM: treat it like Ctrl-C so the children stop.
     signal.signal(signal.SIGTERM, signal.default_int_handler)
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # even if started with it ignored
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     env.setdefault(DEMO_SECRET_ENV, DEMO_SECRET)  # the demo config verifies demo JWTs
     Path(args.index).mkdir(parents=True, exist_ok=True)
@@ -112,7 +113,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         for process in reversed(processes):
             if process.poll() is None:
-                process.send_signal(signal.SIGINT)
+                process.terminate()  # SIGTERM: every child stops on it gracefully
         for process in processes:
             try:
                 process.wait(timeout=10)
