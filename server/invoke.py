@@ -590,8 +590,8 @@ def _decode_body(response: BackendResponse) -> dict[str, Any]:
     if _JSON_TYPES.match(media) or media == "":
         try:
             return {"body": msgspec.json.decode(raw)}
-        except msgspec.DecodeError:
-            pass  # declared JSON but is not: fall through to text or bytes
+        except (msgspec.DecodeError, RecursionError):
+            pass  # declared JSON but is not (or nested too deep): fall through to text
     charset = _charset(content_type)
     if media.startswith("text/") or media in _TEXTUAL or charset or _JSON_TYPES.match(media):
         try:

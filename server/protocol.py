@@ -265,7 +265,7 @@ def _parse_modern(headers: Headers, body: bytes, server: Implementation) -> Repl
         return _error_reply(400, None, INVALID_REQUEST, "Content-Type must be application/json")
     try:
         message = msgspec.json.decode(body)
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, RecursionError):  # nesting deeper than msgspec follows
         return _error_reply(400, None, PARSE_ERROR, "Parse error")
     if isinstance(message, dict) and "method" in message and "id" not in message:
         announced = _meta_version(message) or _first(headers, "mcp-protocol-version")
@@ -388,7 +388,7 @@ def _parse_legacy(headers: Headers, body: bytes, server: Implementation) -> Repl
         return _error_reply(400, None, INVALID_REQUEST, "Content-Type must be application/json")
     try:
         message = msgspec.json.decode(body)
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, RecursionError):  # nesting deeper than msgspec follows
         return _error_reply(400, None, PARSE_ERROR, "Parse error")
     if isinstance(message, dict) and "id" not in message and isinstance(message.get("method"), str):
         return Reply(status=202)  # notifications/initialized, cancelled, ...
