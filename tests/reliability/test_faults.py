@@ -35,6 +35,7 @@ from tests.server.harness import free_port
 
 TIMEOUT_S = 1.0  # the orders backend's invoke timeout in these tests
 CONFIG = ROOT / "examples" / "sezzlee.toml"
+DEEP = 100_000  # nesting levels: deeper than any JSON decoder follows
 
 
 def wait_for(check: Callable[[], bool], what: str, timeout: float = 15.0) -> None:
@@ -58,7 +59,8 @@ class FaultBackend:
 
     Modes: ``ok`` (200 JSON), ``slow`` (answers after ``3 * TIMEOUT_S``), ``reset``
     (reads the request, then closes with RST), ``garbage`` (200 ``application/json``
-    whose body is not JSON), ``truncated`` (declares 100 bytes, sends 10, closes).
+    whose body is not JSON), ``deep`` (200 JSON nested 100,000 deep), ``truncated``
+    (declares 100 bytes, sends 10, closes).
     ``stop``/``start`` close and reopen the listening socket on the same port (down).
     """
 
@@ -89,9 +91,11 @@ class FaultBackend:
                     return
                 if mode == "slow":
                     time.sleep(3 * TIMEOUT_S)
-                body = {"garbage": b'{"status": up, ', "truncated": b'{"status":'}.get(
-                    mode, b'{"status":"up"}'
-                )
+                body = {
+                    "garbage": b'{"status": up, ',
+                    "truncated": b'{"status":',
+                    "deep": b"[" * DEEP + b"]" * DEEP,
+                }.get(mode, b'{"status":"up"}')
                 length = 100 if mode == "truncated" else len(body)
                 head = (
                     "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
@@ -200,6 +204,19 @@ def test_a_backend_answering_invalid_json_is_passed_through_as_text(
         fault_backend.mode = "ok"
     # Declared JSON but is not: the caller gets the bytes as text, never a decode crash.
     assert answer == {"status": 200, "body": '{"status": up, '}
+    good_call(agent)
+
+
+def test_a_backend_answering_json_nested_too_deep_is_passed_through_as_text(
+    gateway: ServerProcess, fault_backend: FaultBackend
+) -> None:
+    agent = Agent(gateway.url, None)
+    fault_backend.mode = "deep"
+    try:
+        answer = agent.invoke("get_health", {})
+    finally:
+        fault_backend.mode = "ok"
+    assert answer == {"status": 200, "body": "[" * DEEP + "]" * DEEP}
     good_call(agent)
 
 
