@@ -78,3 +78,46 @@ def test_any_file_order_gives_the_same_index(
         assert built.meta is not None
         assert reference.meta is not None
         assert built.meta.fingerprint == reference.meta.fingerprint
+
+
+@settings(
+    max_examples=6,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    order=st.permutations(sorted(DOCUMENTS)),
+    removed=st.sets(st.sampled_from(sorted(DOCUMENTS)), min_size=1, max_size=3),
+)
+def test_removing_documents_matches_a_build_without_them(
+    order: list[str], removed: set[str]
+) -> None:
+    with tempfile.TemporaryDirectory() as one, tempfile.TemporaryDirectory() as two:
+        root = Path(one)
+        _build(list(order), incremental=True, root=root)
+        specs, index = root / "specs", root / "index"
+        config = decode_config(CONFIG, file="sezzlee.toml")
+        with open(root / "log2", "w") as stream:
+            session = Session(
+                specs,
+                index,
+                config,
+                Reporter(stream, json_lines=True),
+                workers=1,
+                heap_bytes=20_000_000,
+            )
+            try:
+                for source in sorted(removed):
+                    (specs / source).unlink()
+                    session.sync([source])
+            finally:
+                session.close()
+        pruned = read_index(index)
+        reference = _build(
+            [s for s in sorted(DOCUMENTS) if s not in removed], incremental=False, root=Path(two)
+        )
+        assert _shape(pruned) == _shape(reference)
+        assert pruned.meta is not None
+        assert reference.meta is not None
+        assert pruned.meta.fingerprint == reference.meta.fingerprint
+        assert set(pruned.meta.files) == set(reference.meta.files)
