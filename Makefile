@@ -9,7 +9,7 @@ INDEX ?= .sezzlee/index
 # Two cores: two pytest workers.
 PYTEST_WORKERS ?= 2
 
-.PHONY: install install-bench run test lint bench corpora clean
+.PHONY: install install-bench run test lint bench corpora clean system-deps
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -31,7 +31,13 @@ corpora: install
 run: install
 	$(BIN)/python -m examples.run --specs $(SPECS) --port $(PORT) --index $(INDEX)
 
-test: install corpora
+# nginx (Debian's package) fronts two replicas in tests/reliability/test_replicas.py.
+# Installed only when missing; CI runs as root.
+system-deps:
+	@command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || \
+		{ apt-get update && apt-get install -y nginx; }
+
+test: install corpora system-deps
 	$(BIN)/python -m pytest -n $(PYTEST_WORKERS)
 
 lint: install

@@ -1,0 +1,210 @@
+"""Two replicas behind nginx serving different builds of one catalog (a rolling deploy).
+
+Two real server processes read two index directories built by the real indexer from two
+versions of the orders document, which differ in one operation's description (so in its
+definition version). nginx (Debian's package; ``make system-deps`` installs it) runs on
+loopback with an upstream of both ports, round-robin, and names the replica that
+answered in a response header. Unpinned calls are served by either replica; a call
+pinned to build A's version is served by A and refused with ``tool_changed`` by B.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from examples.backend import DEMO_SECRET, DEMO_SECRET_ENV
+from tests.e2e.conftest import ROOT, ServerProcess
+from tests.e2e.test_invoke_e2e import backend_port, run_indexer, write_config
+from tests.server.harness import free_port
+
+__all__ = ["backend_port"]  # the demo backend fixture, shared with the e2e invoke tests
+
+OLD = "Says whether the orders service is up."
+NEW = "Reports whether the orders service is up."
+CALLS = 12  # round-robin over two upstreams: six each
+
+
+def nginx_binary() -> str:
+    found = shutil.which("nginx", path=os.environ.get("PATH", "") + ":/usr/sbin:/sbin")
+    assert found, "nginx is not installed: run `make system-deps` (apt-get install nginx)"
+    return found
+
+
+NGINX_CONF = """\
+daemon off;
+worker_processes 1;
+pid {tmp}/nginx.pid;
+error_log {tmp}/error.log warn;
+events {{ worker_connections 256; }}
+http {{
+    access_log off;
+    client_body_temp_path {tmp}/body;
+    proxy_temp_path {tmp}/proxy;
+    fastcgi_temp_path {tmp}/fastcgi;
+    uwsgi_temp_path {tmp}/uwsgi;
+    scgi_temp_path {tmp}/scgi;
+    upstream sezzlee {{
+        server 127.0.0.1:{a};
+        server 127.0.0.1:{b};
+        keepalive 8;
+    }}
+    server {{
+        listen 127.0.0.1:{port};
+        location / {{
+            proxy_pass http://sezzlee;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+            proxy_set_header Host $host;
+            proxy_buffering off;            # listen streams (SSE) pass through as sent
+            proxy_read_timeout 1h;
+            add_header X-Upstream $upstream_addr always;
+        }}
+    }}
+}}
+"""
+
+
+@dataclass
+class Fleet:
+    url: str
+    replicas: dict[str, str]  # "127.0.0.1:port" -> build name ("A" or "B")
+
+
+def build(specs_text: str, workdir: Path, config: Path) -> Path:
+    specs = workdir / "specs"
+    specs.mkdir(parents=True)
+    (specs / "orders.yaml").write_text(specs_text)
+    run_indexer(specs, workdir / "index", config)
+    return workdir / "index"
+
+
+@pytest.fixture(scope="module")
+def fleet(backend_port: int, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
+    nginx = nginx_binary()
+    tmp = tmp_path_factory.mktemp("replicas")
+    config = tmp / "sezzlee.toml"
+    write_config(config, backend_port)
+    original = (ROOT / "examples" / "specs" / "orders.yaml").read_text()
+    assert OLD in original
+    index_a = build(original, tmp / "a", config)
+    index_b = build(original.replace(OLD, NEW), tmp / "b", config)
+    env = {DEMO_SECRET_ENV: DEMO_SECRET}
+    servers = [
+        ServerProcess(index, extra=("--config", str(config)), env=env)
+        for index in (index_a, index_b)
+    ]
+    port = free_port()
+    (tmp / "nginx.conf").write_text(
+        NGINX_CONF.format(tmp=tmp, a=servers[0].port, b=servers[1].port, port=port)
+    )
+    proxy: subprocess.Popen[bytes] | None = None
+    try:
+        for server in servers:
+            server.wait_ready()
+        proxy = subprocess.Popen(
+            [nginx, "-p", str(tmp), "-c", str(tmp / "nginx.conf"), "-e", str(tmp / "error.log")],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.STDOUT,
+        )
+        base = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 10
+        while True:
+            assert proxy.poll() is None, (tmp / "error.log").read_text()
+            try:
+                if httpx.get(base + "/readyz", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert time.monotonic() < deadline, "nginx did not start"
+            time.sleep(0.05)
+        yield Fleet(
+            url=base + "/mcp",
+            replicas={
+                f"127.0.0.1:{servers[0].port}": "A",
+                f"127.0.0.1:{servers[1].port}": "B",
+            },
+        )
+    finally:
+        if proxy is not None:
+            proxy.terminate()
+            proxy.wait(timeout=10)
+        for server in servers:
+            server.stop()
+
+
+def call(fleet: Fleet, tool: str, arguments: dict[str, Any]) -> tuple[str, bool, Any]:
+    """One tools/call through nginx: (replica build, isError, payload)."""
+    answer = httpx.post(
+        fleet.url,
+        json={
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {"name": tool, "arguments": arguments},
+        },
+        headers={
+            "content-type": "application/json",
+            "accept": "application/json, text/event-stream",
+            "mcp-protocol-version": "2025-06-18",
+        },
+        timeout=10,
+    )
+    assert answer.status_code == 200, answer.text
+    result = answer.json()["result"]
+    replica = fleet.replicas[answer.headers["x-upstream"]]
+    return replica, bool(result.get("isError")), json.loads(result["content"][0]["text"])
+
+
+def test_each_replica_serves_its_own_build(fleet: Fleet) -> None:
+    seen: dict[str, set[str]] = {"A": set(), "B": set()}
+    for _ in range(CALLS):
+        replica, failed, loaded = call(fleet, "load_tool", {"name": "get_health"})
+        assert not failed, loaded
+        seen[replica].add(loaded["description"])
+    assert seen == {"A": {OLD}, "B": {NEW}}
+
+
+def test_unpinned_calls_are_served_by_both_builds(fleet: Fleet) -> None:
+    served: set[str] = set()
+    for _ in range(CALLS):
+        replica, failed, answer = call(
+            fleet, "invoke_tool", {"name": "get_health", "arguments": {}}
+        )
+        assert not failed, answer
+        assert answer["status"] == 200
+        served.add(replica)
+    assert served == {"A", "B"}
+
+
+def test_a_call_pinned_to_build_a_is_refused_by_build_b(fleet: Fleet) -> None:
+    versions: dict[str, str] = {}
+    while len(versions) < 2:
+        replica, _, loaded = call(fleet, "load_tool", {"name": "get_health"})
+        versions[replica] = loaded["version"]
+    assert versions["A"] != versions["B"]
+    outcomes: dict[str, list[Any]] = {"A": [], "B": []}
+    for _ in range(CALLS):
+        replica, failed, answer = call(
+            fleet,
+            "invoke_tool",
+            {"name": "get_health", "arguments": {}, "version": versions["A"]},
+        )
+        outcomes[replica].append(answer["error"] if failed else answer)
+    assert outcomes["A"], "no pinned call reached build A"
+    assert outcomes["B"], "no pinned call reached build B"
+    assert all(answer["status"] == 200 for answer in outcomes["A"]), outcomes["A"]
+    for error in outcomes["B"]:
+        assert error["code"] == "tool_changed", error
+        assert error["version"] == versions["B"]
+        assert "load_tool again" in error["message"], error
