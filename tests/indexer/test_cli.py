@@ -166,3 +166,15 @@ def test_sigkill_mid_build_keeps_the_last_commit(specs: Path, tmp_path: Path) ->
     assert recovered.meta.commit == before.meta.commit + 1
     assert len(recovered.tools) == 2 + 160 * 25
     assert recovered.names_in_order() == sorted(recovered.tools)
+
+
+def test_unwritable_index_exits_3_and_missing_specs_exit_1(specs: Path, tmp_path: Path) -> None:
+    not_a_dir = tmp_path / "index-file"
+    not_a_dir.write_text("not an index")
+    proc = _run("--specs", specs, "--index", not_a_dir)
+    assert proc.returncode == 3
+    assert "cannot create" in proc.stderr
+    missing = _run("--specs", tmp_path / "nope", "--index", tmp_path / "index")
+    assert missing.returncode == 1
+    assert "not a directory" in missing.stderr
+    assert not (tmp_path / "index").exists()
