@@ -9,6 +9,7 @@ cannot be written.
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 import time
 from collections.abc import Sequence
@@ -56,6 +57,10 @@ def _load_config(path: Path | None) -> Config:
     return decode_config(data, file=str(path))
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the indexer; the process exit status."""
     args = _parser().parse_args(argv)
@@ -95,6 +100,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         if args.watch:
             from indexer.watch import watch
+
+            # SIGTERM and SIGINT both end the watch cleanly (the writer is released in
+            # ``finally``), even when a parent started this process with SIGINT ignored.
+            signal.signal(signal.SIGTERM, _interrupt)
+            signal.signal(signal.SIGINT, _interrupt)
 
             watch(
                 session,

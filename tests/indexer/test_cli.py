@@ -178,3 +178,26 @@ def test_unwritable_index_exits_3_and_missing_specs_exit_1(specs: Path, tmp_path
     assert missing.returncode == 1
     assert "not a directory" in missing.stderr
     assert not (tmp_path / "index").exists()
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_watch_stops_cleanly_on_sigterm_and_sigint(
+    specs: Path, tmp_path: Path, signum: signal.Signals
+) -> None:
+    index = str(tmp_path / "i")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "indexer", "--specs", str(specs), "--index", index, "--watch"],
+        cwd=ROOT,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),  # as a background job
+    )
+    assert proc.stderr is not None
+    for line in proc.stderr:
+        if '"event":"watching"' in line:
+            break
+    proc.send_signal(signum)
+    assert proc.wait(timeout=10) == 0
+    proc.stderr.close()
+    # The writer lock was released: another indexer can run at once.
+    assert _run("--specs", specs, "--index", tmp_path / "i").returncode == 0
