@@ -1,7 +1,9 @@
-"""End-to-end fixtures: the real server process (``python -m server``, granian) on a port."""
+"""End-to-end fixtures: the real server process (``python -m server``, granian) on a port,
+the real indexer CLI, the demo backend, and an MCP caller over HTTP."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -9,14 +11,18 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 
+from catalog.config import Config, decode_config
+from examples.backend import demo_token
 from tests.server.conftest import demo_tools
 from tests.server.harness import free_port, write_index
 
 ROOT = Path(__file__).resolve().parents[2]
+LEGACY = "2025-06-18"
 
 
 class ServerProcess:
@@ -96,3 +102,101 @@ def server_process(index_dir: Path) -> Iterator[ServerProcess]:
         yield server
     finally:
         server.stop()
+
+
+# -- the orders catalog through the demo backend (invoke e2e, reliability) --------------
+
+
+def run_indexer(specs: Path, index: Path, config: Path) -> None:
+    subprocess.run(
+        [
+            *(sys.executable, "-m", "indexer", "--specs", str(specs), "--index", str(index)),
+            *("--config", str(config), "--workers", "1"),
+        ],
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
+
+
+def write_config(path: Path, port: int) -> Config:
+    text = (ROOT / "examples" / "sezzlee.toml").read_text()
+    text = text.replace(
+        'namespace = ""\n', f'namespace = ""\nbase_url = "http://127.0.0.1:{port}"\n', 1
+    )
+    path.write_text(text)
+    return decode_config(path.read_bytes(), file=str(path))
+
+
+@pytest.fixture(scope="module")
+def backend_port() -> Iterator[int]:
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "examples.backend", "--port", str(port)],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/health").status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert process.poll() is None, "the demo backend exited"
+            assert time.monotonic() < deadline, "the demo backend did not start"
+            time.sleep(0.1)
+        yield port
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+class Agent:
+    """An MCP caller with one bearer token (or none), speaking JSON-RPC over HTTP."""
+
+    def __init__(self, url: str, subject: str | None, *, token: str | None = None) -> None:
+        self.url = url
+        self.headers = {
+            "accept": "application/json, text/event-stream",
+            "content-type": "application/json",
+            "mcp-protocol-version": LEGACY,
+        }
+        if subject is not None:
+            token = demo_token(subject)
+        if token is not None:
+            self.headers["authorization"] = f"Bearer {token}"
+
+    def call(self, tool: str, arguments: dict[str, Any]) -> tuple[bool, Any]:
+        message = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {"name": tool, "arguments": arguments},
+        }
+        answer = httpx.post(self.url, json=message, headers=self.headers, timeout=30)
+        assert answer.status_code == 200, answer.text
+        text = answer.text
+        if answer.headers["content-type"].startswith("text/event-stream"):
+            text = next(
+                line[5:] for line in text.splitlines() if line.startswith("data:") and line[5:]
+            )
+        result = json.loads(text)["result"]
+        return bool(result.get("isError")), json.loads(result["content"][0]["text"])
+
+    def ok(self, tool: str, arguments: dict[str, Any]) -> Any:
+        failed, payload = self.call(tool, arguments)
+        assert not failed, payload
+        return payload
+
+    def error(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        failed, payload = self.call(tool, arguments)
+        assert failed, payload
+        error: dict[str, Any] = payload["error"]
+        return error
+
+    def invoke(self, name: str, arguments: Any, **extra: Any) -> Any:
+        return self.ok("invoke_tool", {"name": name, "arguments": arguments, **extra})

@@ -11,73 +11,20 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
-from catalog.config import Config, decode_config
-from examples.backend import DEMO_SECRET, DEMO_SECRET_ENV, demo_token
+from examples.backend import DEMO_SECRET, DEMO_SECRET_ENV
 from server.app import create_app
 from server.identity import resolve_secrets
 from server.proxy import Invoker
-from tests.server.harness import ServerThread, free_port, serve
+from tests.e2e.conftest import Agent, run_indexer, write_config
+from tests.server.harness import ServerThread, serve
 
 ROOT = Path(__file__).resolve().parents[2]
-LEGACY = "2025-06-18"
-
-
-def run_indexer(specs: Path, index: Path, config: Path) -> None:
-    subprocess.run(
-        [
-            *(sys.executable, "-m", "indexer", "--specs", str(specs), "--index", str(index)),
-            *("--config", str(config), "--workers", "1"),
-        ],
-        cwd=ROOT,
-        check=True,
-        capture_output=True,
-        timeout=60,
-    )
-
-
-def write_config(path: Path, port: int) -> Config:
-    text = (ROOT / "examples" / "sezzlee.toml").read_text()
-    text = text.replace(
-        'namespace = ""\n', f'namespace = ""\nbase_url = "http://127.0.0.1:{port}"\n', 1
-    )
-    path.write_text(text)
-    return decode_config(path.read_bytes(), file=str(path))
-
-
-@pytest.fixture(scope="module")
-def backend_port() -> Iterator[int]:
-    port = free_port()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "examples.backend", "--port", str(port)],
-        cwd=ROOT,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/health").status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert process.poll() is None, "the demo backend exited"
-            assert time.monotonic() < deadline, "the demo backend did not start"
-            time.sleep(0.1)
-        yield port
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
 
 
 def start_server(specs: Path, workdir: Path, port: int) -> tuple[Any, Invoker]:
@@ -100,53 +47,6 @@ def server(backend_port: int, tmp_path_factory: pytest.TempPathFactory) -> Itera
     with serve(app) as thread:
         thread.wait_ready()
         yield thread
-
-
-class Agent:
-    """An MCP caller with one bearer token (or none), speaking JSON-RPC over HTTP."""
-
-    def __init__(self, url: str, subject: str | None, *, token: str | None = None) -> None:
-        self.url = url
-        self.headers = {
-            "accept": "application/json, text/event-stream",
-            "content-type": "application/json",
-            "mcp-protocol-version": LEGACY,
-        }
-        if subject is not None:
-            token = demo_token(subject)
-        if token is not None:
-            self.headers["authorization"] = f"Bearer {token}"
-
-    def call(self, tool: str, arguments: dict[str, Any]) -> tuple[bool, Any]:
-        message = {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "tools/call",
-            "params": {"name": tool, "arguments": arguments},
-        }
-        answer = httpx.post(self.url, json=message, headers=self.headers, timeout=30)
-        assert answer.status_code == 200, answer.text
-        text = answer.text
-        if answer.headers["content-type"].startswith("text/event-stream"):
-            text = next(
-                line[5:] for line in text.splitlines() if line.startswith("data:") and line[5:]
-            )
-        result = json.loads(text)["result"]
-        return bool(result.get("isError")), json.loads(result["content"][0]["text"])
-
-    def ok(self, tool: str, arguments: dict[str, Any]) -> Any:
-        failed, payload = self.call(tool, arguments)
-        assert not failed, payload
-        return payload
-
-    def error(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
-        failed, payload = self.call(tool, arguments)
-        assert failed, payload
-        error: dict[str, Any] = payload["error"]
-        return error
-
-    def invoke(self, name: str, arguments: Any, **extra: Any) -> Any:
-        return self.ok("invoke_tool", {"name": name, "arguments": arguments, **extra})
 
 
 def test_create_then_get_with_the_pinned_version(server: ServerThread) -> None:

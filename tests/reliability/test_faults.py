@@ -28,8 +28,7 @@ import httpx
 import pytest
 
 from examples.backend import DEMO_SECRET, DEMO_SECRET_ENV
-from tests.e2e.conftest import ROOT, ServerProcess
-from tests.e2e.test_invoke_e2e import Agent, run_indexer, write_config
+from tests.e2e.conftest import ROOT, Agent, ServerProcess, run_indexer, write_config
 from tests.indexer.helpers import spec_yaml
 from tests.server.harness import free_port
 

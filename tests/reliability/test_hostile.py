@@ -22,11 +22,10 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from examples.backend import DEMO_SECRET, DEMO_SECRET_ENV, demo_token
-from tests.e2e.conftest import ROOT, ServerProcess
-from tests.e2e.test_invoke_e2e import backend_port, run_indexer, write_config
+from tests.e2e.conftest import ROOT, ServerProcess, backend_port, run_indexer, write_config
 
 pytestmark = pytest.mark.filterwarnings("ignore::hypothesis.errors.HypothesisWarning")  # huge reprs
-__all__ = ["backend_port"]  # the demo backend fixture, shared with the e2e invoke tests
+__all__ = ["backend_port"]  # the demo backend fixture (tests/e2e/conftest.py)
 
 CLIENT_TIMEOUT = 5.0
 MODERN = "2026-07-28"

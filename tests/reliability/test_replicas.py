@@ -24,11 +24,10 @@ import httpx
 import pytest
 
 from examples.backend import DEMO_SECRET, DEMO_SECRET_ENV
-from tests.e2e.conftest import ROOT, ServerProcess
-from tests.e2e.test_invoke_e2e import backend_port, run_indexer, write_config
+from tests.e2e.conftest import ROOT, ServerProcess, backend_port, run_indexer, write_config
 from tests.server.harness import free_port
 
-__all__ = ["backend_port"]  # the demo backend fixture, shared with the e2e invoke tests
+__all__ = ["backend_port"]  # the demo backend fixture (tests/e2e/conftest.py)
 
 OLD = "Says whether the orders service is up."
 NEW = "Reports whether the orders service is up."
