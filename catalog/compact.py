@@ -58,7 +58,6 @@ the largest GitHub definition is then 55 KB."""
 
 _TEMPLATES: Final = frozenset((Ref, TemplateDict, TemplateList))
 _UNSAFE: Final = re.compile(r"[^A-Za-z0-9_.-]+")
-_MAX_ALIAS: Final = 32
 
 
 def _refs_in(node: Any) -> list[str]:
@@ -263,18 +262,24 @@ def compact(
     return _Compactor(normalizer, direction).run(template, budget)
 
 
-def is_object_schema(
-    template: Any, normalizer: Normalizer, direction: Direction, *, _depth: int = 0
-) -> bool:
+def is_object_schema(template: Any, normalizer: Normalizer, direction: Direction) -> bool:
     """Whether a template describes a JSON object (type ``object``, or no type with
     object keywords, following references and ``allOf``).
     """
+    return _is_object(template, normalizer, direction, set())
+
+
+def _is_object(template: Any, normalizer: Normalizer, direction: Direction, seen: set[str]) -> bool:
+    # Each reference is examined once per call: the walk stops at the first object, so a
+    # reference seen before (or still on the path, a cycle) cannot make the answer True
+    # now. A depth bound alone made mutually referencing allOf branches exponential.
     node = template
-    for _ in range(_MAX_ALIAS):
-        if type(node) is not Ref:
-            break
+    while type(node) is Ref:
+        if node.key in seen:
+            return False
+        seen.add(node.key)
         node = normalizer.target(node.key, direction)
-    if not isinstance(node, dict) or _depth > _MAX_ALIAS:
+    if not isinstance(node, dict):
         return False
     kind = node.get("type")
     if kind is not None:
@@ -283,5 +288,5 @@ def is_object_schema(
         return True
     branches = node.get("allOf")
     if isinstance(branches, list) and branches:
-        return any(is_object_schema(b, normalizer, direction, _depth=_depth + 1) for b in branches)
+        return any(_is_object(b, normalizer, direction, seen) for b in branches)
     return False

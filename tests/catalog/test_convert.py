@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from catalog.compact import MAX_SCHEMA_BYTES
 from catalog.convert import choose_status
 from catalog.model import Annotations, ParameterBinding
+from catalog.visibility import Verdict, decide
 from tests.catalog.conftest import convert, only_tool, openapi, openapi30, swagger
 
 _CHECK = jsonschema.Draft202012Validator.check_schema
@@ -290,6 +291,18 @@ def test_security_credentials_are_never_arguments() -> None:
     assert (key.type, key.location, key.parameter) == ("apiKey", "header", "x-api-key")
     assert (bearer.type, bearer.scheme) == ("http", "bearer")
     assert tool.security.namespace == "ns"
+
+
+def test_an_undeclared_security_scheme_fails_closed() -> None:
+    doc = openapi(
+        {"/a": {"get": {"security": [{"nowhere": ["x"]}], "responses": {}}}},
+        components={"securitySchemes": {}},
+    )
+    result = convert(doc, namespace="ns")
+    (tool,) = result.tools
+    assert not tool.security.is_public
+    assert decide(tool.security, {}) is Verdict.HIDDEN
+    assert any("unknown security scheme 'nowhere'" in w.reason for w in result.warnings)
 
 
 def test_read_only_leaves_input_and_write_only_leaves_output() -> None:
@@ -1132,3 +1145,18 @@ def test_converted_definitions_match_the_spec_file(tool_definition_schema: dict[
         k: v for k, v in _CONTRACT_EXAMPLE.items() if k != "version"
     }
     jsonschema.Draft202012Validator(tool_definition_schema).validate(definition)
+
+
+@pytest.mark.timeout(10)
+def test_mutually_referencing_all_of_branches_stay_linear() -> None:
+    # Each schema lists the other several times under allOf and none is an object: a
+    # depth-bounded walk took branches**depth steps (it hung the suite).
+    wide = [{"$ref": "#/components/schemas/B"}] * 6
+    back = [{"$ref": "#/components/schemas/A"}] * 6
+    doc = openapi30(
+        {"/x": {"get": {"responses": _ok({"$ref": "#/components/schemas/A"})}}},
+        components={"schemas": {"A": {"allOf": wide}, "B": {"allOf": back}}},
+    )
+    (tool,) = convert(doc).tools
+    assert tool.definition.output_schema is not None
+    assert tool.definition.output_schema["required"] == ["result"]
