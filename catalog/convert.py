@@ -691,8 +691,11 @@ class DocumentConverter:
             for scheme_name, scopes in requirement.items():
                 scheme = self._scheme(scheme_name)
                 if scheme is None:
+                    # Fail closed: an undeclared scheme is one no caller can present, like a
+                    # client certificate only the gateway holds. Dropping the alternative
+                    # instead could leave none and publish a protected operation as public.
                     self.warn(f"{pointer}/security", f"unknown security scheme {scheme_name!r}")
-                    break
+                    scheme = SecurityScheme(name=scheme_name, type="mutualTLS")
                 uses.append(
                     SchemeUse(
                         scheme=scheme,
@@ -701,8 +704,7 @@ class DocumentConverter:
                         else (),
                     )
                 )
-            else:
-                alternatives.append(tuple(uses))
+            alternatives.append(tuple(uses))
         return SecurityPolicy(namespace=self._namespace, alternatives=tuple(alternatives))
 
     def _scheme(self, name: str) -> SecurityScheme | None:
