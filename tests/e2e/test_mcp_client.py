@@ -40,7 +40,7 @@ def test_list_search_load_in_each_era(
     server_process: ServerProcess, mode: str, version: str
 ) -> None:
     async def scenario() -> None:
-        async with Client(server_process.url, mode=mode, cache=None) as client:  # type: ignore[arg-type]
+        async with Client(server_process.url, mode=mode, cache=None) as client:
             assert client.protocol_version == version
             listing = await client.list_tools()
             assert [tool.name for tool in listing.tools] == [
@@ -227,7 +227,7 @@ def test_invoke_through_the_demo_backend(
             Client(
                 streamable_http_client(demo_stack.url, http_client=http),
                 mode=mode,
-                cache=None,  # type: ignore[arg-type]
+                cache=None,
             ) as client,
         ):
             assert client.protocol_version == version

@@ -19,9 +19,16 @@ import anyio
 import httpx
 import pytest
 from mcp import Client
+from mcp.types import CallToolResult, TextContent
 
 from server.messages import GENERATION_KEY
 from tests.e2e.conftest import ROOT, ServerProcess
+
+
+def _text(result: CallToolResult) -> str:
+    content = result.content[0]
+    assert isinstance(content, TextContent)
+    return content.text
 
 
 @pytest.fixture
@@ -67,7 +74,7 @@ def test_a_changed_spec_reaches_a_listen_stream(watched: tuple[Path, ServerProce
     async def scenario() -> float:
         async with Client(server.url, mode="2026-07-28", cache=None) as client:
             loaded = await client.call_tool("load_tool", {"name": "orders.get_health"})  # public
-            assert json.loads(loaded.content[0].text)["description"].startswith("Says whether")
+            assert json.loads(_text(loaded))["description"].startswith("Says whether")
             async with client.listen(tools_list_changed=True) as subscription:
                 text = spec.read_text(encoding="utf-8")
                 old = "Says whether the orders service is up."
@@ -85,10 +92,7 @@ def test_a_changed_spec_reaches_a_listen_stream(watched: tuple[Path, ServerProce
             loaded = await client.call_tool("load_tool", {"name": "orders.get_health"})
             assert loaded.meta is not None
             assert loaded.meta[GENERATION_KEY] == 1
-            assert (
-                json.loads(loaded.content[0].text)["description"]
-                == "Reports the orders service status."
-            )
+            assert json.loads(_text(loaded))["description"] == "Reports the orders service status."
             return latency
 
     latency = anyio.run(scenario)
