@@ -129,6 +129,12 @@ class IndexView(msgspec.Struct, frozen=True, kw_only=True):
         return sorted(self.tools, key=lambda n: self.tools[n]["ord"])
 
 
+def _stored(doc: tantivy.Document, field: str) -> bytes:
+    data = doc.get_first(field)
+    assert isinstance(data, bytes), f"document without stored bytes {field!r}"
+    return data
+
+
 def read_index(index_dir: Path) -> IndexView:
     """Open the index as a server would (a fresh reader) and read everything in it."""
     index = tantivy.Index.open(str(index_dir))
@@ -140,11 +146,12 @@ def read_index(index_dir: Path) -> IndexView:
     for _, address in hits:
         doc = searcher.doc(address)
         ident = doc.get_first("id")
+        assert isinstance(ident, str), "document without a stored id"
         if ident == META_ID:
-            meta = decode_meta(bytes(doc.get_first("meta")))
+            meta = decode_meta(_stored(doc, "meta"))
             continue
-        definition = msgspec.json.decode(bytes(doc.get_first("definition")))
-        invoke = decode_invoke(bytes(doc.get_first("invoke")))
+        definition = msgspec.json.decode(_stored(doc, "definition"))
+        invoke = decode_invoke(_stored(doc, "invoke"))
         assert ident not in tools, f"duplicate document {ident}"
         tools[ident] = {
             "ord": doc.get_first("ord"),

@@ -12,6 +12,7 @@ from indexer.manifest import FileEntry, FileState, Manifest
 from indexer.plan import (
     ORDINAL_GAP,
     Conversion,
+    IndexPlan,
     OrdinalsExhausted,
     allocate_ordinals,
     apply_names,
@@ -37,7 +38,9 @@ def _broken(source: str, content: str = "bad") -> Conversion:
     )
 
 
-def _plan(previous: Manifest, *convs: Conversion, deleted: tuple[str, ...] = (), full=False):
+def _plan(
+    previous: Manifest, *convs: Conversion, deleted: tuple[str, ...] = (), full: bool = False
+) -> IndexPlan:
     files = {} if full else previous.files
     conversions = {c.source: c for c in convs}
     names = assign_names(files, conversions, deleted)

@@ -78,6 +78,7 @@ def test_change_break_fix_delete(specs: Path, tmp_path: Path, quiet_reporter: Re
         assert changed.converted == 1
         view = read_index(index)
         assert "pets.add_pet" in view.tools
+        assert view.meta is not None
         assert view.meta.commit == 2
         assert view.names_in_order() == sorted(view.tools)
         # shop's document was not rewritten: same ordinal, same version.
@@ -286,6 +287,7 @@ def test_other_schema_version_is_rebuilt(
     assert result.full
     assert result.committed
     view = read_index(index)
+    assert view.meta is not None
     assert view.meta.schema_version != 999
     assert view.meta.commit == 8
     assert len(view.tools) == 3
