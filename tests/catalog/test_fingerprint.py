@@ -101,18 +101,18 @@ def test_converted_version_ignores_key_order_of_the_document(rng: random.Random)
     assert reordered.version == original.version
 
 
-def _edit(path: list[Any], value: Any) -> dict[str, Any]:
-    doc = msgspec.json.decode(msgspec.json.encode(_DOCUMENT))
-    node = doc
+def _edit(path: list[str | int], value: object) -> dict[str, Any]:
+    doc = msgspec.json.decode(msgspec.json.encode(_DOCUMENT), type=dict[str, Any])
+    node: Any = doc
     for key in path[:-1]:
         node = node[key]
     node[path[-1]] = value
     return doc
 
 
-_GET = ["paths", "/pets/{id}", "get"]
-_PET = ["components", "schemas", "Pet"]
-_EDITS = [
+_GET: list[str | int] = ["paths", "/pets/{id}", "get"]
+_PET: list[str | int] = ["components", "schemas", "Pet"]
+_EDITS: list[tuple[list[str | int], object]] = [
     ([*_GET, "operationId"], "fetchPet"),  # the name
     ([*_GET, "summary"], "Fetch a pet"),  # the description
     ([*_GET, "parameters", 1, "schema", "enum"], ["a", "b", "c"]),  # an argument
