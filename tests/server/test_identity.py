@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any
+from typing import Any, Literal
 
 import jwt
 import msgspec
@@ -260,7 +260,11 @@ def test_jwks_file_verifies_rs256_tokens() -> None:
         }
     )
     secrets = resolve_secrets(config, environ={}, read_file=files.__getitem__)
-    claims = {"sub": "carol", "scope": "orders:read orders:admin", "aud": DEMO_AUDIENCE}
+    claims: dict[str, str | int] = {
+        "sub": "carol",
+        "scope": "orders:read orders:admin",
+        "aud": DEMO_AUDIENCE,
+    }
     claims["exp"] = int(time.time()) + 60
     token = jwt.encode(claims, private, algorithm="RS256", headers={"kid": "k1"})
     caller = caller_from_headers(
@@ -286,6 +290,7 @@ def test_verified_tokens_are_cached_until_they_expire() -> None:
 
 
 SCHEMES = (OAUTH, API_KEY, BASIC)
+MISSING_MODES: tuple[Literal["hide", "uncertain"], ...] = ("hide", "uncertain")
 
 
 @st.composite
@@ -310,7 +315,7 @@ def catalogs(draw: st.DrawFn) -> tuple[Config, dict[str, str], dict[str, Securit
             p = SecurityPolicy(namespace=namespace, alternatives=alternatives)
             policies[visibility_key(p)] = p
     forwarding = draw(st.lists(st.sampled_from(namespaces), unique=True))
-    mode = draw(st.sampled_from(["hide", "uncertain"]))
+    mode = draw(st.sampled_from(MISSING_MODES))
     config = Config(
         visibility=VisibilityConfig(missing_credentials=mode),
         specs={
