@@ -61,7 +61,9 @@ def test_full_build_then_nothing_to_do(
         same = session.sync(["pets.yaml"])
         assert not same.committed
         assert same.converted == 0
-        assert read_index(index).meta.commit == 1  # type: ignore[union-attr]
+        meta = read_index(index).meta
+        assert meta is not None
+        assert meta.commit == 1
     finally:
         session.close()
 
@@ -89,7 +91,8 @@ def test_change_break_fix_delete(specs: Path, tmp_path: Path, quiet_reporter: Re
         assert broken.committed
         assert broken.broken == 1
         view = read_index(index)
-        status = view.meta.files["pets.yaml"]  # type: ignore[union-attr]
+        assert view.meta is not None
+        status = view.meta.files["pets.yaml"]
         assert status.state == "broken_kept_last_good"
         assert status.operations == 3
         assert status.problems
@@ -104,7 +107,8 @@ def test_change_break_fix_delete(specs: Path, tmp_path: Path, quiet_reporter: Re
         view = read_index(index)
         assert fixed.committed
         assert fixed.broken == 0
-        assert view.meta.files["pets.yaml"].state == "changed"  # type: ignore[union-attr]
+        assert view.meta is not None
+        assert view.meta.files["pets.yaml"].state == "changed"
         assert {n for n in view.tools if n.startswith("pets.")} == {"pets.list_pets"}
 
         (specs / "pets.yaml").unlink()
@@ -112,8 +116,9 @@ def test_change_break_fix_delete(specs: Path, tmp_path: Path, quiet_reporter: Re
         view = read_index(index)
         assert gone.committed
         assert set(view.tools) == {"shop.list_orders"}
-        assert set(view.meta.files) == {"shop.yaml"}  # type: ignore[union-attr]
-        assert view.meta.files["shop.yaml"].state == "fresh"  # type: ignore[union-attr]
+        assert view.meta is not None
+        assert set(view.meta.files) == {"shop.yaml"}
+        assert view.meta.files["shop.yaml"].state == "fresh"
     finally:
         session.close()
 
@@ -130,8 +135,9 @@ def test_new_broken_document_is_reported_and_others_indexed(
     view = read_index(tmp_path / "index")
     assert result.broken == 1
     assert len(view.tools) == 3
-    assert view.meta.files["bad.json"].state == "broken_never_indexed"  # type: ignore[union-attr]
-    assert view.meta.files["bad.json"].problems[0].reason  # type: ignore[union-attr]
+    assert view.meta is not None
+    assert view.meta.files["bad.json"].state == "broken_never_indexed"
+    assert view.meta.files["bad.json"].problems[0].reason
 
 
 def test_ref_change_reconverts_the_referencing_document(
@@ -168,7 +174,8 @@ def test_ref_change_reconverts_the_referencing_document(
     props = second.tools["api.find_thing"]["definition"]["inputSchema"]["properties"]
     assert props["id"]["type"] == "integer"
     # The fragment is not a document of its own: a warning, not a broken file.
-    assert second.meta.files["shared/params.yaml"].state in ("fresh", "changed")  # type: ignore[union-attr]
+    assert second.meta is not None
+    assert second.meta.files["shared/params.yaml"].state in ("fresh", "changed")
 
 
 def test_shared_empty_namespace_clash_and_config_change(
@@ -188,7 +195,8 @@ def test_shared_empty_namespace_clash_and_config_change(
         view = read_index(tmp_path / "index")
         assert set(view.tools) == {"get_order", "ping", "get_order_2", "c.get_order"}
         assert view.tools["get_order_2"]["source"] == "b.yaml"
-        problems = view.meta.files["b.yaml"].problems  # type: ignore[union-attr]
+        assert view.meta is not None
+        problems = view.meta.files["b.yaml"].problems
         assert problems[0].severity == "warning"
         assert "get_order_2" in problems[0].reason
         # Another namespace's document comes and goes: nobody is renamed.
@@ -238,7 +246,8 @@ def test_restart_reconciles_changes_made_while_stopped(
     assert result.converted == 1
     view = read_index(index)
     assert set(view.tools) == {"pets.list_pets", "pets.get_pet", "extra.do_it"}
-    assert view.meta.commit == 2  # type: ignore[union-attr]
+    assert view.meta is not None
+    assert view.meta.commit == 2
 
 
 def test_second_writer_is_refused(specs: Path, tmp_path: Path, quiet_reporter: Reporter) -> None:
@@ -338,8 +347,11 @@ def test_manifest_behind_the_index_is_reconciled(
     assert result.committed
     assert result.converted == 1
     assert set(view.tools) == {"pets.list_pets", "pets.feed_pet", "shop.list_orders"}
-    assert view.meta.commit == 3  # type: ignore[union-attr]
-    assert load_manifest(index).commit == 3  # type: ignore[union-attr]
+    assert view.meta is not None
+    assert view.meta.commit == 3
+    manifest = load_manifest(index)
+    assert manifest is not None
+    assert manifest.commit == 3
     assert '"event":"reconcile"' in (tmp_path / "indexer.log").read_text()
 
 
