@@ -111,6 +111,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 0
     finally:
+        # A second Ctrl-C (or the terminal's SIGINT reaching us again) must not cut the
+        # shutdown short and leave children running.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
         for process in reversed(processes):
             if process.poll() is None:
                 process.terminate()  # SIGTERM: every child stops on it gracefully

@@ -1,6 +1,8 @@
 """The indexer's command line: build once, keep watching, or check without writing.
 
-The only module of the indexer that reads flags and the config file. Exit status: 0 on
+The only module of the indexer that reads flags and the config file. ``--explain NAME``
+converts and curates like a build, prints where one published tool comes from and the
+curation rules that shaped it, and writes nothing. Exit status: 0 on
 success; 1 for invalid input (a broken document under ``--check``, an invalid config,
 a missing spec directory); 2 when another indexer holds the index; 3 when the index
 cannot be written.
@@ -9,24 +11,31 @@ cannot be written.
 from __future__ import annotations
 
 import argparse
+import difflib
 import signal
 import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Final
+
+import msgspec
 
 from catalog.config import Config, decode_config
 from catalog.errors import ConfigError
 from catalog.index_schema import SCHEMA_VERSION
+from catalog.model import CatalogTool
 from indexer.build import Converter, cpu_workers
 from indexer.errors import IndexerError
 from indexer.manifest import FileState, Manifest
-from indexer.plan import apply_names, assign_names, make_plan
+from indexer.plan import Conversion, apply_names, assign_names, decode_tools, make_plan
 from indexer.report import Reporter
-from indexer.scan import scan
+from indexer.scan import ScannedFile, scan
 from indexer.session import Session
 
 __all__ = ["main"]
+
+_JSON: Final = msgspec.json.Encoder(order="sorted")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -40,6 +49,12 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--watch", action="store_true", help="keep the index up to date")
     parser.add_argument(
         "--check", action="store_true", help="validate the specs and config; write nothing"
+    )
+    parser.add_argument(
+        "--explain",
+        metavar="NAME",
+        help="print where the published tool NAME comes from and the rules that shaped it; "
+        "write nothing",
     )
     parser.add_argument(
         "--workers", type=int, default=cpu_workers(), help="conversion processes (default: cores)"
@@ -65,7 +80,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the indexer; the process exit status."""
     args = _parser().parse_args(argv)
     reporter = Reporter()
-    if not args.check and args.index is None:
+    if not args.check and args.explain is None and args.index is None:
         reporter.event("usage", level="error", message="--index is required unless --check")
         return 1
     if not args.specs.is_dir():
@@ -76,10 +91,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as exc:
         reporter.event("config_invalid", level="error", message=str(exc))
         return 1
+    if args.explain is not None:
+        return _explain(args.explain, args.specs, config, workers=args.workers)
     if args.check:
         return _check(args.specs, config, reporter, workers=args.workers)
+    config_file = str(args.config) if args.config is not None else ""
     try:
-        session = Session(args.specs, args.index, config, reporter, workers=args.workers)
+        session = Session(
+            args.specs,
+            args.index,
+            config,
+            reporter,
+            workers=args.workers,
+            config_file=config_file,
+        )
     except IndexerError as exc:
         reporter.event("fatal", level="error", message=str(exc))
         return exc.exit_status
@@ -98,6 +123,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             elapsed_s=round(result.elapsed_s, 3),
             operations_per_s=round(result.operations_written / max(result.elapsed_s, 1e-9)),
         )
+        if result.config_error and not args.watch:
+            return 1
         if args.watch:
             from indexer.watch import watch
 
@@ -117,13 +144,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         pass
     finally:
+        # A second signal while the writer commits and releases its lock would leave a
+        # traceback and a held lock: finish closing first.
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
         session.close()
     return 0
 
 
-def _check(specs_dir: Path, config: Config, reporter: Reporter, *, workers: int) -> int:
-    """Convert every document as a build would, report its problems, write nothing."""
-    started = time.perf_counter()
+def _convert_all(
+    specs_dir: Path, config: Config, *, workers: int
+) -> tuple[dict[str, ScannedFile], dict[str, Conversion]]:
+    """Every document converted, curated and named as a full build would."""
     scanned = scan(specs_dir)
     converter = Converter(specs_dir, workers=workers)
     try:
@@ -135,6 +167,52 @@ def _check(specs_dir: Path, config: Config, reporter: Reporter, *, workers: int)
         s: apply_names(c, names.finals.get(s, ()), names.warnings.get(s, ()))
         for s, c in conversions.items()
     }
+    return scanned, named
+
+
+def _explain(name: str, specs_dir: Path, config: Config, *, workers: int) -> int:
+    """Print where the published tool ``name`` comes from and each rule that shaped it."""
+    _, named = _convert_all(specs_dir, config, workers=workers)
+    published: list[str] = []
+    for _, conv in sorted(named.items()):
+        if not conv.ok:
+            continue
+        for i, entry in enumerate(conv.tools):
+            published.append(entry.name)
+            if entry.name == name:
+                print(_explanation(decode_tools(conv.payload)[i], entry.raw_name))
+                return 0
+    close = difflib.get_close_matches(name, published, n=5, cutoff=0.6)
+    hint = f"; did you mean {', '.join(close)}?" if close else ""
+    print(f"no published tool is named {name!r}{hint}", file=sys.stderr)
+    return 1
+
+
+def _explanation(tool: CatalogTool, raw_name: str) -> str:
+    route = tool.route
+    lines = [
+        f"tool:        {tool.definition.name}",
+        f"version:     {tool.definition.version}",
+        f"document:    {tool.source}",
+        f"pointer:     {tool.pointer}",
+        f"operationId: {tool.operation_id or '(none)'}",
+        f"route:       {route.method} {route.base_url or '(no base URL)'}{route.path}",
+    ]
+    if route.fixed_arguments:
+        lines.append(f"fixed:       {_JSON.encode(route.fixed_arguments).decode()}")
+    if route.default_arguments:
+        lines.append(f"defaults:    {_JSON.encode(route.default_arguments).decode()}")
+    if raw_name != tool.definition.name:
+        lines.append(f"renamed:     from {raw_name} (the name is taken by an earlier document)")
+    lines.append("curation:" + ("" if tool.curation else "    none"))
+    lines.extend(f"  - {rule}" for rule in tool.curation)
+    return "\n".join(lines)
+
+
+def _check(specs_dir: Path, config: Config, reporter: Reporter, *, workers: int) -> int:
+    """Convert every document as a build would, report its problems, write nothing."""
+    started = time.perf_counter()
+    scanned, named = _convert_all(specs_dir, config, workers=workers)
     stats = {s: (f.size, f.mtime_ns) for s, f in scanned.items()}
     plan = make_plan(
         Manifest(schema_version=SCHEMA_VERSION), named, (), stats, full=True, now=time.time()
