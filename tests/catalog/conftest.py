@@ -70,4 +70,4 @@ def tool_definition_schema() -> dict[str, Any]:
     from pathlib import Path
 
     path = Path(__file__).resolve().parents[2] / "catalog" / "spec" / "tool-definition.schema.json"
-    return msgspec.json.decode(path.read_bytes())  # type: ignore[no-any-return]
+    return msgspec.json.decode(path.read_bytes(), type=dict[str, Any])

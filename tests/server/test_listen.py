@@ -143,7 +143,9 @@ def test_stream_limit_refuses_with_32603_and_cleanup_frees_the_slot(tmp_path: Pa
             "POST", server.url, headers=HEADERS, json=listen_body("one", {"toolsListChanged": True})
         ) as first:
             frames = events(first)  # kept referenced: closing it would close the stream
-            assert next(frames)["method"].endswith("acknowledged")  # type: ignore[index]
+            ack = next(frames)
+            assert isinstance(ack, dict)
+            assert ack["method"].endswith("acknowledged")
             refused = client.post(server.url, headers=HEADERS, json=listen_body("two", {}))
             assert refused.status_code == 200
             assert refused.json()["error"]["code"] == -32603
