@@ -22,9 +22,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any, Final, cast
 
+import msgspec
+
 from catalog.cards import card_for
 from catalog.compact import compact, is_object_schema
 from catalog.config import SpecConfig
+from catalog.curation import EXTENSION, apply_extension
 from catalog.errors import RefError, SpecError
 from catalog.fingerprint import with_version
 from catalog.model import (
@@ -275,8 +278,40 @@ class DocumentConverter:
                     self.warn(pointer, "the operation is not an object; skipped")
                     continue
                 tool = self._guarded(path, method, item, item_base, operation, pointer)
-                if tool is not None:
+                if tool is not None and EXTENSION in operation:
+                    out.extend(self._curated(tool, operation[EXTENSION]))
+                elif tool is not None:
                     out.append(tool)
+        return out
+
+    def _curated(self, tool: CatalogTool, raw: object) -> list[CatalogTool]:
+        """The tools the operation's ``x-sezzlee`` extension publishes, named uniquely.
+
+        A malformed extension costs its operation only (a warning), like any other
+        broken operation. The converted name stays reserved; a curated name is claimed
+        in document order, so a later operation that wanted it gets ``_2``.
+        """
+        try:
+            published = apply_extension(tool, raw, file=self._source)
+        except SpecError as exc:
+            self.warn(exc.location, f"operation skipped: {exc.reason}")
+            return []
+        own = tool.definition.name
+        out: list[CatalogTool] = []
+        for curated in published:
+            name = curated.definition.name
+            if name == own:
+                own = ""  # the operation's reserved name, used once
+                out.append(curated)
+                continue
+            final, clashed = self._namer.claim(name)
+            if clashed:
+                self.warn(
+                    f"{tool.pointer}/{EXTENSION}",
+                    f"the curated name {name!r} is already used in this document; named {final!r}",
+                )
+                curated = _renamed(curated, final)
+            out.append(curated)
         return out
 
     def _guarded(
@@ -735,6 +770,16 @@ class DocumentConverter:
                         (scheme.location, wire.lower() if scheme.location == "header" else wire)
                     )
         return frozenset(found)
+
+
+def _renamed(tool: CatalogTool, name: str) -> CatalogTool:
+    definition = with_version(msgspec.structs.replace(tool.definition, name=name))
+    return msgspec.structs.replace(
+        tool,
+        definition=definition,
+        card=msgspec.structs.replace(tool.card, name=name),
+        search=msgspec.structs.replace(tool.search, name=f"{name} {tool.search.name}"),
+    )
 
 
 def _request_media(media_types: list[str]) -> str:

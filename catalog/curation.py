@@ -10,6 +10,9 @@ Theory of operation (normative; the config format is in ``catalog/config.py``):
 * Order: the document's own ``x-sezzlee`` extension first (the team that owns the
   document speaks first), then the config: ``include``, ``exclude``, ``rename_tags``,
   each ``override`` in order, each ``variants`` rule in order.
+* A curated name is published in the tool's namespace: ``octocat_repo`` in ``github``
+  is ``github.octocat_repo`` (and ``github.octocat_repo`` stays as it is); it cannot
+  name another namespace.
 * An override reshapes what an agent reads: name, description, declared search terms,
   tags, annotations. A variant publishes the operation again under its own name and
   description with some arguments *fixed* (removed from its inputSchema, stated in its
@@ -40,18 +43,22 @@ from catalog.config import (
     OperationCuration,
     Override,
     Variant,
+    VariantRule,
 )
 from catalog.errors import CurationError, SpecError
 from catalog.fingerprint import with_version
 from catalog.fold import fold_tag
 from catalog.model import Annotations, CatalogTool
+from catalog.naming import qualify
 
-__all__ = ["EXTENSION", "apply_extension", "curate", "matches"]
+__all__ = ["EXTENSION", "apply_extension", "curate", "for_namespace", "matches"]
 
 EXTENSION: Final = "x-sezzlee"
 """The operation extension that carries a document's own curation."""
 
-_EXTENSION_DECODER: Final = msgspec.json.Decoder(OperationCuration)
+_NOWHERE: Final = Match(name="")  # no published name is empty
+_SKIP_OVERRIDE: Final = Override(match=_NOWHERE)
+_SKIP_VARIANTS: Final = VariantRule(match=_NOWHERE)
 _JSON: Final = msgspec.json.Encoder(order="sorted")
 
 
@@ -125,6 +132,29 @@ def curate(tools: Iterable[CatalogTool], rules: CurationConfig) -> tuple[Catalog
     return tuple(published)
 
 
+def for_namespace(rules: CurationConfig, namespace: str) -> CurationConfig:
+    """The rules that can reach tools of ``namespace``; curating with them is the same as
+    curating with ``rules``. The indexer hashes them into each document's config inputs,
+    so a rule about one namespace re-indexes that namespace's documents only.
+
+    Rule names (``curation.variants[3]``) are kept: an index into the full list.
+    """
+
+    def reaches(match: Match) -> bool:
+        return match.namespace is None or match.namespace == namespace
+
+    include = tuple(m for m in rules.include if reaches(m))
+    # No include rule reaches this namespace: none of its tools is published. One rule
+    # that never matches here says exactly that.
+    return CurationConfig(
+        include=include or rules.include[:1],
+        exclude=tuple(m for m in rules.exclude if reaches(m)),
+        rename_tags=rules.rename_tags,
+        override=tuple(o if reaches(o.match) else _SKIP_OVERRIDE for o in rules.override),
+        variants=tuple(v if reaches(v.match) else _SKIP_VARIANTS for v in rules.variants),
+    )
+
+
 def _curate_one(original: CatalogTool, rules: CurationConfig) -> Sequence[CatalogTool]:
     if rules.include and not any(matches(m, original) for m in rules.include):
         return ()
@@ -165,10 +195,11 @@ def _override(tool: CatalogTool, override: Override, rule: str) -> CatalogTool:
     definition = tool.definition
     card = tool.card
     search = tool.search
-    if override.name is not None and override.name != definition.name:
-        definition = msgspec.structs.replace(definition, name=override.name)
-        card = msgspec.structs.replace(card, name=override.name)
-        search = msgspec.structs.replace(search, name=f"{override.name} {search.name}")
+    name = _name(tool, override.name, rule) if override.name is not None else None
+    if name is not None and name != definition.name:
+        definition = msgspec.structs.replace(definition, name=name)
+        card = msgspec.structs.replace(card, name=name)
+        search = msgspec.structs.replace(search, name=f"{name} {search.name}")
         changed.append("name")
     if override.description is not None:
         definition = msgspec.structs.replace(definition, description=override.description)
@@ -214,7 +245,15 @@ def _pick(value: bool | None, default: bool) -> bool:
     return default if value is None else value
 
 
+def _name(tool: CatalogTool, name: str, rule: str) -> str:
+    try:
+        return qualify(tool.namespace, name)
+    except ValueError as exc:
+        raise CurationError(rule, str(exc)) from exc
+
+
 def _variant(tool: CatalogTool, variant: Variant, rule: str) -> CatalogTool:
+    name = _name(tool, variant.name, rule)
     schema: dict[str, Any] = copy.deepcopy(tool.definition.input_schema)
     properties: dict[str, Any] = schema.setdefault("properties", {})
     required: list[str] = list(schema.get("required", ()))
@@ -243,18 +282,18 @@ def _variant(tool: CatalogTool, variant: Variant, rule: str) -> CatalogTool:
         description = f"{description.rstrip()} (Fixed: {stated}.)"
     definition = with_version(
         msgspec.structs.replace(
-            tool.definition, name=variant.name, description=description, input_schema=schema
+            tool.definition, name=name, description=description, input_schema=schema
         )
     )
     card = msgspec.structs.replace(
         tool.card,
-        name=variant.name,
+        name=name,
         description=card_description(None, description),
         parameters=parameters_line(schema),
     )
     search = msgspec.structs.replace(
         tool.search,
-        name=f"{variant.name} {tool.search.name}",
+        name=f"{name} {tool.search.name}",
         description=description,
         arguments=tuple(properties),
     )
@@ -269,7 +308,7 @@ def _variant(tool: CatalogTool, variant: Variant, rule: str) -> CatalogTool:
         card=card,
         search=search,
         route=route,
-        curation=(*tool.curation, f"{rule}: variant {variant.name!r} of {tool.definition.name}"),
+        curation=(*tool.curation, f"{rule}: variant {name!r} of {tool.definition.name}"),
     )
 
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from typing import Final
 
-__all__ = ["MAX_NAME_LENGTH", "Namer", "fallback_name", "snake_case"]
+__all__ = ["MAX_NAME_LENGTH", "Namer", "fallback_name", "qualify", "snake_case"]
 
 MAX_NAME_LENGTH: Final = 128
 """MCP tool names are 1-128 characters (SEP-986)."""
@@ -29,6 +29,7 @@ _CAMEL_1: Final = re.compile(r"([A-Z]+)([A-Z][a-z])")
 _CAMEL_2: Final = re.compile(r"([a-z0-9])([A-Z])")
 _NON_WORD: Final = re.compile(r"[^a-z0-9]+")
 _SUFFIX_ROOM: Final = 6  # "_99999"
+_CURATED_PART: Final = re.compile(r"[A-Za-z0-9_-]+")
 
 
 def snake_case(text: str) -> str:
@@ -44,6 +45,32 @@ def fallback_name(method: str, path: str) -> str:
     """``<method>_<path words>`` for an operation without an operationId."""
     words = snake_case(path)
     return f"{method.lower()}_{words}" if words else f"{method.lower()}_root"
+
+
+def qualify(namespace: str, name: str) -> str:
+    """A curated tool name as published: ``name`` in the namespace ``namespace``.
+
+    ``octocat_repo`` in ``github`` is ``github.octocat_repo``; ``github.octocat_repo``
+    stays as it is. A curated name cannot leave its document's namespace (the indexer
+    resolves clashes per namespace), so the part after the namespace has no dot.
+
+    Raises:
+        ValueError: the name is not usable, with the reason.
+    """
+    prefix = f"{namespace}." if namespace else ""
+    part = name.removeprefix(prefix) if prefix else name
+    if not _CURATED_PART.fullmatch(part):
+        where = f"in the namespace {namespace!r}" if namespace else "without a namespace"
+        raise ValueError(
+            f"tool name {name!r} is not usable {where}: after the namespace it may hold "
+            "only letters, digits, '_' and '-'"
+        )
+    full = prefix + part
+    if len(full) > MAX_NAME_LENGTH - _SUFFIX_ROOM:
+        raise ValueError(
+            f"tool name {name!r} is longer than {MAX_NAME_LENGTH - _SUFFIX_ROOM} characters"
+        )
+    return full
 
 
 class Namer:
@@ -77,10 +104,16 @@ class Namer:
             path: the path template.
         """
         base = self.base_name(operation_id, method, path)
-        name, n = base, 1
-        while name in self._taken:
+        return self.claim(f"{self._namespace}.{base}" if self._namespace else base)
+
+    def claim(self, name: str) -> tuple[str, bool]:
+        """Reserve the whole published ``name`` (a converted or curated one): itself,
+        or ``_2``, ``_3``, ... when an earlier operation of the document holds it; and
+        whether it clashed.
+        """
+        full, n = name, 1
+        while full in self._taken:
             n += 1
-            name = f"{base}_{n}"
-        self._taken.add(name)
-        full = f"{self._namespace}.{name}" if self._namespace else name
+            full = f"{name}_{n}"
+        self._taken.add(full)
         return full, n > 1

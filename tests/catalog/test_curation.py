@@ -13,19 +13,22 @@ from catalog.config import (
     CurationConfig,
     Match,
     Override,
+    SpecConfig,
     Variant,
     VariantRule,
     decode_config,
 )
-from catalog.curation import apply_extension, curate, matches
+from catalog.curation import EXTENSION, apply_extension, curate, matches
 from catalog.errors import CurationError, SpecError
 from catalog.fingerprint import fingerprint, with_version
+from catalog.load import convert_document
 from catalog.model import (
     Annotations,
     CatalogTool,
     Route,
     SearchFields,
     SecurityPolicy,
+    SpecResult,
     ToolDefinition,
 )
 
@@ -216,9 +219,28 @@ def test_document_extension_excludes_overrides_and_declares_variants() -> None:
         },
         file="github.json",
     )
-    assert [t.definition.name for t in pair] == ["a", "b"]
+    assert [t.definition.name for t in pair] == ["github.a", "github.b"]
     with pytest.raises(SpecError, match=r"github\.json: /paths/.*x-sezzlee: invalid"):
         apply_extension(tool, {"exclud": True}, file="github.json")
+
+
+@pytest.mark.parametrize(
+    ("name", "reason"),
+    [
+        ("other.repo", "not usable in the namespace 'github'"),
+        ("has space", "not usable"),
+        ("x" * 130, "longer than"),
+    ],
+)
+def test_curated_name_stays_in_the_namespace_and_is_usable(name: str, reason: str) -> None:
+    rules = CurationConfig(override=(Override(match=Match(operation_id="repos/get"), name=name),))
+    with pytest.raises(CurationError, match=rf"curation\.override\[0\]: .*{reason}"):
+        curate([make_tool()], rules)
+    (tool,) = curate(
+        [make_tool()],
+        CurationConfig(override=(msgspec.structs.replace(rules.override[0], name="repo"),)),
+    )
+    assert tool.definition.name == "github.repo"
 
 
 def test_config_rules_decode_from_toml() -> None:
@@ -263,3 +285,121 @@ def test_every_variant_publishes_the_operations_output_schema(fixed_owners: list
     outputs = {msgspec.json.encode(t.definition.output_schema) for t in published}
     assert outputs == {msgspec.json.encode(original.definition.output_schema)}
     assert len({t.definition.version for t in published}) == len(published)
+
+
+def _document(extension: object, *, second: str = "github.repo_alias") -> bytes:
+    """Two operations; the first carries ``x-sezzlee``, the second's operationId is ``second``."""
+    return msgspec.json.encode(
+        {
+            "openapi": "3.1.0",
+            "info": {"title": "t", "version": "1"},
+            "servers": [{"url": "https://api.example"}],
+            "paths": {
+                "/repos/{owner}/{repo}": {
+                    "get": {
+                        "operationId": "repos/get",
+                        "summary": "Get a repository",
+                        "parameters": [
+                            {
+                                "name": n,
+                                "in": "path",
+                                "required": True,
+                                "schema": {"type": "string"},
+                            }
+                            for n in ("owner", "repo")
+                        ],
+                        "responses": {
+                            "200": {
+                                "description": "ok",
+                                "content": {"application/json": {"schema": OUTPUT}},
+                            }
+                        },
+                        EXTENSION: extension,
+                    }
+                },
+                "/other": {
+                    "get": {
+                        "operationId": second,
+                        "responses": {"200": {"description": "ok"}},
+                    }
+                },
+            },
+        }
+    )
+
+
+def _convert(data: bytes) -> SpecResult:
+    return convert_document(
+        "github.json",
+        data,
+        namespace="github",
+        spec_config=SpecConfig(),
+        load=lambda other: b"",
+    )
+
+
+def test_document_extension_is_applied_by_the_converter() -> None:
+    extension = {
+        "variants": [
+            {"name": "octocat_repo", "description": "Octocat's.", "fixed": {"owner": "octocat"}},
+            {"name": "github_repo", "description": "GitHub's.", "fixed": {"owner": "github"}},
+        ]
+    }
+    result = _convert(_document(extension, second="other/get"))
+    names = [t.definition.name for t in result.tools]
+    assert names == ["github.octocat_repo", "github.github_repo", "github.other_get"]
+    octocat = result.tools[0]
+    assert octocat.route.fixed_arguments == {"owner": "octocat"}
+    assert "owner" not in octocat.definition.input_schema["properties"]
+    assert octocat.curation == (
+        "github.json#/paths/~1repos~1{owner}~1{repo}/get/x-sezzlee: "
+        "variant 'github.octocat_repo' of github.repos_get",
+    )
+    # The same variants from the config publish the same definitions.
+    plain = _convert(_document({}, second="other/get")).tools[0]
+    rule = VariantRule(
+        match=Match(operation_id="repos/get"),
+        tools=tuple(msgspec.convert(v, type=Variant) for v in extension["variants"]),
+    )
+    from_config = curate([plain], CurationConfig(variants=(rule,)))
+    assert [t.definition for t in from_config] == [t.definition for t in result.tools[:2]]
+    assert {msgspec.json.encode(t.definition.output_schema) for t in result.tools[:2]} == {
+        msgspec.json.encode(plain.definition.output_schema)
+    }
+
+
+def test_document_extension_names_stay_unique_in_the_document() -> None:
+    # The curated name comes first in document order; the later operation yields.
+    result = _convert(_document({"name": "github_repo_alias"}))
+    names = [t.definition.name for t in result.tools]
+    assert names == ["github.github_repo_alias", "github.github_repo_alias_2"]
+    assert len(set(names)) == len(names)
+    # Two variants of one operation cannot both take a name: the second is suffixed.
+    result = _convert(
+        _document({"variants": [{"name": "other_get", "description": "d"}]}, second="other/get")
+    )
+    names = [t.definition.name for t in result.tools]
+    assert names == ["github.other_get", "github.other_get_2"]
+    assert any("already used in this document" in w.reason for w in result.warnings)
+    (renamed,) = [t for t in result.tools if t.definition.name.endswith("_2")]
+    assert renamed.definition.version == fingerprint(renamed.definition)
+
+
+@pytest.mark.parametrize(
+    "extension",
+    [{"exclud": True}, {"variants": [{"name": "v", "description": "d", "fixed": {"ownr": 1}}]}],
+)
+def test_malformed_document_extension_skips_its_operation_with_a_warning(
+    extension: object,
+) -> None:
+    result = _convert(_document(extension, second="other/get"))
+    assert [t.definition.name for t in result.tools] == ["github.other_get"]
+    (warning,) = result.warnings
+    assert warning.severity == "warning"
+    assert warning.location == "/paths/~1repos~1{owner}~1{repo}/get/x-sezzlee"
+    assert warning.reason.startswith("operation skipped: ")
+
+
+def test_document_extension_exclude_publishes_nothing() -> None:
+    result = _convert(_document({"exclude": True}, second="other/get"))
+    assert [t.definition.name for t in result.tools] == ["github.other_get"]
