@@ -27,8 +27,9 @@ from typing import Final
 
 import msgspec
 
-from catalog.config import Config, SpecConfig, default_namespace
-from catalog.errors import SpecError
+from catalog.config import Config, CurationConfig, SpecConfig, default_namespace
+from catalog.curation import curate, for_namespace
+from catalog.errors import CurationError, SpecError
 from catalog.fingerprint import with_version
 from catalog.fold import fold_tag
 from catalog.load import convert_document
@@ -56,6 +57,7 @@ inter-process hop (or its start-up) on the way to a sub-300 ms commit."""
 _CANONICAL: Final = msgspec.json.Encoder(order="sorted")
 _MSGPACK: Final = msgspec.msgpack.Encoder()
 _CONVERSION: Final = msgspec.msgpack.Decoder(Conversion)
+_NO_CURATION: Final = CurationConfig()
 
 
 def namespace_for(config: Config, source: str) -> str:
@@ -67,8 +69,20 @@ def namespace_for(config: Config, source: str) -> str:
 
 
 def config_hash(config: Config, source: str) -> str:
-    """A hash of every config input the conversion of ``source`` depends on."""
-    data = _CANONICAL.encode([namespace_for(config, source), config.spec(source)])
+    """A hash of every config input the conversion of ``source`` depends on: its
+    namespace, its section, and the curation rules that can reach its namespace.
+    """
+    namespace = namespace_for(config, source)
+    return _config_hash(namespace, config.spec(source), for_namespace(config.curation, namespace))
+
+
+def _config_hash(namespace: str, spec_config: SpecConfig, curation: CurationConfig) -> str:
+    # Without rules the hash is what it was before curation existed: an index built then
+    # is not re-converted for nothing.
+    inputs = (
+        [namespace, spec_config] if curation == _NO_CURATION else [namespace, spec_config, curation]
+    )
+    data = _CANONICAL.encode(inputs)
     return hashlib.blake2b(data, digest_size=8).hexdigest()
 
 
@@ -93,13 +107,23 @@ def _loader(specs_dir: Path) -> Callable[[str], bytes]:
     return load
 
 
-def convert_file(specs_dir: str, source: str, namespace: str, spec_config: SpecConfig) -> bytes:
-    """Read and convert one document; the msgpack of its :class:`Conversion`.
+def convert_file(
+    specs_dir: str,
+    source: str,
+    namespace: str,
+    spec_config: SpecConfig,
+    curation: CurationConfig | None = None,
+) -> bytes:
+    """Read, convert and curate one document; the msgpack of its :class:`Conversion`.
 
-    Runs in a pool worker, so it takes and returns plain, picklable values.
+    Runs in a pool worker, so it takes and returns plain, picklable values. ``curation``
+    is ``for_namespace(config.curation, namespace)``. A rule that cannot be applied
+    gives a failed conversion with ``curation_error`` set: the session decides whether
+    that is the config's fault or the document's.
     """
     root = Path(specs_dir)
-    chash = hashlib.blake2b(_CANONICAL.encode([namespace, spec_config]), digest_size=8).hexdigest()
+    curation = curation if curation is not None else CurationConfig()
+    chash = _config_hash(namespace, spec_config, curation)
     try:
         data = (root / source).read_bytes()
     except OSError as exc:
@@ -118,7 +142,13 @@ def convert_file(specs_dir: str, source: str, namespace: str, spec_config: SpecC
         result = convert_document(
             source, data, namespace=namespace, spec_config=spec_config, load=_loader(root)
         )
+        if curation != _NO_CURATION:
+            result = msgspec.structs.replace(result, tools=curate(result.tools, curation))
         conv = summarize(result, content_hash, chash, namespace)
+    except CurationError as exc:
+        problem = Problem(file=source, location=exc.rule, reason=exc.reason)
+        failed = _failed(source, content_hash, chash, namespace, problem)
+        return _MSGPACK.encode(msgspec.structs.replace(failed, curation_error=True))
     except SpecError as exc:
         problem = Problem(file=exc.file or source, location=exc.location, reason=exc.reason)
         return _MSGPACK.encode(_failed(source, content_hash, chash, namespace, problem))
@@ -192,10 +222,16 @@ class Converter:
         Completion order, not submission order: one slow document must not hold every
         later result in memory (the planner sorts by source path anyway).
         """
-        args = [(s, namespace_for(config, s), config.spec(s)) for s in sources]
+        rules: dict[str, CurationConfig] = {}
+        args: list[tuple[str, str, SpecConfig, CurationConfig]] = []
+        for source in sources:
+            namespace = namespace_for(config, source)
+            if namespace not in rules:
+                rules[namespace] = for_namespace(config.curation, namespace)
+            args.append((source, namespace, config.spec(source), rules[namespace]))
         if len(sources) < POOL_THRESHOLD or self._workers <= 1:
-            for source, namespace, spec in args:
-                yield _CONVERSION.decode(convert_file(self._specs_dir, source, namespace, spec))
+            for arg in args:
+                yield _CONVERSION.decode(convert_file(self._specs_dir, *arg))
             return
         pool = self._ensure_pool()
         # Largest first: the longest conversions start at once and overlap everything

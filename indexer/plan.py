@@ -33,6 +33,7 @@ from typing import Final
 import msgspec
 
 from catalog.fingerprint import with_version
+from catalog.fold import WordFolder
 from catalog.index_schema import SCHEMA_VERSION, FileStatus, IndexMeta, ToolFields, tool_fields
 from catalog.model import CatalogTool, Problem, SecurityPolicy
 from indexer.manifest import FileEntry, FileState, Manifest, ToolEntry, check_transition
@@ -83,8 +84,12 @@ _FIELDS_DECODER: Final = msgspec.msgpack.Decoder(tuple[ToolFields, ...])
 
 def encode_fields(tools: Sequence[CatalogTool], keys: Sequence[str]) -> bytes:
     """The tools' folded document fields (the costly part of indexing), as bytes."""
+    folder = WordFolder()  # one per document: its tools repeat the same words
     return _FIELDS_ENCODER.encode(
-        tuple(tool_fields(t, visibility_key=k) for t, k in zip(tools, keys, strict=True))
+        tuple(
+            tool_fields(t, visibility_key=k, folder=folder)
+            for t, k in zip(tools, keys, strict=True)
+        )
     )
 
 
@@ -108,6 +113,7 @@ class Conversion(msgspec.Struct, frozen=True, kw_only=True):
     problems: tuple[Problem, ...] = ()  # the error when not ok, then warnings
     policies: dict[str, SecurityPolicy] = msgspec.field(default_factory=dict)
     tags: dict[str, tuple[str, ...]] = msgspec.field(default_factory=dict)
+    curation_error: bool = False  # not ok because a curation rule cannot be applied
 
 
 class FileAdd(msgspec.Struct, frozen=True, kw_only=True):

@@ -59,6 +59,7 @@ class SyncResult(msgspec.Struct, frozen=True, kw_only=True):
     elapsed_s: float
     commit_s: float = 0.0
     committed_at: float = 0.0  # unix time right after the commit returned (0: no commit)
+    config_error: str = ""  # a curation rule of a new config cannot be applied: not used
 
 
 class Session:
@@ -73,8 +74,11 @@ class Session:
         *,
         workers: int = 2,
         heap_bytes: int = WRITER_HEAP_BYTES,
+        config_file: str = "",
     ) -> None:
         """Open the index (taking its lock) and decide how to reconcile it.
+
+        ``config_file`` names the config in curation errors.
 
         Raises:
             IndexBusyError: another indexer holds the index.
@@ -83,6 +87,8 @@ class Session:
         self.specs_dir = specs_dir
         self.index_dir = index_dir
         self.config = config
+        self.config_file = config_file or "the config"
+        self._trusted: Config | None = None  # the last config a sync applied in full
         self.reporter = reporter
         self.store = IndexStore(index_dir, heap_bytes=heap_bytes)
         self.converter = Converter(specs_dir, workers=workers)
@@ -165,6 +171,7 @@ class Session:
             )
         if not dirty and not deleted and not self._force:
             self.scanned = scanned
+            self._trusted = self.config
             return self._result(full=False, plan=None, started=started, converted=0)
         files = {} if full else self.manifest.files
         spool = PayloadSpool()
@@ -185,6 +192,11 @@ class Session:
         started: float,
     ) -> SyncResult:
         conversions = self._convert(sorted(dirty), spool)
+        rejected = self._curation_errors(conversions)
+        if rejected:
+            return self._result(
+                full=False, plan=None, started=started, converted=0, config_error=rejected
+            )
         names = assign_names(files, conversions, deleted)
         if names.reconvert:
             conversions.update(self._convert(sorted(names.reconvert), spool))
@@ -239,6 +251,7 @@ class Session:
         self.manifest = plan.manifest
         self._names = plan.names
         self.scanned = scanned
+        self._trusted = self.config
         self._full = False
         self._force = False
         self._forced = set()
@@ -250,6 +263,53 @@ class Session:
             commit_s=commit_s,
             committed_at=committed_at,
         )
+
+    def _curation_errors(self, conversions: dict[str, Conversion]) -> str:
+        """Handle conversions a curation rule failed; the config error, if it is one.
+
+        The config is at fault when it changed for a failing document since that
+        document was indexed (or, for a new document, when no sync has applied this
+        config yet): it is reported, nothing is committed (the previous catalog stays
+        served) and the last config applied in full comes back. Otherwise the document
+        changed under rules that used to apply: it is broken, its last good tools stay.
+        """
+        failed = {s: c for s, c in conversions.items() if c.curation_error}
+        if not failed:
+            return ""
+        faults: dict[tuple[str, str], list[str]] = {}
+        for source, conv in sorted(failed.items()):
+            entry = self.manifest.files.get(source)
+            if entry is None and self._trusted is self.config:
+                continue
+            if entry is not None and entry.config_hash == conv.config_hash:
+                continue
+            for problem in conv.problems:
+                faults.setdefault((problem.location, problem.reason), []).append(source)
+        if not faults:
+            for source, conv in failed.items():
+                problems = tuple(
+                    msgspec.structs.replace(
+                        p, reason=f"{self.config_file}: {p.location}: {p.reason}"
+                    )
+                    for p in conv.problems
+                )
+                conversions[source] = msgspec.structs.replace(conv, problems=problems)
+            return ""
+        messages: list[str] = []
+        for (rule, reason), sources in faults.items():
+            messages.append(f"{self.config_file}: {rule}: {reason}")
+            self.reporter.event(
+                "curation_invalid",
+                level="error",
+                file=self.config_file,
+                rule=rule,
+                reason=reason,
+                documents=sources,
+                kept_commit=self.manifest.commit,
+            )
+        if self._trusted is not None:
+            self.config = self._trusted  # keep indexing with the config that worked
+        return "; ".join(messages)
 
     def _config_hashes(self, scanned: Mapping[str, ScannedFile]) -> dict[str, str]:
         # Recomputed only for new files, or for all when the config object changes.
@@ -280,6 +340,7 @@ class Session:
         converted: int,
         commit_s: float = 0.0,
         committed_at: float = 0.0,
+        config_error: str = "",
     ) -> SyncResult:
         manifest = self.manifest
         broken = sum(
@@ -301,6 +362,7 @@ class Session:
             elapsed_s=time.perf_counter() - started,
             commit_s=commit_s,
             committed_at=committed_at,
+            config_error=config_error,
         )
 
     def close(self) -> None:
