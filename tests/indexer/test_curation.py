@@ -304,3 +304,31 @@ def test_config_reaches_only_the_documents_its_rules_can_reach(tmp_path: Path) -
     )
     assert config_hash(ruled, "other.json") == config_hash(config, "other.json")
     assert config_hash(ruled, "gh.json") != config_hash(config, "gh.json")
+
+
+def test_the_document_extension_publishes_what_the_config_rule_does(
+    built: Built, tmp_path: Path
+) -> None:
+    document = json.loads((built.specs / "github.json").read_bytes())
+    document["paths"]["/repos/{owner}/{repo}"]["get"]["x-sezzlee"] = {
+        "variants": [
+            {
+                "name": "octocat_repo",
+                "description": "A repository owned by octocat.",
+                "fixed": {"owner": "octocat"},
+            },
+            {
+                "name": "github_repo",
+                "description": "A repository owned by GitHub.",
+                "fixed": {"owner": "github"},
+            },
+        ]
+    }
+    specs = tmp_path / "specs"
+    specs.mkdir()
+    (specs / "github.json").write_text(json.dumps(document))
+    view = _build(specs, tmp_path / "index", SPEC, tmp_path / "log")
+    assert "gh.repos_get" not in view.tools
+    for name in VARIANTS:
+        assert view.tools[name]["definition"] == built.curated.tools[name]["definition"]
+    assert set(view.tools) == set(built.plain.tools) - {"gh.repos_get"} | set(VARIANTS)
