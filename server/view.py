@@ -17,6 +17,12 @@ Theory of operation (search-semantics.md is normative):
 * Keywords only rank: the rank query (filters AND any keyword) fetches the best
   ``limit`` matches, ties broken by catalog order (``ord``) exactly, whatever the
   segment layout (tantivy-notes §4.4). The page is then padded in catalog order.
+* A caller who sees part of the catalog, with no tag filter, is ranked by the unfiltered
+  keyword disjunction, which tantivy prunes (block-max WAND), and the hits are then kept
+  by a per-view bitmap of the documents that caller sees: a Must filter disables the
+  pruning and cost 3× the time on 125,000 operations. The filter scores a constant 0, so
+  both ways give every document the same score. When the visible hits thin out, the
+  filtered rank query answers as before.
 * Result bytes are spliced from the stored JSON (cards or definitions) without decoding
   them; ``authUncertain`` is appended to the object where the verdict is uncertain.
 """
@@ -56,11 +62,14 @@ TAG_VOCABULARY_CAP: Final = 100
 
 _AUDIENCE_CACHE: Final = 256  # distinct audiences remembered per view; cleared beyond
 _PREFIX_CACHE: Final = 65_536  # keyword prefixes remembered per view; cleared beyond
+_BITMAP_CACHE: Final = 32  # visibility bitmaps remembered per view (a byte per document)
+_PRUNED_CAP: Final = 2_048  # unfiltered hits read before the filtered query takes over
 _UNCERTAIN: Final = b',"authUncertain":true}'
 _DEFINITION: Final = msgspec.json.Decoder(ToolDefinition)
 _JSON: Final = msgspec.json.Encoder()
 
 _Address = tuple[int, int]
+_Bitmap = tuple[bytearray, ...]  # per segment ordinal: 1 where the caller sees the doc
 
 
 class _Seen(NamedTuple):
@@ -136,6 +145,7 @@ class CatalogView:
         self._key_counts: dict[str, int] = {}
         self._seen: dict[frozenset[str], _Seen] = {}
         self._prefixes: dict[str, bool] = {}
+        self._bitmaps: dict[frozenset[str], _Bitmap] = {}
         self._top_ord: int | None = None
 
     # -- search_tools -------------------------------------------------------------------
@@ -159,7 +169,12 @@ class CatalogView:
             total = self._total(allow, deny, tags, filters)
             if total:
                 everything = allow is None and not deny and not tags
-                page = self._page(filters, request, total, state, everything=everything)
+                bitmap = None
+                if not tags and not everything:
+                    bitmap = self._bitmap(seen, filters, total)
+                page = self._page(
+                    filters, request, total, state, everything=everything, bitmap=bitmap
+                )
         field = "definition" if request.detail == "schema" else "card"
         check_uncertain = bool(audience.uncertain - audience.visible)
         parts = [b'{"total":', str(total).encode()]
@@ -236,6 +251,7 @@ class CatalogView:
         state: _Seen,
         *,
         everything: bool,
+        bitmap: _Bitmap | None,
     ) -> list[tantivy.DocAddress]:
         limit = min(request.limit, total)
         words = with_lookup(
@@ -243,8 +259,14 @@ class CatalogView:
             self._known_to(state),
             values=value_words(request.query),
         )
-        ranking = rank_query(self.schema, None if everything else filters, words)
-        page = self._ranked(ranking, limit) if words else []
+        page: list[tantivy.DocAddress] | None = None
+        if not words:
+            page = []
+        elif bitmap is not None:
+            page = self._pruned(rank_query(self.schema, None, words), limit, bitmap)
+        if page is None:
+            ranking = rank_query(self.schema, None if everything else filters, words)
+            page = self._ranked(ranking, limit)
         if len(page) < limit:
             taken = {_key(a) for a in page}
             for address in self._listing(filters, limit + len(page), everything=everything):
@@ -297,6 +319,27 @@ class CatalogView:
             self._top_ord = int(hits[0][0]) if hits else 0
         return self._top_ord
 
+    def _bitmap(self, seen: frozenset[str], filters: tantivy.Query, total: int) -> _Bitmap:
+        """Which documents pass ``filters`` (visibility only), a byte per document,
+        read once per view and key set (66,000 documents in ~40 ms).
+        """
+        bitmap = self._bitmaps.get(seen)
+        if bitmap is None:
+            hits = self.searcher.search(filters, max(1, total), count=False).hits
+            rows: list[bytearray] = []
+            for _, address in hits:
+                while len(rows) <= address.segment_ord:
+                    rows.append(bytearray())
+                row = rows[address.segment_ord]
+                if len(row) <= address.doc:
+                    row.extend(bytes(address.doc + 1 - len(row)))
+                row[address.doc] = 1
+            bitmap = tuple(rows)
+            if len(self._bitmaps) >= _BITMAP_CACHE:
+                self._bitmaps.clear()
+            self._bitmaps[seen] = bitmap
+        return bitmap
+
     def _indexed(self, prefix: str) -> bool:
         """Whether any indexed word starts with ``prefix`` (edge fields hold prefixes)."""
         known = self._prefixes.get(prefix)
@@ -335,6 +378,34 @@ class CatalogView:
             if len(hits) < want or hits[-1][0] < hits[limit - 1][0]:
                 break
             want *= 4
+        return self._in_order(hits, limit)
+
+    def _pruned(
+        self, query: tantivy.Query, limit: int, bitmap: _Bitmap
+    ) -> list[tantivy.DocAddress] | None:
+        """:meth:`_ranked` of ``query`` restricted to the documents ``bitmap`` marks, or
+        None when more than ``_PRUNED_CAP`` unfiltered hits would be needed.
+
+        Every visible document scoring above the lowest score read is among the hits
+        read; once ``limit`` of them are, the page and its whole tie group at the cut are.
+        """
+        want = 2 * limit + 2
+        while want <= _PRUNED_CAP:
+            hits = self.searcher.search(query, want, count=False).hits
+            kept = [h for h in hits if _marked(bitmap, h[1])]
+            if len(hits) < want:
+                return self._in_order(kept, limit)
+            floor = hits[-1][0]
+            above = [h for h in kept if h[0] > floor]
+            if len(above) >= limit:
+                return self._in_order(above, limit)
+            want *= 4
+        return None
+
+    def _in_order(
+        self, hits: list[tuple[float, tantivy.DocAddress]], limit: int
+    ) -> list[tantivy.DocAddress]:
+        """The first ``limit`` of ``hits`` by score, then catalog order."""
         if not hits:
             return []
         ords = self.searcher.fast_field_values("ord", [a for _, a in hits])
@@ -387,6 +458,11 @@ class CatalogView:
         """
         doc, verdict = self._find(name, audience)
         return self._definition(doc, verdict), self._record(doc)
+
+
+def _marked(bitmap: _Bitmap, address: tantivy.DocAddress) -> bool:
+    segment, doc = address.segment_ord, address.doc
+    return segment < len(bitmap) and doc < len(bitmap[segment]) and bool(bitmap[segment][doc])
 
 
 def _union(groups: Iterable[tuple[str, ...]]) -> list[str]:
