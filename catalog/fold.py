@@ -23,7 +23,7 @@ from typing import Final
 
 import tantivy
 
-__all__ = ["MAX_GRAM", "fold_tag", "fold_words", "prefold"]
+__all__ = ["MAX_GRAM", "WordFolder", "fold_tag", "fold_words", "prefold"]
 
 MAX_GRAM: Final = 20
 """Edge n-grams stop here; longer keywords are cut to this length at query time."""
@@ -65,26 +65,63 @@ def fold_words(text: str) -> list[str]:
 
     Order follows the text; a word can appear more than once (term frequency counts).
     """
-    pieces: list[str] = []
-    for run in _RUN.findall(prefold(text)):
-        pieces.append(run)
-        parts = _BOUNDARY.split(run)
-        if len(parts) > 1:
-            pieces.extend(parts)
-    if not pieces:
-        return []
+    return _fold(text, {})
+
+
+class WordFolder:
+    """:func:`fold_words` with a memory of the runs it has folded.
+
+    Made for one batch of texts (the tools of one document, whose argument names, routes
+    and descriptions repeat the same words thousands of times) and dropped with it: the
+    memory grows with the batch's vocabulary.
+    """
+
+    __slots__ = ("_runs",)
+
+    def __init__(self) -> None:
+        self._runs: dict[str, tuple[list[str], list[str]]] = {}
+
+    def words(self, text: str) -> list[str]:
+        """Exactly ``fold_words(text)``."""
+        return _fold(text, self._runs)
+
+
+def _fold_run(run: str) -> tuple[list[str], list[str]]:
+    """One run's folded words (the run, then its camel/digit parts) and the letter/digit
+    parts of those words, in order.
+    """
+    parts = _BOUNDARY.split(run)
+    pieces = [run, *parts] if len(parts) > 1 else [run]
+    # The simple tokenizer splits at every non-alphanumeric character, a space included:
+    # analyzing runs one by one yields the same tokens as analyzing them joined.
     words: list[str] = _WORDS.analyze(" ".join(pieces))
-    # A folded word may still split at a letter/digit boundary its source did not show
-    # (``0aA`` gave ``0aa``, ``0``, ``a``, ``a``; ``A❶`` gave ``a1``). Add those parts, so
-    # that folding the output again yields no new word (idempotence).
-    known = set(words)
-    for word in list(words):
+    extra: list[str] = []
+    for word in words:
         digit_parts = _DIGITS.split(word)
         if len(digit_parts) > 1:
-            for part in digit_parts:
-                if part not in known:
-                    known.add(part)
-                    words.append(part)
+            extra.extend(digit_parts)
+    return words, extra
+
+
+def _fold(text: str, runs: dict[str, tuple[list[str], list[str]]]) -> list[str]:
+    words: list[str] = []
+    extra: list[str] = []
+    for run in _RUN.findall(prefold(text)):
+        folded = runs.get(run)
+        if folded is None:
+            folded = runs[run] = _fold_run(run)
+        words.extend(folded[0])
+        if folded[1]:
+            extra.extend(folded[1])
+    if extra:
+        # A folded word may still split at a letter/digit boundary its source did not
+        # show (``0aA`` gave ``0aa``, ``0``, ``a``, ``a``; ``A❶`` gave ``a1``). Add those
+        # parts, so that folding the output again yields no new word (idempotence).
+        known = set(words)
+        for part in extra:
+            if part not in known:
+                known.add(part)
+                words.append(part)
     return words
 
 

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from catalog.fold import MAX_GRAM, fold_tag, fold_words, prefold
+from catalog.fold import MAX_GRAM, WordFolder, fold_tag, fold_words, prefold
 
 
 @pytest.mark.parametrize(
@@ -72,3 +72,25 @@ def test_fold_tag_is_idempotent_and_never_split(text: str) -> None:
     assert fold_tag(folded) == folded
     assert folded == folded.strip()
     assert "  " not in folded
+
+
+_FOLDER = WordFolder()  # shared across examples, as it is across one document's tools
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(
+        st.text() | st.text(alphabet=st.sampled_from(list("aAbZ09_ -❶ßİǆ½Łé\u0301")), max_size=24),
+        min_size=1,
+        max_size=4,
+    )
+)
+def test_word_folder_folds_like_fold_words(texts: list[str]) -> None:
+    # Remembered runs give exactly the uncached result, whatever was folded before,
+    # including the letter/digit parts added once per text.
+    for text in texts:
+        expected = fold_words(text)
+        assert _FOLDER.words(text) == expected
+        assert _FOLDER.words(text) == expected
+    joined = " ".join(texts)
+    assert _FOLDER.words(joined) == fold_words(joined)
