@@ -9,7 +9,10 @@ rule 10): it owns the resolver, the normalizer (whose caches make every componen
 normalized once per direction), the namer and the security-scheme table, and converts the
 operations one at a time in document order. A problem confined to one operation (a
 malformed parameter, a schema of the wrong shape) skips that operation with a warning; a
-dangling ``$ref`` is a :class:`~catalog.errors.RefError` for the whole document.
+dangling ``$ref`` is a :class:`~catalog.errors.RefError` for the whole document. An
+operation's ``x-sezzlee`` extension is applied to its converted tool here (curated names
+claimed in document order; a malformed extension skips the operation with a warning);
+the config's curation rules run later, in the indexer (``catalog/spec/curation.md``).
 
 Argument clashes (one flat namespace for path, query, header, cookie and body members):
 the locations claim names in the order path, query, header, cookie, body; the first

@@ -12,6 +12,11 @@ Start-up cases (the ``__meta__`` document is the truth, the manifest a cache):
 * manifest and meta from the same commit: incremental against the spec directory;
 * they disagree (a crash between the tantivy commit and the manifest rename): the files
   whose status differs are re-converted and rewritten, and a commit is forced.
+
+Curation runs with conversion (``build.convert_file``). A rule that cannot be applied is
+the config's fault when the config changed for that document since it was indexed: the
+sync commits nothing and the last config applied in full stays (``catalog/spec/
+curation.md`` §7); otherwise the document changed under a working rule and is broken.
 """
 
 from __future__ import annotations
@@ -199,7 +204,13 @@ class Session:
             )
         names = assign_names(files, conversions, deleted)
         if names.reconvert:
-            conversions.update(self._convert(sorted(names.reconvert), spool))
+            again = self._convert(sorted(names.reconvert), spool)
+            rejected = self._curation_errors(again)
+            if rejected:
+                return self._result(
+                    full=False, plan=None, started=started, converted=0, config_error=rejected
+                )
+            conversions.update(again)
             names = assign_names(files, conversions, deleted)
         named: dict[str, Conversion] = {}
         for source, conv in conversions.items():
