@@ -94,7 +94,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.explain is not None:
         return _explain(args.explain, args.specs, config, workers=args.workers)
     if args.check:
-        return _check(args.specs, config, reporter, workers=args.workers)
+        return _check(
+            args.specs, config, reporter, workers=args.workers, config_file=str(args.config)
+        )
     config_file = str(args.config) if args.config is not None else ""
     try:
         session = Session(
@@ -209,10 +211,19 @@ def _explanation(tool: CatalogTool, raw_name: str) -> str:
     return "\n".join(lines)
 
 
-def _check(specs_dir: Path, config: Config, reporter: Reporter, *, workers: int) -> int:
+def _check(
+    specs_dir: Path, config: Config, reporter: Reporter, *, workers: int, config_file: str
+) -> int:
     """Convert every document as a build would, report its problems, write nothing."""
     started = time.perf_counter()
     scanned, named = _convert_all(specs_dir, config, workers=workers)
+    for source, conv in named.items():
+        if conv.curation_error:  # a rule of the config, not the document, is at fault
+            problems = tuple(
+                msgspec.structs.replace(p, reason=f"{config_file}: {p.location}: {p.reason}")
+                for p in conv.problems
+            )
+            named[source] = msgspec.structs.replace(conv, problems=problems)
     stats = {s: (f.size, f.mtime_ns) for s, f in scanned.items()}
     plan = make_plan(
         Manifest(schema_version=SCHEMA_VERSION), named, (), stats, full=True, now=time.time()

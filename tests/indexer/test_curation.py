@@ -332,3 +332,19 @@ def test_the_document_extension_publishes_what_the_config_rule_does(
     for name in VARIANTS:
         assert view.tools[name]["definition"] == built.curated.tools[name]["definition"]
     assert set(view.tools) == set(built.plain.tools) - {"gh.repos_get"} | set(VARIANTS)
+
+
+def test_check_names_the_config_rule_that_cannot_be_applied(
+    built: Built, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "sezzlee.toml"
+    config.write_text(SPEC + RULES + BAD_RULE)
+    argv = ["--specs", str(built.specs), "--config", str(config), "--workers", "1"]
+    assert main([*argv, "--check"]) == 1
+    (problem,) = [
+        json.loads(line)
+        for line in capsys.readouterr().err.splitlines()
+        if '"spec_problem"' in line and "curation" in line
+    ]
+    assert problem["location"] == "curation.variants[1]"
+    assert problem["reason"].startswith(f"{config}: curation.variants[1]: ")
