@@ -403,3 +403,49 @@ def test_malformed_document_extension_skips_its_operation_with_a_warning(
 def test_document_extension_exclude_publishes_nothing() -> None:
     result = _convert(_document({"exclude": True}, second="other/get"))
     assert [t.definition.name for t in result.tools] == ["github.other_get"]
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner),
+    max_leaves=6,
+)
+
+
+@given(
+    fixed=st.lists(json_values, min_size=1, max_size=3),
+    description=st.none() | st.text(min_size=1, max_size=20),
+    tags=st.none() | st.lists(st.text(min_size=1, max_size=8), max_size=3).map(tuple),
+)
+def test_overrides_and_variants_never_reach_the_output_schema(
+    fixed: list[object], description: str | None, tags: tuple[str, ...] | None
+) -> None:
+    # "payload" has no type: any JSON value is a valid fixed or default value for it.
+    original = make_tool(properties={"payload": {}, "repo": {"type": "string"}})
+    override = Override(
+        match=Match(operation_id="repos/get"),
+        description=description,
+        tags=tags,
+        annotations=AnnotationsOverride(read_only=False),
+    )
+    rule = VariantRule(
+        match=Match(tag="repos"),
+        tools=tuple(
+            Variant(
+                name=f"v{i}",
+                description="Variant.",
+                fixed={"payload": value},
+                defaults={"repo": "r"} if i % 2 else {},
+            )
+            for i, value in enumerate(fixed)
+        ),
+        keep_original=True,
+    )
+    published = curate([original], CurationConfig(override=(override,), variants=(rule,)))
+    assert len(published) == len(fixed) + 1
+    for tool in published:
+        assert tool.definition.output_schema == original.definition.output_schema
+        assert tool.definition.version == fingerprint(tool.definition)
+    for tool, value in zip(published[1:], fixed, strict=True):
+        assert tool.route.fixed_arguments == {"payload": value}
+        assert "payload" not in tool.definition.input_schema["properties"]
