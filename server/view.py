@@ -263,7 +263,8 @@ class CatalogView:
         if not words:
             page = []
         elif bitmap is not None:
-            page = self._pruned(rank_query(self.schema, None, words), limit, bitmap)
+            share = max(1, self.searcher.num_docs - 1) / total  # documents per visible one
+            page = self._pruned(rank_query(self.schema, None, words), limit, bitmap, share)
         if page is None:
             ranking = rank_query(self.schema, None if everything else filters, words)
             page = self._ranked(ranking, limit)
@@ -381,15 +382,16 @@ class CatalogView:
         return self._in_order(hits, limit)
 
     def _pruned(
-        self, query: tantivy.Query, limit: int, bitmap: _Bitmap
+        self, query: tantivy.Query, limit: int, bitmap: _Bitmap, share: float
     ) -> list[tantivy.DocAddress] | None:
         """:meth:`_ranked` of ``query`` restricted to the documents ``bitmap`` marks, or
         None when more than ``_PRUNED_CAP`` unfiltered hits would be needed.
 
         Every visible document scoring above the lowest score read is among the hits
         read; once ``limit`` of them are, the page and its whole tie group at the cut are.
+        The first read is twice what the visible share suggests: one read, mostly.
         """
-        want = 2 * limit + 2
+        want = int((limit + 1) * min(16.0, max(2.0, 2 * share)))
         while want <= _PRUNED_CAP:
             hits = self.searcher.search(query, want, count=False).hits
             kept = [h for h in hits if _marked(bitmap, h[1])]
