@@ -5,8 +5,10 @@ descriptions; ``tags`` defaults to null; ``invoke_tool.arguments`` has a descrip
 no type, so that a non-object value reaches the tool and comes back as an envelope).
 
 Dispatch returns the result payload as JSON bytes, or raises :class:`ToolError`, which
-``server/http.py`` renders as the ``isError`` envelope. Searches run off the event loop:
-tantivy releases the GIL, so a worker thread per search keeps the loop responsive.
+``server/http.py`` renders as the ``isError`` envelope. Searches run on the event loop:
+one takes well under a millisecond on 125,000 operations, less than the hop to a worker
+thread and back costs the loop (``benchmarks/bench_http.py``); a worker process per core
+is what spreads them.
 """
 
 from __future__ import annotations
@@ -14,7 +16,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
-import anyio.to_thread
 import msgspec
 
 from catalog.errors import InvalidSearchArguments
@@ -182,10 +183,7 @@ async def call_tool(tool: str, arguments: Mapping[str, Any], ctx: ToolContext) -
             request = clamp_request(dict(arguments))
         except InvalidSearchArguments as exc:
             raise InvalidArguments(str(exc), errors=exc.errors) from exc
-        payload: bytes = await anyio.to_thread.run_sync(
-            lambda: view.search(request, audience, budget=ctx.budget)
-        )
-        return payload
+        return view.search(request, audience, budget=ctx.budget)
     if tool == "load_tool":
         name = arguments.get("name")
         if not isinstance(name, str):
