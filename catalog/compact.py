@@ -26,9 +26,12 @@ Whole levels are cut, so the result is deterministic and the same for every repl
 GitHub's schemas only the issue timeline's is cut.
 
 Two document-wide caches (on the :class:`~catalog.normalize.Normalizer`) keep this
-cheap: the compacted result of a bare reference (most response bodies), and the full
-expansion of a single-use target, reused where everything below it is single-use too.
-Both give byte-identical output to compacting afresh.
+cheap: the compacted result of a bare reference (most response bodies), and the emitted
+body of each referenced target with the decisions it was emitted under (for every
+reference met below it: inlined, hoisted under which name, or cut). A body is reused
+when those decisions are the same in the schema at hand, which is exactly when emitting
+it again would give the same JSON (inlined bodies and ``$defs`` bodies alike). Both give
+byte-identical output to compacting afresh.
 
 ``$defs`` names are the last token of the target's JSON pointer (``simple-user``),
 made pointer-safe, with ``_2``, ``_3`` for clashes in first-use order: deterministic.
@@ -57,6 +60,8 @@ JSON. Of GitHub's 1,223 operations only ``issues/list-events-for-timeline`` reac
 the largest GitHub definition is then 55 KB."""
 
 _TEMPLATES: Final = frozenset((Ref, TemplateDict, TemplateList))
+_INLINE: Final = ""  # the decision about a reference emitted in place
+_CUT: Final = "\0"  # the decision about a reference not expanded (no $defs name has NUL)
 _UNSAFE: Final = re.compile(r"[^A-Za-z0-9_.-]+")
 
 
@@ -92,8 +97,6 @@ class _Compactor:
     __slots__ = (
         "_counts",
         "_direction",
-        "_hoisted",
-        "_impure",
         "_names",
         "_normalizer",
         "_order",
@@ -110,9 +113,9 @@ class _Compactor:
         self._names: dict[str, str] = {}
         self._stubbed: set[str] = set()
         self._root_refs: list[str] = []
-        self._trail: list[set[str]] = []  # keys below each inline expansion in progress
-        self._impure = 0  # hoisted or cut references emitted so far
-        self._hoisted: set[str] = set()
+        # For each target body being emitted: the references met below it and the
+        # decision taken about each (what its emitted JSON depends on).
+        self._trail: list[dict[str, str]] = []
 
     def plan(self, root: Any, budget: int) -> None:
         """Breadth-first over reference levels; the level that breaks the budget and
@@ -157,25 +160,33 @@ class _Compactor:
                 name = f"{base}_{n}"
             taken.add(name)
             self._names[key] = name
-        self._hoisted = set(hoisted)
         return hoisted
+
+    def _decision(self, key: str) -> str:
+        if key in self._stubbed:
+            return _CUT
+        return self._names.get(key, _INLINE)
 
     def emit(self, node: Any) -> Any:
         kind = type(node)
         if kind is Ref:
             if node.key in self._stubbed:
-                self._impure += 1
+                if self._trail:
+                    self._trail[-1][node.key] = _CUT
                 return {
                     "description": f"{_label(node.key)}: not expanded (the schema is too large)"
                 }
             name = self._names.get(node.key)
             if name is not None:
-                self._impure += 1
+                if self._trail:
+                    self._trail[-1][node.key] = name
                 out: dict[str, Any] = {"$ref": f"#/$defs/{name}"}
                 if node.extra is not None:
                     out.update(self.emit(node.extra))
                 return out
-            body = self._inline(node.key)
+            if self._trail:
+                self._trail[-1][node.key] = _INLINE
+            body = self._body(node.key)
             if node.extra is not None and isinstance(body, dict):
                 return {**body, **self.emit(node.extra)}
             return body
@@ -189,33 +200,26 @@ class _Compactor:
             return [self.emit(value) if type(value) in _TEMPLATES else value for value in node]
         return node
 
-    def _inline(self, key: str) -> Any:
-        """The full expansion of a target used once, reusing the document's earlier
-        expansion when every reference below it is also used once here (the result is
-        then identical to emitting it again).
+    def _body(self, key: str) -> Any:
+        """The emitted body of a target (inlined in place, or under ``$defs``), reusing
+        the document's earlier emission when every reference below it is decided the same
+        way here (the result is then identical to emitting it again).
         """
         cache = self._normalizer.expansions
         hit = cache.get((key, self._direction))
         if hit is not None:
-            body, closure = hit
-            # Every key below was reached (none is cut) and none is used twice (none is
-            # hoisted): emitting again would give exactly this.
-            if self._stubbed.isdisjoint(closure) and self._hoisted.isdisjoint(closure):
+            body, below = hit
+            decision = self._decision
+            if all(decision(k) == d for k, d in below):
                 if self._trail:
-                    self._trail[-1].update(closure)
-                    self._trail[-1].add(key)
+                    self._trail[-1].update(below)
                 return body
-        impure = self._impure
-        self._trail.append(set())
+        self._trail.append({})
         body = self.emit(self._normalizer.target(key, self._direction))
-        below = self._trail.pop()
+        met = self._trail.pop()
         if self._trail:
-            self._trail[-1].update(below)
-            self._trail[-1].add(key)
-        if self._impure == impure:
-            # Nothing below was hoisted or cut: a pure expansion, valid in any definition
-            # where its references are all single-use.
-            cache[(key, self._direction)] = (body, frozenset(below))
+            self._trail[-1].update(met)
+        cache[(key, self._direction)] = (body, tuple(met.items()))
         return body
 
     def run(self, root: Any, budget: int) -> Any:
@@ -225,10 +229,7 @@ class _Compactor:
         hoisted = self.name_hoisted()
         out = self.emit(root)
         if hoisted:
-            defs = {
-                self._names[key]: self.emit(self._normalizer.target(key, self._direction))
-                for key in hoisted
-            }
+            defs = {self._names[key]: self._body(key) for key in hoisted}
             out = {**out, "$defs": defs} if isinstance(out, dict) else out
         return out
 

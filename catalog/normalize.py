@@ -185,8 +185,9 @@ class Normalizer:
         self._legacy = version != "3.1"
         self._targets: dict[tuple[str, Direction], Any] = {}
         self._shapes: dict[tuple[str, Direction], tuple[int, tuple[str, ...]]] = {}
-        self.expansions: dict[tuple[str, Direction], tuple[Any, frozenset[str]]] = {}
-        """Full expansions of referenced schemas (``catalog.compact`` fills and reuses it)."""
+        self.expansions: dict[tuple[str, Direction], tuple[Any, tuple[tuple[str, str], ...]]] = {}
+        """Emitted bodies of referenced schemas and the decisions about the references
+        below them (``catalog.compact`` fills and reuses it)."""
         self.compacted: dict[tuple[str, Direction, int], Any] = {}
         """Compacted bare references, per direction and budget (``catalog.compact``)."""
 
