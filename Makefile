@@ -9,7 +9,7 @@ INDEX ?= .sezzlee/index
 # Two cores: two pytest workers.
 PYTEST_WORKERS ?= 2
 
-.PHONY: install install-bench run test lint bench corpora clean system-deps
+.PHONY: install install-bench run test lint bench corpora clean system-deps bench-deps
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -37,6 +37,10 @@ system-deps:
 	@command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || \
 		{ apt-get update && apt-get install -y nginx; }
 
+# wrk (Debian's package) drives the HTTP benchmark.
+bench-deps:
+	@command -v wrk >/dev/null 2>&1 || { apt-get update && apt-get install -y wrk; }
+
 test: install corpora system-deps
 	$(BIN)/python -m pytest -n $(PYTEST_WORKERS)
 
@@ -45,7 +49,7 @@ lint: install
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
-bench: install-bench corpora
+bench: install-bench corpora bench-deps
 	$(BIN)/python -m benchmarks
 
 clean:

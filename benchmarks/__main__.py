@@ -15,6 +15,7 @@ from __future__ import annotations
 import datetime
 import os
 import platform
+import shutil
 import subprocess
 import sys
 import time
@@ -44,6 +45,18 @@ def _machine() -> str:
     )
 
 
+def _plots() -> list[str]:
+    # Benchmarks draw into results/ (ignored by git); the report's copies sit beside it so
+    # the committed REPORT.md shows them.
+    out = HERE / "plots"
+    shown = []
+    for png in sorted((HERE / "results").glob("*.png")):
+        out.mkdir(exist_ok=True)
+        shutil.copyfile(png, out / png.name)
+        shown.append(f"![{png.stem}](plots/{png.name})")
+    return shown
+
+
 def main(argv: list[str]) -> int:
     names = argv or _available()
     sections: list[str] = []
@@ -63,6 +76,7 @@ def main(argv: list[str]) -> int:
             failed.append(name)
             body += f"\n\n**bench_{name} failed with exit status {proc.returncode}.**"
         sections.append(f"{body}\n\n<sub>bench_{name}: {elapsed:.0f} s</sub>")
+    sections += _plots()
     today = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d")
     report = "\n\n".join(
         [
