@@ -15,6 +15,7 @@ from catalog.convert import choose_status
 from catalog.model import Annotations, ParameterBinding
 from catalog.visibility import Verdict, decide
 from tests.catalog.conftest import convert, only_tool, openapi, openapi30, swagger
+from tests.contract import GET_ORDER as _CONTRACT_EXAMPLE
 
 _CHECK = jsonschema.Draft202012Validator.check_schema
 
@@ -1051,29 +1052,6 @@ def test_malformed_documents_give_tools_warnings_or_a_spec_error(
 
 
 # -- the spec file itself -------------------------------------------------------------
-
-_CONTRACT_EXAMPLE = {
-    "name": "get_order",
-    "description": "Fetches one order by id.",
-    "inputSchema": {
-        "type": "object",
-        "properties": {"id": {"type": "integer", "description": "Order id"}},
-        "required": ["id"],
-        "additionalProperties": False,
-    },
-    "outputSchema": {
-        "type": "object",
-        "properties": {
-            "id": {"type": "integer"},
-            "item": {"type": "string"},
-            "quantity": {"type": "integer"},
-            "owner": {"type": "string"},
-        },
-        "required": ["id", "item", "quantity", "owner"],
-    },
-    "annotations": {"readOnlyHint": True, "idempotentHint": True},
-    "version": "6361f59c4d6b968c",
-}
 
 
 def test_the_contract_example_matches_the_spec_file(tool_definition_schema: dict[str, Any]) -> None:

@@ -21,6 +21,7 @@ from examples.backend import DEMO_SECRET, DEMO_SECRET_ENV
 from server.app import create_app
 from server.identity import resolve_secrets
 from server.proxy import Invoker
+from tests.contract import GET_ORDER
 from tests.e2e.conftest import Agent, run_indexer, write_config
 from tests.server.harness import ServerThread, serve
 
@@ -178,28 +179,7 @@ def test_an_opaque_token_sees_uncertain_tools_and_the_backend_decides(
 
 def test_the_demo_reproduces_the_contract_examples(server: ServerThread) -> None:
     admin = Agent(server.url, "admin")
-    assert admin.ok("load_tool", {"name": "get_order"}) == {
-        "name": "get_order",
-        "description": "Fetches one order by id.",
-        "inputSchema": {
-            "type": "object",
-            "properties": {"id": {"type": "integer", "description": "Order id"}},
-            "required": ["id"],
-            "additionalProperties": False,
-        },
-        "outputSchema": {
-            "type": "object",
-            "properties": {
-                "id": {"type": "integer"},
-                "item": {"type": "string"},
-                "quantity": {"type": "integer"},
-                "owner": {"type": "string"},
-            },
-            "required": ["id", "item", "quantity", "owner"],
-        },
-        "annotations": {"readOnlyHint": True, "idempotentHint": True},
-        "version": "6361f59c4d6b968c",
-    }
+    assert admin.ok("load_tool", {"name": "get_order"}) == GET_ORDER
     cards = {r["name"]: r for r in admin.ok("search_tools", {"query": "order"})["results"]}
     assert cards["create_order"] == {
         "name": "create_order",
