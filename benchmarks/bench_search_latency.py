@@ -15,11 +15,14 @@ visible; timing covers clamping, query building, search, total, page and bytes.
 FastMCP 4.1.6's BM25 transform runs the same queries over the same tools at ~1,000 and
 10,000, and at 125,000 within a stated time limit.
 
-Usage: ``python -m benchmarks.bench_search_latency``.
+Usage: ``python -m benchmarks.bench_search_latency [--full-index DIR] [--no-peer]``;
+``--full-index .sezzlee/bench/http-apis-guru-v2`` times the real indexer's 125,000-tool
+index (bench_http's) as the full catalog instead of this benchmark's own.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
 import multiprocessing
@@ -220,17 +223,23 @@ def _read_full_peer() -> list[Peer]:
 
 
 def make_queries(view: Any, rng: random.Random) -> list[str]:
-    """1-4 keywords from random tools' card names and descriptions."""
+    """1-4 keywords from random tools' card names and descriptions.
+
+    A tool is the first at or after a random ordinal below the number of tools: the same
+    tool as an exact lookup in this benchmark's dense ordinals, and still a tool in an
+    index the real indexer wrote (ordinals spread with gaps, ``--full-index``).
+    """
     total = view.searcher.num_docs - 1
+    top = 1 << 63
     queries: list[str] = []
     while len(queries) < QUERIES:
         ordinal = rng.randrange(total)
         hits = view.searcher.search(
-            tantivy.Query.range_query(
-                view.schema, "ord", tantivy.FieldType.Unsigned, ordinal, ordinal
-            ),
+            tantivy.Query.range_query(view.schema, "ord", tantivy.FieldType.Unsigned, ordinal, top),
             1,
             count=False,
+            order_by_field="ord",
+            order=tantivy.Order.Asc,
         ).hits
         if not hits:
             continue
@@ -327,6 +336,15 @@ def _plot(rows: list[dict[str, Any]]) -> str:
 
 
 def main() -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.bench_search_latency")
+    parser.add_argument(
+        "--full-index",
+        type=Path,
+        help="time this index (the real indexer's, e.g. bench_http's) as the full catalog;"
+        " FastMCP is not run on it (its tool list is this benchmark's own conversion)",
+    )
+    parser.add_argument("--no-peer", action="store_true", help="do not time FastMCP")
+    args = parser.parse_args()
     built = build_cache()
     rng = random.Random(20261130)
     rows: list[dict[str, Any]] = []
@@ -337,10 +355,18 @@ def main() -> int:
     }
     for key, label in (("github", "GitHub"), ("mid", "APIs.guru prefix"), ("full", "APIs.guru")):
         directory = CACHE / key
+        own = key == "full" and args.full_index is not None
+        if own:
+            directory = args.full_index
         view = open_catalog(directory)
+        if own:
+            built[key] = view.searcher.num_docs - 1
+            label += " (indexer)"
         queries = make_queries(view, rng)
         ours = time_sezzlee(directory, queries)
         rows.append({"catalog": label, "operations": built[key], "engine": "sezzlee", **ours})
+        if args.no_peer or own:
+            continue
         theirs = time_peer(peer_tools[key](), queries)
         rows.append(
             {"catalog": label, "operations": built[key], "engine": "fastmcp-bm25", **theirs}
@@ -372,7 +398,8 @@ def main() -> int:
     for key in ("github", "mid"):
         ours = next(r for r in rows if r["operations"] == built[key] and r["engine"] == "sezzlee")
         theirs = next(
-            r for r in rows if r["operations"] == built[key] and r["engine"] == "fastmcp-bm25"
+            (r for r in rows if r["operations"] == built[key] and r["engine"] == "fastmcp-bm25"),
+            {},
         )
         if "p50_ms" in theirs:
             print(
