@@ -257,16 +257,23 @@ def parse(
 # ---------------------------------------------------------------------------- 2026-07-28
 
 
+def _decode(headers: Headers, body: bytes) -> Any:
+    """The JSON body, or the Reply refusing it (both eras check the same way)."""
+    if not _json_content(headers):
+        return _error_reply(400, None, INVALID_REQUEST, "Content-Type must be application/json")
+    try:
+        return msgspec.json.decode(body)
+    except (msgspec.DecodeError, RecursionError):  # nesting deeper than msgspec follows
+        return _error_reply(400, None, PARSE_ERROR, "Parse error")
+
+
 def _parse_modern(headers: Headers, body: bytes, server: Implementation) -> Reply | Call | Listen:
     accept = _accepted(headers)
     if not _accepts_json(accept) or not _accepts_sse(accept):
         return Reply(status=406)
-    if not _json_content(headers):
-        return _error_reply(400, None, INVALID_REQUEST, "Content-Type must be application/json")
-    try:
-        message = msgspec.json.decode(body)
-    except (msgspec.DecodeError, RecursionError):  # nesting deeper than msgspec follows
-        return _error_reply(400, None, PARSE_ERROR, "Parse error")
+    message = _decode(headers, body)
+    if isinstance(message, Reply):
+        return message
     if isinstance(message, dict) and "method" in message and "id" not in message:
         announced = _meta_version(message) or _first(headers, "mcp-protocol-version")
         if announced != MODERN_VERSION:
@@ -384,12 +391,9 @@ def _modern_error(
 def _parse_legacy(headers: Headers, body: bytes, server: Implementation) -> Reply | Call | Listen:
     if not _accepts_json(_accepted(headers)):
         return Reply(status=406)
-    if not _json_content(headers):
-        return _error_reply(400, None, INVALID_REQUEST, "Content-Type must be application/json")
-    try:
-        message = msgspec.json.decode(body)
-    except (msgspec.DecodeError, RecursionError):  # nesting deeper than msgspec follows
-        return _error_reply(400, None, PARSE_ERROR, "Parse error")
+    message = _decode(headers, body)
+    if isinstance(message, Reply):
+        return message
     if isinstance(message, dict) and "id" not in message and isinstance(message.get("method"), str):
         return Reply(status=202)  # notifications/initialized, cancelled, ...
     if (
