@@ -45,16 +45,20 @@ def _machine() -> str:
     )
 
 
-def _plots() -> list[str]:
-    # Benchmarks draw into results/ (ignored by git); the report's copies sit beside it so
-    # the committed REPORT.md shows them.
+def _plots(sections: list[str]) -> list[str]:
+    """Copy the plots into plots/ and point the sections at the copies.
+
+    Benchmarks draw into results/ (ignored by git); the committed REPORT.md must show
+    them, so it links the copies. A plot no section links is appended.
+    """
     out = HERE / "plots"
-    shown = []
+    linked = [section.replace("](results/", "](plots/") for section in sections]
     for png in sorted((HERE / "results").glob("*.png")):
         out.mkdir(exist_ok=True)
         shutil.copyfile(png, out / png.name)
-        shown.append(f"![{png.stem}](plots/{png.name})")
-    return shown
+        if not any(f"](plots/{png.name})" in section for section in linked):
+            linked.append(f"![{png.stem}](plots/{png.name})")
+    return linked
 
 
 def main(argv: list[str]) -> int:
@@ -76,7 +80,7 @@ def main(argv: list[str]) -> int:
             failed.append(name)
             body += f"\n\n**bench_{name} failed with exit status {proc.returncode}.**"
         sections.append(f"{body}\n\n<sub>bench_{name}: {elapsed:.0f} s</sub>")
-    sections += _plots()
+    sections = _plots(sections)
     today = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d")
     report = "\n\n".join(
         [
