@@ -56,7 +56,8 @@ def test_protocol_is_sans_io(module: str, forbidden: set[str]) -> None:
 
 
 def test_no_machine_paths_in_tree() -> None:
-    suspicious = ("/work/", "/root/", "/home/")
+    # Spelled in pieces so that this file does not match its own search.
+    suspicious = tuple(f"/{name}/" for name in ("work", "root", "home"))
     hits = []
     for path in ROOT.rglob("*"):
         if (
@@ -65,7 +66,6 @@ def test_no_machine_paths_in_tree() -> None:
             and ".venv" not in path.parts
             and ".sezzlee" not in path.parts
             and "results" not in path.parts
-            and path != Path(__file__).resolve()
         ):
             text = path.read_text(encoding="utf-8", errors="replace")
             hits += [f"{path.relative_to(ROOT)}: {s}" for s in suspicious if s in text]
