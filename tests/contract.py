@@ -30,3 +30,41 @@ GET_ORDER: Final[dict[str, Any]] = {
     "annotations": {"readOnlyHint": True, "idempotentHint": True},
     "version": "6361f59c4d6b968c",
 }
+
+
+SEARCH_TOOLS_SCHEMA: Final[dict[str, Any]] = {
+    "type": "object",
+    "properties": {
+        "query": {
+            "description": "Keywords matched by prefix against operation names, descriptions, "
+            "declared search terms, routes, argument names and tag text; keywords rank "
+            "results, they do not filter them. Empty lists everything. To require a whole "
+            "tag, use tags.",
+            "type": "string",
+            "default": "",
+        },
+        "limit": {
+            "description": "Maximum number of results, 1-50.",
+            "type": "integer",
+            "default": 20,
+        },
+        "detail": {
+            "description": 'Shape of each result: "card" for the compact card, "schema" for '
+            "the full definition load_tool would return. Any other value is card. A schema "
+            "page is much larger; pair it with a small limit.",
+            "type": "string",
+            "enum": ["card", "schema"],
+            "default": "card",
+        },
+        "tags": {
+            "description": "Tags every result must carry, matched against the whole tag and "
+            "insensitive to case and accents. Empty applies no filter; the answer's tags "
+            "field lists what is available.",
+            "type": "array",
+            "items": {"type": "string"},
+            "default": None,
+        },
+    },
+}
+"""search_tools' published input schema, as the contract prints it (key order and dialect
+decoration are framework detail, so tests compare parsed JSON)."""

@@ -20,6 +20,7 @@ from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 
 from examples.backend import DEMO_SECRET, DEMO_SECRET_ENV, demo_token
 from server.messages import GENERATION_KEY
+from tests.contract import SEARCH_TOOLS_SCHEMA
 from tests.e2e.conftest import ROOT, ServerProcess
 from tests.server.conftest import demo_tools
 from tests.server.harness import free_port, make_tool, write_index
@@ -52,8 +53,7 @@ def test_list_search_load_in_each_era(
                 assert tool.meta == {GENERATION_KEY: 0}
                 assert tool.description
             schema = listing.tools[0].input_schema
-            assert schema["properties"]["tags"]["default"] is None
-            assert schema["properties"]["limit"]["default"] == 20
+            assert schema == SEARCH_TOOLS_SCHEMA
             assert "type" not in listing.tools[2].input_schema["properties"]["arguments"]
 
             found = await client.call_tool("search_tools", {"query": "order", "limit": 2})
