@@ -15,7 +15,6 @@ from pathlib import Path
 import tantivy
 
 from catalog.config import SpecConfig
-from catalog.fold import fold_tag
 from catalog.index_schema import (
     SCHEMA_VERSION,
     IndexMeta,
@@ -23,10 +22,11 @@ from catalog.index_schema import (
     meta_document,
     register_analyzers,
     tool_document,
+    visibility_summary,
 )
 from catalog.load import convert_document
-from catalog.model import CatalogTool, SecurityPolicy
-from catalog.visibility import PUBLIC_KEY, Audience, visibility_key
+from catalog.model import CatalogTool
+from catalog.visibility import PUBLIC_KEY, Audience
 from server.view import CatalogView, read_meta
 
 __all__ = [
@@ -70,14 +70,9 @@ def write_catalog(directory: Path, tools: Iterable[CatalogTool]) -> None:
     index = tantivy.Index(build_schema(), path=str(directory), reuse=False)
     register_analyzers(index)
     writer = index.writer(200_000_000, 1)
-    policies: dict[str, SecurityPolicy] = {}
-    tags: dict[str, set[str]] = {}
     ordered = sorted(tools, key=lambda t: t.definition.name)
-    for ordinal, tool in enumerate(ordered):
-        key = visibility_key(tool.security)
-        if key != PUBLIC_KEY:
-            policies[key] = tool.security
-        tags.setdefault(key, set()).update(fold_tag(t) for t in tool.search.tags)
+    summary = visibility_summary(ordered)
+    for ordinal, (tool, key) in enumerate(zip(ordered, summary.keys, strict=True)):
         writer.add_document(tool_document(tool, ordinal=ordinal, visibility_key=key))
     meta = IndexMeta(
         schema_version=SCHEMA_VERSION,
@@ -86,8 +81,8 @@ def write_catalog(directory: Path, tools: Iterable[CatalogTool]) -> None:
         committed_at=0.0,
         operations=len(ordered),
         files={},
-        policies=policies,
-        tags={k: tuple(sorted(v - {""})) for k, v in tags.items()},
+        policies=summary.policies,
+        tags=summary.tags,
     )
     writer.add_document(meta_document(meta))
     writer.commit()

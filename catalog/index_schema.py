@@ -13,6 +13,7 @@ which always has a visibility clause, excludes it by construction.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Final, Literal
 
 import msgspec
@@ -20,6 +21,7 @@ import tantivy
 
 from catalog.fold import MAX_GRAM, WordFolder, fold_tag, fold_words
 from catalog.model import CatalogTool, Problem, Route, SecurityPolicy
+from catalog.visibility import visibility_key
 
 __all__ = [
     "EDGE_TOKENIZER",
@@ -30,6 +32,7 @@ __all__ = [
     "IndexMeta",
     "InvokeRecord",
     "ToolFields",
+    "VisibilitySummary",
     "build_schema",
     "decode_invoke",
     "decode_meta",
@@ -38,6 +41,7 @@ __all__ = [
     "register_analyzers",
     "tool_document",
     "tool_fields",
+    "visibility_summary",
 ]
 
 SCHEMA_VERSION: Final = 2
@@ -214,6 +218,35 @@ def fields_document(fields: ToolFields, *, ordinal: int) -> tantivy.Document:
 def tool_document(tool: CatalogTool, *, ordinal: int, visibility_key: str) -> tantivy.Document:
     """The document of one tool. ``ordinal`` is its u64 position in catalog order."""
     return fields_document(tool_fields(tool, visibility_key=visibility_key), ordinal=ordinal)
+
+
+class VisibilitySummary(msgspec.Struct, frozen=True, kw_only=True):
+    """What the meta record needs to know of some tools' visibility (see IndexMeta)."""
+
+    keys: tuple[str, ...]  # each tool's visibility key, in the tools' order
+    policies: dict[str, SecurityPolicy]  # non-public key → its policy
+    tags: dict[str, tuple[str, ...]]  # key → the folded tags its tools carry, sorted
+
+
+def visibility_summary(tools: Sequence[CatalogTool]) -> VisibilitySummary:
+    """Visibility keys, policies and tag vocabulary per key of ``tools``.
+
+    Keys whose tools carry no tag are left out of ``tags``.
+    """
+    keys: list[str] = []
+    policies: dict[str, SecurityPolicy] = {}
+    tags: dict[str, set[str]] = {}
+    for tool in tools:
+        key = visibility_key(tool.security)
+        keys.append(key)
+        if not tool.security.is_public:
+            policies[key] = tool.security
+        tags.setdefault(key, set()).update(fold_tag(t) for t in tool.search.tags)
+    return VisibilitySummary(
+        keys=tuple(keys),
+        policies=policies,
+        tags={k: tuple(sorted(v - {""})) for k, v in sorted(tags.items()) if v - {""}},
+    )
 
 
 def meta_document(meta: IndexMeta) -> tantivy.Document:

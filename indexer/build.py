@@ -31,10 +31,9 @@ from catalog.config import Config, CurationConfig, SpecConfig, default_namespace
 from catalog.curation import curate, for_namespace
 from catalog.errors import CurationError, SpecError
 from catalog.fingerprint import with_version
-from catalog.fold import fold_tag
+from catalog.index_schema import visibility_summary
 from catalog.load import convert_document
-from catalog.model import CatalogTool, Problem, SecurityPolicy, SpecResult
-from catalog.visibility import visibility_key
+from catalog.model import CatalogTool, Problem, SpecResult
 from indexer.manifest import ToolEntry
 from indexer.plan import Conversion, encode_fields, encode_tools
 from indexer.scan import hash_bytes
@@ -165,20 +164,17 @@ def convert_file(
 
 def summarize(result: SpecResult, content_hash: str, chash: str, namespace: str) -> Conversion:
     """The :class:`Conversion` of a converted document: per-tool summaries and payload."""
-    tools: list[CatalogTool] = []
-    entries: list[ToolEntry] = []
-    policies: dict[str, SecurityPolicy] = {}
-    tags: dict[str, set[str]] = {}
-    for tool in result.tools:
-        if not tool.definition.version:
-            tool = msgspec.structs.replace(tool, definition=with_version(tool.definition))
-        key = visibility_key(tool.security)
-        if not tool.security.is_public:
-            policies[key] = tool.security
-        tags.setdefault(key, set()).update(fold_tag(t) for t in tool.search.tags)
-        name = tool.definition.name
-        entries.append(ToolEntry(name, name, 0, tool.definition.version, key, _digest(tool)))
-        tools.append(tool)
+    tools = [
+        tool
+        if tool.definition.version
+        else msgspec.structs.replace(tool, definition=with_version(tool.definition))
+        for tool in result.tools
+    ]
+    summary = visibility_summary(tools)
+    entries = [
+        ToolEntry(t.definition.name, t.definition.name, 0, t.definition.version, key, _digest(t))
+        for t, key in zip(tools, summary.keys, strict=True)
+    ]
     return Conversion(
         source=result.source,
         content_hash=content_hash,
@@ -190,8 +186,8 @@ def summarize(result: SpecResult, content_hash: str, chash: str, namespace: str)
         fields=encode_fields(tools, [e.visibility for e in entries]),
         dependencies=tuple(sorted(set(result.dependencies) - {result.source})),
         problems=tuple(result.warnings),
-        policies=policies,
-        tags={k: tuple(sorted(v - {""})) for k, v in sorted(tags.items()) if v - {""}},
+        policies=summary.policies,
+        tags=summary.tags,
     )
 
 

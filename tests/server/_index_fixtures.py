@@ -13,7 +13,6 @@ import tantivy
 
 from catalog.cards import card_for
 from catalog.fingerprint import with_version
-from catalog.fold import fold_tag
 from catalog.index_schema import (
     SCHEMA_VERSION,
     IndexMeta,
@@ -21,6 +20,7 @@ from catalog.index_schema import (
     meta_document,
     register_analyzers,
     tool_document,
+    visibility_summary,
 )
 from catalog.model import (
     Annotations,
@@ -32,7 +32,6 @@ from catalog.model import (
     SecurityScheme,
     ToolDefinition,
 )
-from catalog.visibility import visibility_key
 from server.view import CatalogView, read_meta
 
 __all__ = ["BEARER", "build_view", "make_tool", "open_view", "secured", "write_index"]
@@ -103,14 +102,9 @@ def write_index(
     index = tantivy.Index(build_schema(), path=str(directory))
     register_analyzers(index)
     writer = index.writer(50_000_000, 1)
-    policies: dict[str, SecurityPolicy] = {}
-    tags: dict[str, set[str]] = {}
     ordered = sorted(tools, key=lambda t: t.definition.name)
-    for ordinal, tool in enumerate(ordered):
-        key = visibility_key(tool.security)
-        if not tool.security.is_public:
-            policies[key] = tool.security
-        tags.setdefault(key, set()).update(fold_tag(t) for t in tool.search.tags)
+    summary = visibility_summary(ordered)
+    for ordinal, (tool, key) in enumerate(zip(ordered, summary.keys, strict=True)):
         writer.add_document(
             tool_document(tool, ordinal=first_ordinal + ordinal * gap, visibility_key=key)
         )
@@ -121,8 +115,8 @@ def write_index(
         committed_at=0.0,
         operations=len(ordered),
         files={},
-        policies=policies,
-        tags={k: tuple(sorted(v - {""})) for k, v in tags.items()},
+        policies=summary.policies,
+        tags=summary.tags,
     )
     writer.add_document(meta_document(meta))
     writer.commit()

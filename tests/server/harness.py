@@ -31,6 +31,7 @@ from catalog.index_schema import (
     meta_document,
     register_analyzers,
     tool_document,
+    visibility_summary,
 )
 from catalog.model import (
     Annotations,
@@ -42,7 +43,6 @@ from catalog.model import (
     SecurityPolicy,
     ToolDefinition,
 )
-from catalog.visibility import visibility_key
 from server.notify import Notifier
 
 __all__ = ["ServerThread", "free_port", "make_tool", "serve", "write_index"]
@@ -102,13 +102,8 @@ def write_index(
     register_analyzers(index)
     writer = index.writer(15_000_000, 1)
     writer.delete_all_documents()
-    tags: dict[str, set[str]] = {}
-    policies = {}
-    for ordinal, tool in enumerate(tools):
-        key = visibility_key(tool.security)
-        if not tool.security.is_public:
-            policies[key] = tool.security
-        tags.setdefault(key, set()).update(t.lower() for t in tool.search.tags)
+    summary = visibility_summary(tools)
+    for ordinal, (tool, key) in enumerate(zip(tools, summary.keys, strict=True)):
         writer.add_document(tool_document(tool, ordinal=ordinal, visibility_key=key))
     files: dict[str, FileStatus] = {}
     for tool in tools:
@@ -131,8 +126,8 @@ def write_index(
         committed_at=time.time(),
         operations=len(tools),
         files=files,
-        policies=policies,
-        tags={key: tuple(sorted(values)) for key, values in tags.items()},
+        policies=summary.policies,
+        tags=summary.tags,
     )
     writer.add_document(meta_document(meta))
     writer.commit()
