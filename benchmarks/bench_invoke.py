@@ -52,6 +52,20 @@ def _free_port() -> int:
         return port
 
 
+def _wait_ready(process: subprocess.Popen[bytes], url: str, what: str) -> subprocess.Popen[bytes]:
+    """``process`` once ``url`` answers 200 (within 30 s), else kill it and raise."""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(url).status_code == 200:
+                return process
+        except httpx.TransportError:
+            pass
+        time.sleep(0.1)
+    process.kill()
+    raise RuntimeError(f"{what} did not start")
+
+
 def _start_backend(port: int) -> subprocess.Popen[bytes]:
     process = subprocess.Popen(
         [
@@ -67,15 +81,7 @@ def _start_backend(port: int) -> subprocess.Popen[bytes]:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/health").status_code == 200:
-                return process
-        except httpx.TransportError:
-            time.sleep(0.1)
-    process.kill()
-    raise RuntimeError("the demo backend did not start")
+    return _wait_ready(process, f"http://127.0.0.1:{port}/health", "the demo backend")
 
 
 async def _measure(
@@ -116,16 +122,7 @@ def _start_gateway(port: int, index: Path, config: Path) -> subprocess.Popen[byt
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/readyz").status_code == 200:
-                return process
-        except httpx.TransportError:
-            pass
-        time.sleep(0.1)
-    process.kill()
-    raise RuntimeError("the gateway did not start")
+    return _wait_ready(process, f"http://127.0.0.1:{port}/readyz", "the gateway")
 
 
 def gateway_app() -> Any:
