@@ -22,7 +22,7 @@ from litestar import Litestar
 from litestar.datastructures import State
 
 from catalog.config import Config
-from server.http import mcp_other, mcp_post
+from server.http import mcp_endpoint
 from server.identity import Secrets
 from server.notify import DEFAULT_KEEPALIVE, DEFAULT_STREAM_LIMIT, Notifier
 from server.ops import Metrics, healthz, metrics, readyz
@@ -146,7 +146,7 @@ def create_app(
                 await invoker.aclose()  # the pooled backend connections
 
     return Litestar(
-        route_handlers=[mcp_other, mcp_post, healthz, readyz, metrics],
+        route_handlers=[mcp_endpoint(state), healthz, readyz, metrics],
         lifespan=[lifespan],
         state=State({"server": state}),
         request_max_body_size=config.server.max_request_body_bytes,

@@ -131,6 +131,22 @@ def test_oversized_body_is_413(server: ServerThread) -> None:
     assert legacy_post(server, {"jsonrpc": "2.0", "id": 2, "method": "ping"}).status_code == 200
 
 
+def test_declared_oversized_body_is_refused_unread_and_the_connection_closed(
+    server: ServerThread,
+) -> None:
+    # Refused on Content-Length alone: the body is never read, so the connection cannot
+    # carry another request and the answer says so.
+    with httpx.Client() as client:
+        answer = client.post(
+            server.url,
+            headers={"accept": ACCEPT, "content-type": "application/json"},
+            content=b"{" + b" " * 2_000_000 + b"}",
+        )
+    assert answer.status_code == 413
+    assert answer.headers["connection"] == "close"
+    assert answer.json()["error"]["code"] == -32600
+
+
 def test_modern_error_codes(server: ServerThread) -> None:
     answer = modern_post(server, "ping")
     assert (answer.status_code, answer.json()["error"]["code"]) == (404, -32601)
