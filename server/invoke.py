@@ -15,9 +15,10 @@ Theory of operation (the seed page, invoke_tool; design.md, Error envelope):
 3. :func:`build_request` places each argument by its :class:`catalog.model.ParameterBinding`.
    The URL is the backend's base URL plus the path template, and every argument value is
    percent-encoded (path values with ``safe=""``, dot segments escaped), so no value can
-   change the scheme, host, port or the path's shape. Header values with CR, LF or NUL are
-   refused. OpenAPI ignores header parameters named Accept, Content-Type and
-   Authorization (3.1 §4.8.12.1); hop-by-hop headers are never taken from arguments.
+   change the scheme, host, port or the path's shape. Header values with a control
+   character (CR, LF, NUL and the rest RFC 9110 §5.5 forbids) are refused. OpenAPI
+   ignores header parameters named Accept, Content-Type and Authorization
+   (3.1 §4.8.12.1); hop-by-hop headers are never taken from arguments.
 4. :func:`interpret`: 2xx is ``{"status", "body"}`` (JSON parsed, text as a string,
    anything else base64 with ``contentType`` and ``encoding``); anything else is
    ``backend_error`` with ``status``, ``body``, ``retryAfter``.
@@ -227,6 +228,8 @@ _RESERVED_KEPT: Final = ":/?[]@!$'()*,;"
 """allowReserved keeps RFC 3986 reserved characters, except those that would split the
 query (``&``, ``=``, ``+``) or end it (``#``)."""
 _TOKEN: Final = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+# What a field value may not hold (RFC 9110 §5.5): every control character but HTAB.
+_CONTROL: Final = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
 _JSON_TYPES: Final = re.compile(r"^application/(.+\+)?json$")
 
 
@@ -284,7 +287,7 @@ def build_request(
         max_body_bytes: the outgoing body budget.
 
     Raises:
-        InvalidArguments: a header value with CR/LF, a missing path parameter, or a body
+        InvalidArguments: a header with a control character, a missing path parameter, or a body
             over ``max_body_bytes``.
     """
     # A variant's defaults yield to the caller; its fixed values win (the schema already
@@ -346,10 +349,10 @@ def build_request(
     if content_type is not None:
         out["content-type"] = ("Content-Type", content_type)
     for name, value in out.values():
-        if any(c in value for c in "\r\n\0") or any(c in name for c in "\r\n\0:"):
+        if _CONTROL.search(value) or _CONTROL.search(name) or ":" in name:
             raise InvalidArguments(
-                f"header {name!r}: a value may not contain CR, LF or NUL",
-                errors=[{"path": f"/{name}", "message": "CR, LF or NUL in a header value"}],
+                f"header {name!r}: a header may not contain control characters",
+                errors=[{"path": f"/{name}", "message": "a control character in a header"}],
             )
     return OutboundRequest(
         method=route.method.upper(),
@@ -473,10 +476,13 @@ def _header_value(binding: ParameterBinding, value: Any) -> str:
             text = ",".join(f"{k},{_scalar(v)}" for k, v in value.items())
     else:
         text = _scalar(value)
-    if any(c in text for c in "\r\n\0"):
+    if _CONTROL.search(text):
         raise InvalidArguments(
-            f"header parameter {binding.argument!r}: a value may not contain CR, LF or NUL",
-            errors=[{"path": f"/{binding.argument}", "message": "CR, LF or NUL in a header value"}],
+            f"header parameter {binding.argument!r}: a value may not contain control characters"
+            " (CR, LF, NUL, ...)",
+            errors=[
+                {"path": f"/{binding.argument}", "message": "a control character in a header value"}
+            ],
         )
     return text
 
