@@ -156,7 +156,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     os.environ[_ENV_CONFIG] = str(Path(args.config).resolve()) if args.config else ""
     os.environ[_ENV_LOG_LEVEL] = args.log_level
     from granian import Granian
-    from granian.constants import Interfaces
+    from granian.constants import Interfaces, Loops
 
     _configure_logging(args.log_level)
     log = logging.getLogger("sezzlee.server")
@@ -177,6 +177,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         port=args.port,
         workers=args.workers,
         interface=Interfaces.ASGI,
+        # Not "auto", which takes uvloop whenever it happens to be installed: under uvloop
+        # a backend's connection reset reached invoke_tool as a read timeout (seconds
+        # late, and the wrong error code), and uvloop measured no faster here.
+        loop=Loops.asyncio,
         log_access=False,
         log_level=args.log_level,
         log_dictconfig=_GRANIAN_LOGGING,
