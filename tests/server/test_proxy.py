@@ -172,12 +172,7 @@ class Recorder:
         if scope["type"] == "lifespan":
             await lifespan(receive, send)
             return
-        body = b""
-        while True:
-            message = await receive()
-            body += message.get("body", b"")
-            if not message.get("more_body"):
-                break
+        body = await read_body(receive)
         seen = Seen(
             method=scope["method"],
             path=scope["raw_path"].decode("latin-1"),
@@ -200,6 +195,15 @@ class Recorder:
             await send({"type": "http.response.body", "body": answer.body[half:]})
         else:
             await send({"type": "http.response.body", "body": answer.body})
+
+
+async def read_body(receive: Any) -> bytes:
+    body = b""
+    while True:
+        message = await receive()
+        body += message.get("body", b"")
+        if not message.get("more_body"):
+            return body
 
 
 async def lifespan(receive: Any, send: Any) -> None:
@@ -578,12 +582,7 @@ class EchoApp:
         if scope["type"] == "lifespan":
             await lifespan(receive, send)
             return
-        body = b""
-        while True:
-            message = await receive()
-            body += message.get("body", b"")
-            if not message.get("more_body"):
-                break
+        body = await read_body(receive)
         self.inflight += 1
         self.peak = max(self.peak, self.inflight)
         self.clients.append(tuple(scope["client"]))
