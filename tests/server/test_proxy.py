@@ -198,7 +198,7 @@ class Recorder:
 
 
 async def read_body(receive: Any) -> bytes:
-    body = b""
+    body: bytes = b""
     while True:
         message = await receive()
         body += message.get("body", b"")
