@@ -1,10 +1,12 @@
 """invoke_tool overhead: the Invoker vs a direct HTTP call to the same backend.
 
 The backend is the demo orders API (``python -m examples.backend``) in its own process
-with a fixed 5 ms service time. Three paths, side by side (alternating rounds) at 1 and
+with a fixed 5 ms service time. Four paths, side by side (alternating rounds) at 1 and
 16 concurrent callers, from one pooled ``aiohttp`` session in this process:
 
 * ``direct``: the same GET with the same token, straight to the backend;
+* ``forwarder``: the floor, ``benchmarks/forwarder.py`` under granian (one worker, as
+  the server runs), forwarding the GET with aiohttp and doing nothing else;
 * ``invoker``: the :class:`~server.proxy.Invoker` in this process, as a server worker
   runs it per call: the caller's identity from the request headers (JWT verified), the
   tool looked up in a real index built by the indexer (``CatalogView.target``),
@@ -123,6 +125,21 @@ def _start_gateway(port: int, index: Path, config: Path) -> subprocess.Popen[byt
     return _wait_ready(process, f"http://127.0.0.1:{port}/readyz", "the gateway")
 
 
+def _start_forwarder(port: int, backend: str) -> subprocess.Popen[bytes]:
+    """``benchmarks.forwarder`` under granian, run as the server runs it."""
+    process = subprocess.Popen(
+        [
+            *(sys.executable, "-m", "granian", "--interface", "asgi", "--loop", "asyncio"),
+            *("--port", str(port), "--no-access-log", "benchmarks.forwarder:app"),
+        ],
+        cwd=ROOT,
+        env={**os.environ, "SEZZLEE_FORWARD_TO": backend},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    return _wait_ready(process, f"http://127.0.0.1:{port}/health", "the forwarder")
+
+
 def _pct(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000
@@ -164,6 +181,8 @@ async def _run(port: int, workdir: Path, seconds: float, rounds: int) -> dict[st
     namespaces = namespaces_of(view.meta.files, config)
     gateway_port = _free_port()
     gateway = _start_gateway(gateway_port, index, config_path)
+    forwarder_port = _free_port()
+    forwarder = _start_forwarder(forwarder_port, base)
     mcp_url = f"http://127.0.0.1:{gateway_port}/mcp"
     token = demo_token("alice")
     headers = {"authorization": f"Bearer {token}", "accept": "application/json"}
@@ -178,6 +197,12 @@ async def _run(port: int, workdir: Path, seconds: float, rounds: int) -> dict[st
 
     async def via_direct() -> None:
         async with direct.get(f"{base}/orders/{order_id}", headers=headers) as answer:
+            assert answer.status == 200
+            await answer.json()
+
+    async def via_forwarder() -> None:
+        url = f"http://127.0.0.1:{forwarder_port}/orders/{order_id}"
+        async with direct.get(url, headers=headers) as answer:
             assert answer.status == 200
             await answer.json()
 
@@ -215,7 +240,13 @@ async def _run(port: int, workdir: Path, seconds: float, rounds: int) -> dict[st
             result = (await answer.json())["result"]
         assert not result.get("isError"), result
 
-    paths = {"direct": via_direct, "invoker": via_invoker, "mcp": via_mcp}
+    paths = {
+        "direct": via_direct,
+        "forwarder": via_forwarder,
+        "invoker": via_invoker,
+        "mcp": via_mcp,
+    }
+    compared = ("forwarder", "invoker", "mcp")
     results: dict[str, Any] = {"service_ms": SERVICE_MS, "levels": {}}
     try:
         for concurrency in (1, 16):
@@ -241,7 +272,7 @@ async def _run(port: int, workdir: Path, seconds: float, rounds: int) -> dict[st
                 }
                 for label in paths
             }
-            for label in ("invoker", "mcp"):
+            for label in compared:
                 level[label]["added_p50_ms"] = level[label]["p50_ms"] - level["direct"]["p50_ms"]
                 level[label]["throughput_ratio"] = level[label]["rps"] / level["direct"]["rps"]
             results["levels"][str(concurrency)] = level
@@ -250,7 +281,7 @@ async def _run(port: int, workdir: Path, seconds: float, rounds: int) -> dict[st
         pairs = max(200, int(seconds * 60))
         results["pairs"] = pairs
         results["paired_added_ms"] = {}
-        for label in ("invoker", "mcp"):
+        for label in compared:
             differences: list[float] = []
             for n in range(pairs):
                 a = await _timed(paths[label] if n % 2 else via_direct)
@@ -260,8 +291,9 @@ async def _run(port: int, workdir: Path, seconds: float, rounds: int) -> dict[st
     finally:
         await invoker.aclose()
         await direct.close()
-        gateway.terminate()
-        gateway.wait(timeout=10)
+        for process in (gateway, forwarder):
+            process.terminate()
+            process.wait(timeout=10)
     results["cpu_us"] = await _cpu_cost(base, order_id, view, config, secrets, namespaces, headers)
     return results
 
@@ -338,18 +370,19 @@ def main(argv: list[str] | None = None) -> int:
     print("## invoke_tool overhead\n")
     print(
         f"Demo backend with a fixed {SERVICE_MS:g} ms service time, GET one order with a "
-        "verified JWT, three ways: `direct` (one pooled aiohttp session), `invoker` (the "
-        "Invoker in the load generator's process: identity, index lookup, validation, "
-        "request building, send, interpretation) and `mcp` (invoke_tool over HTTP through "
-        "the real server, one granian worker). Goals: p50 added ≤ 1 ms; throughput at 16 "
-        "callers ≥ 60% of direct.\n"
+        "verified JWT, four ways from one pooled aiohttp session: `direct`; `forwarder` "
+        "(the floor: a bare ASGI app under granian, run as the server runs, that forwards "
+        "the GET with aiohttp and nothing else); `invoker` (the Invoker in the load "
+        "generator's process: identity, index lookup, validation, request building, send, "
+        "interpretation); `mcp` (invoke_tool over HTTP through the real server, one granian "
+        "worker). Goals: p50 added ≤ 1 ms; throughput at 16 callers ≥ 60% of direct.\n"
     )
     print(
         "| callers | path | requests | p50 ms | p90 ms | p99 ms | req/s | p50 added | vs direct |"
     )
     print("|---:|---|---:|---:|---:|---:|---:|---:|---:|")
     for concurrency, level in results["levels"].items():
-        for label in ("direct", "invoker", "mcp"):
+        for label in ("direct", "forwarder", "invoker", "mcp"):
             row = level[label]
             added = f"{row['added_p50_ms']:+.2f} ms" if "added_p50_ms" in row else ""
             ratio = f"{row['throughput_ratio']:.0%}" if "throughput_ratio" in row else ""
@@ -362,7 +395,8 @@ def main(argv: list[str] | None = None) -> int:
     paired = results["paired_added_ms"]
     print(
         f"- paired at 1 caller ({results['pairs']} pairs, median of per-pair differences): "
-        f"invoker {paired['invoker']:+.2f} ms, mcp {paired['mcp']:+.2f} ms"
+        f"forwarder {paired['forwarder']:+.2f} ms, invoker {paired['invoker']:+.2f} ms, "
+        f"mcp {paired['mcp']:+.2f} ms"
     )
     cpu = results["cpu_us"]
     print(

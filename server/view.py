@@ -63,6 +63,7 @@ TAG_VOCABULARY_CAP: Final = 100
 _AUDIENCE_CACHE: Final = 256  # distinct audiences remembered per view; cleared beyond
 _PREFIX_CACHE: Final = 65_536  # keyword prefixes remembered per view; cleared beyond
 _BITMAP_CACHE: Final = 32  # visibility bitmaps remembered per view (a byte per document)
+_TARGET_CACHE: Final = 4_096  # decoded definitions remembered per view; cleared beyond
 _PRUNED_CAP: Final = 2_048  # unfiltered hits read before the filtered query takes over
 _UNCERTAIN: Final = b',"authUncertain":true}'
 _DEFINITION: Final = msgspec.json.Decoder(ToolDefinition)
@@ -146,6 +147,7 @@ class CatalogView:
         self._seen: dict[frozenset[str], _Seen] = {}
         self._prefixes: dict[str, bool] = {}
         self._bitmaps: dict[frozenset[str], _Bitmap] = {}
+        self._targets: dict[str, tuple[ToolDefinition, InvokeRecord]] = {}
         self._top_ord: int | None = None
 
     # -- search_tools -------------------------------------------------------------------
@@ -184,8 +186,10 @@ class CatalogView:
         for i, address in enumerate(page):
             doc = self.searcher.doc(address)
             data = _stored(doc, field)
-            if check_uncertain and self._verdict(doc, audience) is Verdict.UNCERTAIN:
-                data = data[:-1] + _UNCERTAIN
+            if check_uncertain:
+                key = decode_invoke(_stored(doc, "invoke")).visibility_key
+                if audience.verdict(key) is Verdict.UNCERTAIN:
+                    data = data[:-1] + _UNCERTAIN
             if i:
                 parts.append(b",")
             parts.append(data)
@@ -416,32 +420,47 @@ class CatalogView:
 
     # -- load_tool and invoke_tool ------------------------------------------------------
 
-    def _verdict(self, doc: tantivy.Document, audience: Audience) -> Verdict:
-        return audience.verdict(self._record(doc).visibility_key)
+    def _decoded(self, name: str) -> tuple[ToolDefinition, InvokeRecord] | None:
+        """The stored definition and routing record of ``name``, decoded once per view.
 
-    @staticmethod
-    def _record(doc: tantivy.Document) -> InvokeRecord:
-        return decode_invoke(_stored(doc, "invoke"))
+        An agent loads a tool and then invokes it, often many times; the documents of
+        one view never change, so the index lookup and the JSON decode (~0.1 ms on a
+        cold path) are done once.
+        """
+        found = self._targets.get(name)
+        if found is None and name != META_ID:
+            hits = self.searcher.search(
+                tantivy.Query.term_query(self.schema, "id", name), 1, count=False
+            ).hits
+            if not hits:
+                return None
+            doc = self.searcher.doc(hits[0][1])
+            found = (
+                _DEFINITION.decode(_stored(doc, "definition")),
+                decode_invoke(_stored(doc, "invoke")),
+            )
+            if len(self._targets) >= _TARGET_CACHE:
+                self._targets.clear()
+            self._targets[name] = found
+        return found
 
-    def _find(self, name: str, audience: Audience) -> tuple[tantivy.Document, Verdict]:
-        if name == META_ID:
+    def target(self, name: str, audience: Audience) -> tuple[ToolDefinition, InvokeRecord]:
+        """The definition (with ``auth_uncertain`` set when it applies) and routing record
+        of ``name`` as ``audience`` may see it: what load_tool answers and invoke_tool calls.
+
+        Raises:
+            UnknownTool: no such tool, or hidden from this audience.
+        """
+        found = self._decoded(name)
+        if found is None:
             raise _unknown(name)
-        hits = self.searcher.search(
-            tantivy.Query.term_query(self.schema, "id", name), 1, count=False
-        ).hits
-        if not hits:
-            raise _unknown(name)
-        doc = self.searcher.doc(hits[0][1])
-        verdict = self._verdict(doc, audience)
+        definition, record = found
+        verdict = audience.verdict(record.visibility_key)
         if verdict is Verdict.HIDDEN:
             raise _unknown(name)
-        return doc, verdict
-
-    def _definition(self, doc: tantivy.Document, verdict: Verdict) -> ToolDefinition:
-        definition = _DEFINITION.decode(_stored(doc, "definition"))
         if verdict is Verdict.UNCERTAIN:
             definition = msgspec.structs.replace(definition, auth_uncertain=True)
-        return definition
+        return definition, record
 
     def load(self, name: str, audience: Audience) -> ToolDefinition:
         """The load_tool answer (with ``auth_uncertain`` set when it applies).
@@ -449,17 +468,7 @@ class CatalogView:
         Raises:
             UnknownTool: no such tool, or hidden from this audience.
         """
-        doc, verdict = self._find(name, audience)
-        return self._definition(doc, verdict)
-
-    def target(self, name: str, audience: Audience) -> tuple[ToolDefinition, InvokeRecord]:
-        """The definition and routing record invoke_tool calls.
-
-        Raises:
-            UnknownTool: no such tool, or hidden from this audience.
-        """
-        doc, verdict = self._find(name, audience)
-        return self._definition(doc, verdict), self._record(doc)
+        return self.target(name, audience)[0]
 
 
 def _marked(bitmap: _Bitmap, address: tantivy.DocAddress) -> bool:

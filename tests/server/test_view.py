@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from catalog.config import SpecConfig
-from catalog.index_schema import build_schema, register_analyzers, tool_document
+from catalog.index_schema import META_ID, build_schema, register_analyzers, tool_document
 from catalog.load import convert_document
 from catalog.model import CatalogTool
 from catalog.query import clamp_request
@@ -338,6 +338,21 @@ def test_load_marks_uncertain_and_target_routes(view: CatalogView) -> None:
     assert definition.name == "get_order"
     assert record.route.method == "GET"
     assert record.visibility_key == PUBLIC_KEY
+
+
+def test_a_decoded_definition_is_shared_but_each_audience_judged_alone(
+    view: CatalogView,
+) -> None:
+    # The view decodes a definition once; every caller after is still judged by its own
+    # audience, and marking one caller's copy uncertain never marks another's.
+    for _ in range(2):
+        assert view.load("purge_orders", UNCERTAIN_ADMIN).auth_uncertain
+        assert not view.load("purge_orders", VISIBLE_ADMIN).auth_uncertain
+        with pytest.raises(UnknownTool):
+            view.load("purge_orders", PUBLIC)
+        with pytest.raises(UnknownTool):
+            view.target(META_ID, VISIBLE_ADMIN)
+    assert view.load("get_order", PUBLIC) is view.load("get_order", VISIBLE_ADMIN)
 
 
 # -- the response budget ------------------------------------------------------------------
