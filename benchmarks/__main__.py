@@ -67,6 +67,7 @@ def main(argv: list[str]) -> int:
     failed: list[str] = []
     for name in names:
         started = time.perf_counter()
+        load_before = os.getloadavg()[0]
         print(f"== bench_{name}", file=sys.stderr, flush=True)
         proc = subprocess.run(
             [sys.executable, "-m", f"benchmarks.bench_{name}"],
@@ -79,7 +80,9 @@ def main(argv: list[str]) -> int:
         if proc.returncode != 0:
             failed.append(name)
             body += f"\n\n**bench_{name} failed with exit status {proc.returncode}.**"
-        sections.append(f"{body}\n\n<sub>bench_{name}: {elapsed:.0f} s</sub>")
+        # The machine is shared: the load average says how quiet it was for this section.
+        load = f"load average {load_before:.1f} → {os.getloadavg()[0]:.1f}"
+        sections.append(f"{body}\n\n<sub>bench_{name}: {elapsed:.0f} s, {load}</sub>")
     sections = _plots(sections)
     today = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d")
     report = "\n\n".join(
