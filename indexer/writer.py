@@ -29,13 +29,13 @@ from catalog.index_schema import (
     IndexMeta,
     build_schema,
     decode_meta,
-    fields_document,
+    json_text,
     meta_document,
     register_analyzers,
 )
 from indexer.errors import IndexBusyError, IndexStoreError
 from indexer.manifest import MANIFEST_NAME
-from indexer.plan import IndexPlan, decode_fields
+from indexer.plan import IndexPlan, document_texts
 
 __all__ = ["WRITER_HEAP_BYTES", "IndexStore"]
 
@@ -139,11 +139,11 @@ class IndexStore:
             writer.delete_documents_by_term("id", META_ID)
             for add in plan.adds:
                 data = fields_of(add.source, add.fields) if fields_of else add.fields
-                tools = decode_fields(data)
-                for fields, ordinal in zip(tools, add.ordinals, strict=True):
-                    writer.add_document(fields_document(fields, ordinal=ordinal))
+                texts = document_texts(data)
+                for text, ordinal in zip(texts, add.ordinals, strict=True):
+                    writer.add_json(json_text(text, ordinal=ordinal))
                 if progress is not None:
-                    progress(len(tools))
+                    progress(len(texts))
             writer.add_document(meta_document(plan.meta))
             started = time.perf_counter()
             writer.commit()
