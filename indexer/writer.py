@@ -8,8 +8,12 @@ The only module of the indexer that touches tantivy. tantivy's exceptions (all
   and recreated (after checking that no other indexer holds its lock), and the caller
   rebuilds it from the specs. An index whose ``__meta__`` records another
   ``SCHEMA_VERSION`` is rebuilt by the caller in one commit (delete all, add all).
-* One writer, one indexing thread (notes §4.4: identical doc order across builds), held
-  for the life of the process: its OS file lock is what refuses a second indexer.
+* One writer, held for the life of the process: its OS file lock is what refuses a
+  second indexer. It indexes with ``WRITER_THREADS`` threads: tantivy is half of a full
+  build's work, and one thread left a core idle while the other indexed. Which thread
+  (so which segment, and which doc address) a document gets varies between builds
+  (notes §4.4); nothing depends on it, since the server breaks score ties by ``ord``
+  whatever the segment layout (``server.view``) and scores use index-wide statistics.
 * Every commit deletes and re-adds the ``__meta__`` document, so the fingerprint and the
   file statuses become visible atomically with the tools (notes §5).
 """
@@ -37,11 +41,15 @@ from indexer.errors import IndexBusyError, IndexStoreError
 from indexer.manifest import MANIFEST_NAME
 from indexer.plan import IndexPlan, document_texts
 
-__all__ = ["WRITER_HEAP_BYTES", "IndexStore"]
+__all__ = ["WRITER_HEAP_BYTES", "WRITER_THREADS", "IndexStore"]
 
 WRITER_HEAP_BYTES: Final = 512 * 1024 * 1024
 """One thread's indexing heap: large enough that a 125,000-tool build stays one segment
-for most of its run (notes §6 used 512 MB for 100k docs); the minimum is 15 MB."""
+per thread for most of its run (notes §6 used 512 MB for 100k docs); the minimum is 15 MB."""
+
+WRITER_THREADS: Final = 2
+"""Indexing threads: the conversion workers are done when writing starts, so the writer
+has the cores to itself (two on the target machine)."""
 
 _TANTIVY_FILES: Final = (".idx", ".pos", ".term", ".store", ".fast", ".fieldnorm", ".del")
 
@@ -76,7 +84,7 @@ class IndexStore:
 
     def _take_writer(self, index: tantivy.Index, heap_bytes: int) -> tantivy.IndexWriter:
         try:
-            return index.writer(heap_size=heap_bytes, num_threads=1)
+            return index.writer(heap_size=heap_bytes * WRITER_THREADS, num_threads=WRITER_THREADS)
         except ValueError as exc:
             if "LockBusy" in str(exc):
                 raise IndexBusyError(str(self.index_dir)) from exc
