@@ -1,14 +1,16 @@
 """Catalog conversion of changed files into ``Conversion`` records, in or out of process.
 
 Reads spec files (and the files they ``$ref``) and calls
-``catalog.load.convert_document``; writes nothing. A document that cannot be converted
-becomes a ``Conversion`` with ``ok=False`` and its problem (file, location, reason):
-other documents are never affected, whatever the converter raises.
+``catalog.load.convert_document``; writes nothing to the index. A document that cannot
+be converted becomes a ``Conversion`` with ``ok=False`` and its problem (file, location,
+reason): other documents are never affected, whatever the converter raises.
 
 Large batches (a full build) run in a process pool so that conversion uses every core;
 results cross the process boundary as msgpack bytes, in completion order (the planner
 orders everything by source path, so the index is written in the same order whatever
-the pool's timing).
+the pool's timing). Their bulk, the tools' encoded documents, does not: each worker
+appends it to its own file in the sync's spool directory (``FieldsSpool``), which the
+writer reads back, so the parent neither receives nor holds it while converting.
 """
 
 from __future__ import annotations
@@ -152,8 +154,6 @@ def convert_file(
         if curation != _NO_CURATION:
             result = msgspec.structs.replace(result, tools=curate(result.tools, curation))
         conv = summarize(result, content_hash, chash, namespace, payload=payload)
-        if spool_dir and conv.fields:
-            conv = _spool_fields(conv, spool_dir)
     except CurationError as exc:
         problem = Problem(file=source, location=exc.rule, reason=exc.reason)
         failed = _failed(source, content_hash, chash, namespace, problem)
@@ -169,6 +169,10 @@ def convert_file(
             file=source, location="", reason=f"internal error while converting: {exc!r}"
         )
         return _MSGPACK.encode(_failed(source, content_hash, chash, namespace, problem))
+    if spool_dir and conv.fields:
+        # Outside the guard above: a spool that cannot be written (a full disk) fails the
+        # build, it does not make the document look broken.
+        conv = _spool_fields(conv, spool_dir)
     return _MSGPACK.encode(conv)
 
 
