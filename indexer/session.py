@@ -21,6 +21,7 @@ curation.md`` §7); otherwise the document changed under a working rule and is b
 
 from __future__ import annotations
 
+import shutil
 import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -100,6 +101,8 @@ class Session:
         self._trusted: Config | None = None  # the last config a sync applied in full
         self.reporter = reporter
         self.store = IndexStore(index_dir, heap_bytes=heap_bytes)
+        # Under the writer lock: a spool left by a crashed run is ours to drop.
+        shutil.rmtree(index_dir / SPOOL_DIR, ignore_errors=True)
         self.converter = Converter(specs_dir, workers=workers)
         self._full = False
         self._force = False

@@ -60,3 +60,24 @@ def test_pooled_build_equals_in_process_build(tmp_path: Path) -> None:
     assert pooled.meta.fingerprint == alone.meta.fingerprint
     assert pooled.meta.files == alone.meta.files
     assert not (index / SPOOL_DIR).exists()  # the spool goes with its sync
+
+
+def test_a_crashed_runs_spool_is_dropped_when_the_next_opens(tmp_path: Path) -> None:
+    specs, index = tmp_path / "specs", tmp_path / "index"
+    _write_specs(specs)
+    leftover = index / SPOOL_DIR
+    leftover.mkdir(parents=True)
+    (leftover / "fields-12345").write_bytes(b"x" * 1000)
+    with open(tmp_path / "log", "w") as stream:
+        session = Session(
+            specs,
+            index,
+            decode_config(CONFIG, file="sezzlee.toml"),
+            Reporter(stream, json_lines=True),
+            workers=1,
+            heap_bytes=20_000_000,
+        )
+        try:
+            assert not leftover.exists()
+        finally:
+            session.close()
