@@ -285,16 +285,6 @@ class Converter:
             for future in pending:
                 future.cancel()
 
-    def start(self) -> None:
-        """Start the pool's workers now, before a large batch is known: they spawn and
-        import the converter while the caller scans the spec directory.
-        """
-        if self._workers <= 1:
-            return
-        pool = self._ensure_pool()
-        for _ in range(self._workers):
-            pool.submit(_ready)  # each submit without an idle worker spawns one
-
     def _size(self, source: str) -> int:
         try:
             return os.stat(os.path.join(self._specs_dir, source)).st_size
@@ -317,10 +307,6 @@ class Converter:
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
-
-
-def _ready() -> None:
-    """A pool task that does nothing: unpickling it imports this module in the worker."""
 
 
 def _die_with_parent() -> None:

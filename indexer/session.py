@@ -170,8 +170,6 @@ class Session:
         started = time.perf_counter()
         if config is not None:
             self.config = config
-        if self._full:
-            self.converter.start()  # a full build converts everything: overlap the scan
         stale = set(touched)
         scanned = scan(self.specs_dir, {s: f for s, f in self.scanned.items() if s not in stale})
         hashes = {s: f.content_hash for s, f in scanned.items()}
