@@ -329,16 +329,25 @@ class FieldsSpool:
     fields would cost gigabytes of RSS in memory. Pool workers append them to their own
     files in ``directory`` (see :func:`convert_file`); fields converted in-process go to
     the spool's own file there. The directory belongs to one sync of one indexer (the
-    index lock): it is emptied when the spool opens, so a crashed build leaves nothing
-    behind for long, and removed when it closes.
+    index lock): it is emptied when first used, so a crashed build leaves nothing behind
+    for long, and removed when the spool closes. A sync that parks nothing never
+    creates it.
     """
 
     def __init__(self, directory: Path) -> None:
-        self.directory = directory
-        shutil.rmtree(directory, ignore_errors=True)
-        directory.mkdir(parents=True)
+        self._directory = directory
+        self._ready = False
         self._where: dict[str, tuple[str, int, int]] = {}
         self._files: dict[str, BinaryIO] = {}
+
+    @property
+    def directory(self) -> Path:
+        """The spool's directory, created (empty) on first use."""
+        if not self._ready:
+            shutil.rmtree(self._directory, ignore_errors=True)
+            self._directory.mkdir(parents=True)
+            self._ready = True
+        return self._directory
 
     def park(self, conv: Conversion) -> Conversion:
         """``conv`` without its fields, which are kept on disk."""
@@ -376,7 +385,9 @@ class FieldsSpool:
         for file in self._files.values():
             file.close()
         self._files.clear()
-        shutil.rmtree(self.directory, ignore_errors=True)
+        if self._ready:
+            shutil.rmtree(self._directory, ignore_errors=True)
+            self._ready = False
 
 
 _OWN_FILE: Final = "fields-spool"
