@@ -86,8 +86,6 @@ def decode_tools(payload: bytes) -> tuple[CatalogTool, ...]:
     return _TOOLS_DECODER.decode(payload)
 
 
-_FIELDS_ENCODER: Final = msgspec.msgpack.Encoder()
-_FIELDS_TEXTS: Final = msgspec.msgpack.Decoder(tuple[str, ...])
 _DOCUMENT_ENCODER: Final = msgspec.json.Encoder()
 _DOCUMENT_DECODER: Final = msgspec.json.Decoder(JsonDocument)
 
@@ -97,21 +95,21 @@ def encode_fields(tools: Sequence[CatalogTool], keys: Sequence[str]) -> bytes:
     one :class:`JsonDocument` text per tool, which the writer hands tantivy as it is.
     """
     folder = WordFolder()  # one per document: its tools repeat the same words
-    return _FIELDS_ENCODER.encode(
-        tuple(
-            _document_text(json_document(tool_fields(t, visibility_key=k, folder=folder)))
-            for t, k in zip(tools, keys, strict=True)
-        )
+    return _join(
+        json_document(tool_fields(t, visibility_key=k, folder=folder))
+        for t, k in zip(tools, keys, strict=True)
     )
 
 
-def _document_text(document: JsonDocument) -> str:
-    return _DOCUMENT_ENCODER.encode(document).decode()
+def _join(documents: Iterable[JsonDocument]) -> bytes:
+    # One JSON text per line: compact JSON never holds a raw newline (strings escape it),
+    # and splitting lines costs a writer less than any container format.
+    return b"\n".join(_DOCUMENT_ENCODER.encode(d) for d in documents)
 
 
-def document_texts(data: bytes) -> tuple[str, ...]:
+def document_texts(data: bytes) -> list[str]:
     """The :class:`JsonDocument` texts of :func:`encode_fields`, for ``json_text``."""
-    return _FIELDS_TEXTS.decode(data)
+    return data.decode().split("\n") if data else []
 
 
 def decode_fields(data: bytes) -> tuple[JsonDocument, ...]:
@@ -350,7 +348,7 @@ def _renamed_fields(
     return msgspec.structs.replace(
         conv,
         tools=tuple(entries),
-        fields=_FIELDS_ENCODER.encode(tuple(_document_text(f) for f in fields)),
+        fields=_join(fields),
         problems=problems,
     )
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 import tantivy
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from catalog.index_schema import (
@@ -42,6 +42,7 @@ def _terms(doc: tantivy.Document, fields: dict[str, list[str]]) -> None:
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
+@example(descriptions=["line\nbreak", 'sep\u2028arator "quoted"'], tags=["a\nb"], secured=True)
 @given(
     descriptions=st.lists(st.text(max_size=40), min_size=1, max_size=4),
     tags=st.lists(st.text(max_size=12), max_size=3),
