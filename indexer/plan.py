@@ -118,7 +118,9 @@ def decode_fields(data: bytes) -> tuple[JsonDocument, ...]:
 
 
 class Conversion(msgspec.Struct, frozen=True, kw_only=True):
-    """One document converted (or not): summaries for planning, tools as a payload."""
+    """One document converted (or not): summaries for planning, the tools' documents,
+    and the tools themselves when the caller asked for them (``--explain``).
+    """
 
     source: str
     content_hash: str
@@ -126,7 +128,7 @@ class Conversion(msgspec.Struct, frozen=True, kw_only=True):
     namespace: str
     ok: bool
     tools: tuple[ToolEntry, ...] = ()  # ordinal 0; name == raw_name until assign_names
-    payload: bytes = b""  # encode_tools(...) of the tools, in document order
+    payload: bytes = b""  # encode_tools(...) of the tools, in document order; or empty
     fields: bytes = b""  # encode_fields(...) of the same tools: what the writer adds
     # Or, from a build's pool worker, where in its spool file the fields are instead:
     fields_file: str = ""
