@@ -4,7 +4,8 @@ Measures, each in a fresh ``python -m indexer`` process (``--workers 2``):
 
 * full build throughput (operations/s, wall clock from process start to exit) on the
   APIs.guru directory (about 125,000 operations) and on GitHub's spec alone;
-* index size on disk and the peak RSS of the largest process (indexer or worker);
+* index size on disk, the CPU seconds of the indexer and its workers together, and the
+  peak RSS of the largest process (indexer or worker);
 * in the 125,000-operation catalog, the time from writing one changed document to its
   commit (the indexer's ``commit`` event), median of several changes, next to the
   indexer's own ``latency_ms`` (file mtime → commit).
@@ -62,12 +63,14 @@ def _indexer(specs: Path, index: Path, *extra: str) -> list[str]:
 
 
 def full_build(label: str, specs: Path, index: Path) -> dict[str, Any]:
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     proc = subprocess.Popen(
         _indexer(specs, index), cwd=ROOT, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL
     )
     _, stderr = proc.communicate()
     elapsed = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode != 0:
         raise SystemExit(f"indexer failed on {label}:\n{stderr.decode()[-2000:]}")
     events = [json.loads(line) for line in stderr.decode().splitlines() if line.startswith("{")]
@@ -79,6 +82,10 @@ def full_build(label: str, specs: Path, index: Path) -> dict[str, Any]:
         "broken_documents": summary["errors"],
         "seconds": round(elapsed, 2),
         "operations_per_second": round(summary["operations"] / elapsed),
+        # CPU of the indexer and its workers: steadier than wall time on a shared machine.
+        "cpu_seconds": round(
+            after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime, 1
+        ),
         "index_bytes": _dir_size(index),
         # The largest descendant waited for so far: the indexer or one of its workers.
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, 1),
@@ -183,14 +190,18 @@ def main(argv: list[str]) -> int:
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "index.json").write_text(json.dumps(results, indent=2) + "\n")
     print("## Indexer: full builds and one-document changes (`bench_index`)\n")
-    print("| corpus | documents | operations | seconds | operations/s | index size | peak RSS |")
-    print("|---|---:|---:|---:|---:|---:|---:|")
+    print(
+        "| corpus | documents | operations | seconds | operations/s | CPU seconds "
+        "| index size | peak RSS |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
     for key in ("directory", "github"):
         if key in results:
             r = results[key]
             print(
                 f"| {r['corpus']} | {r['documents']:,} | {r['operations']:,} | {r['seconds']} | "
-                f"{r['operations_per_second']:,} | {r['index_bytes'] / 2**20:,.0f} MiB | "
+                f"{r['operations_per_second']:,} | {r['cpu_seconds']} | "
+                f"{r['index_bytes'] / 2**20:,.0f} MiB | "
                 f"{r['peak_rss_mb']:,.0f} MB |"
             )
     if "changes" in results:

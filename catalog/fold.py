@@ -76,14 +76,20 @@ class WordFolder:
     memory grows with the batch's vocabulary.
     """
 
-    __slots__ = ("_runs",)
+    __slots__ = ("_runs", "_texts")
 
     def __init__(self) -> None:
         self._runs: dict[str, tuple[list[str], list[str]]] = {}
+        # Whole texts repeat too (argument names, tags, routes): a third of the texts of
+        # a large document are new, so most folds are one dictionary hit.
+        self._texts: dict[str, tuple[str, ...]] = {}
 
     def words(self, text: str) -> list[str]:
         """Exactly ``fold_words(text)``."""
-        return _fold(text, self._runs)
+        folded = self._texts.get(text)
+        if folded is None:
+            folded = self._texts[text] = tuple(_fold(text, self._runs))
+        return list(folded)
 
 
 def _fold_run(run: str) -> tuple[list[str], list[str]]:

@@ -1,14 +1,16 @@
 """Catalog conversion of changed files into ``Conversion`` records, in or out of process.
 
 Reads spec files (and the files they ``$ref``) and calls
-``catalog.load.convert_document``; writes nothing. A document that cannot be converted
-becomes a ``Conversion`` with ``ok=False`` and its problem (file, location, reason):
-other documents are never affected, whatever the converter raises.
+``catalog.load.convert_document``; writes nothing to the index. A document that cannot
+be converted becomes a ``Conversion`` with ``ok=False`` and its problem (file, location,
+reason): other documents are never affected, whatever the converter raises.
 
 Large batches (a full build) run in a process pool so that conversion uses every core;
 results cross the process boundary as msgpack bytes, in completion order (the planner
 orders everything by source path, so the index is written in the same order whatever
-the pool's timing).
+the pool's timing). Their bulk, the tools' encoded documents, does not: each worker
+appends it to its own file in the sync's spool directory (``FieldsSpool``), which the
+writer reads back, so the parent neither receives nor holds it while converting.
 """
 
 from __future__ import annotations
@@ -17,13 +19,13 @@ import ctypes
 import hashlib
 import multiprocessing
 import os
+import shutil
 import signal
 import sys
-import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Executor, ProcessPoolExecutor, as_completed
 from pathlib import Path
-from typing import Final
+from typing import BinaryIO, Final
 
 import msgspec
 
@@ -41,7 +43,7 @@ from indexer.scan import hash_bytes
 __all__ = [
     "POOL_THRESHOLD",
     "Converter",
-    "PayloadSpool",
+    "FieldsSpool",
     "config_hash",
     "convert_file",
     "cpu_workers",
@@ -112,6 +114,9 @@ def convert_file(
     namespace: str,
     spec_config: SpecConfig,
     curation: CurationConfig | None = None,
+    *,
+    payload: bool = True,
+    spool_dir: str = "",
 ) -> bytes:
     """Read, convert and curate one document; the msgpack of its :class:`Conversion`.
 
@@ -119,6 +124,11 @@ def convert_file(
     is ``for_namespace(config.curation, namespace)``. A rule that cannot be applied
     gives a failed conversion with ``curation_error`` set: the session decides whether
     that is the config's fault or the document's.
+
+    ``payload=False`` leaves the tools payload out (a build renames from the fields).
+    With ``spool_dir``, the fields go to this process's file there and the conversion
+    says where (``fields_file``, ``fields_offset``, ``fields_length``): the bulk of a
+    build then never crosses a pipe or the parent's memory before it is written.
     """
     root = Path(specs_dir)
     curation = curation if curation is not None else CurationConfig()
@@ -143,7 +153,7 @@ def convert_file(
         )
         if curation != _NO_CURATION:
             result = msgspec.structs.replace(result, tools=curate(result.tools, curation))
-        conv = summarize(result, content_hash, chash, namespace)
+        conv = summarize(result, content_hash, chash, namespace, payload=payload)
     except CurationError as exc:
         problem = Problem(file=source, location=exc.rule, reason=exc.reason)
         failed = _failed(source, content_hash, chash, namespace, problem)
@@ -159,11 +169,31 @@ def convert_file(
             file=source, location="", reason=f"internal error while converting: {exc!r}"
         )
         return _MSGPACK.encode(_failed(source, content_hash, chash, namespace, problem))
+    if spool_dir and conv.fields:
+        # Outside the guard above: a spool that cannot be written (a full disk) fails the
+        # build, it does not make the document look broken.
+        conv = _spool_fields(conv, spool_dir)
     return _MSGPACK.encode(conv)
 
 
-def summarize(result: SpecResult, content_hash: str, chash: str, namespace: str) -> Conversion:
-    """The :class:`Conversion` of a converted document: per-tool summaries and payload."""
+def _spool_fields(conv: Conversion, spool_dir: str) -> Conversion:
+    # One file per worker process, opened per document: nothing stays open once the
+    # build's directory is removed.
+    name = f"fields-{os.getpid()}"
+    with open(os.path.join(spool_dir, name), "ab") as spool:
+        offset = spool.tell()
+        spool.write(conv.fields)
+    return msgspec.structs.replace(
+        conv, fields=b"", fields_file=name, fields_offset=offset, fields_length=len(conv.fields)
+    )
+
+
+def summarize(
+    result: SpecResult, content_hash: str, chash: str, namespace: str, *, payload: bool = True
+) -> Conversion:
+    """The :class:`Conversion` of a converted document: per-tool summaries, fields and
+    (unless ``payload`` is false) the tools payload.
+    """
     tools = [
         tool
         if tool.definition.version
@@ -182,7 +212,7 @@ def summarize(result: SpecResult, content_hash: str, chash: str, namespace: str)
         namespace=namespace,
         ok=True,
         tools=tuple(entries),
-        payload=encode_tools(tools),
+        payload=encode_tools(tools) if payload else b"",
         fields=encode_fields(tools, [e.visibility for e in entries]),
         dependencies=tuple(sorted(set(result.dependencies) - {result.source})),
         problems=tuple(result.warnings),
@@ -212,11 +242,20 @@ class Converter:
         self._workers = workers
         self._pool: Executor | None = None
 
-    def convert(self, config: Config, sources: Sequence[str]) -> Iterator[Conversion]:
+    def convert(
+        self,
+        config: Config,
+        sources: Sequence[str],
+        *,
+        payload: bool = True,
+        spool: FieldsSpool | None = None,
+    ) -> Iterator[Conversion]:
         """Convert ``sources``; yield their conversions as they complete.
 
         Completion order, not submission order: one slow document must not hold every
-        later result in memory (the planner sorts by source path anyway).
+        later result in memory (the planner sorts by source path anyway). ``payload``:
+        see :func:`convert_file`. With ``spool``, pool workers write the fields into its
+        directory (in-process conversions keep them in memory).
         """
         rules: dict[str, CurationConfig] = {}
         args: list[tuple[str, str, SpecConfig, CurationConfig]] = []
@@ -227,13 +266,17 @@ class Converter:
             args.append((source, namespace, config.spec(source), rules[namespace]))
         if len(sources) < POOL_THRESHOLD or self._workers <= 1:
             for arg in args:
-                yield _CONVERSION.decode(convert_file(self._specs_dir, *arg))
+                yield _CONVERSION.decode(convert_file(self._specs_dir, *arg, payload=payload))
             return
+        spool_dir = str(spool.directory) if spool is not None else ""
         pool = self._ensure_pool()
         # Largest first: the longest conversions start at once and overlap everything
         # else, instead of one big document starting last and running alone.
         args.sort(key=lambda a: -self._size(a[0]))
-        pending = {pool.submit(convert_file, self._specs_dir, *a) for a in args}
+        pending = {
+            pool.submit(convert_file, self._specs_dir, *a, payload=payload, spool_dir=spool_dir)
+            for a in args
+        }
         try:
             for future in as_completed(pending):
                 pending.discard(future)  # drop our reference: the result is consumed once
@@ -279,46 +322,75 @@ def _die_with_parent() -> None:
 _PR_SET_PDEATHSIG: Final = 1
 
 
-class PayloadSpool:
-    """Conversion payloads parked in a temporary file during a large build.
+class FieldsSpool:
+    """Document fields parked in files during a large build.
 
     A full build of 125,000 tools holds every conversion until ordinals are known; their
-    definitions would cost gigabytes of RSS in memory, and cost one sequential write and
-    one read each on disk.
+    fields would cost gigabytes of RSS in memory. Pool workers append them to their own
+    files in ``directory`` (see :func:`convert_file`); fields converted in-process go to
+    the spool's own file there. The directory belongs to one sync of one indexer (the
+    index lock): it is emptied when first used, so a crashed build leaves nothing behind
+    for long, and removed when the spool closes. A sync that parks nothing never
+    creates it.
     """
 
-    def __init__(self) -> None:
-        self._file = tempfile.TemporaryFile()  # noqa: SIM115 - closed by close()
-        self._where: dict[tuple[str, str], tuple[int, int]] = {}
+    def __init__(self, directory: Path) -> None:
+        self._directory = directory
+        self._ready = False
+        self._where: dict[str, tuple[str, int, int]] = {}
+        self._files: dict[str, BinaryIO] = {}
+
+    @property
+    def directory(self) -> Path:
+        """The spool's directory, created (empty) on first use."""
+        if not self._ready:
+            shutil.rmtree(self._directory, ignore_errors=True)
+            self._directory.mkdir(parents=True)
+            self._ready = True
+        return self._directory
 
     def park(self, conv: Conversion) -> Conversion:
-        """``conv`` without its payload and fields, which are kept on disk."""
-        if not conv.payload and not conv.fields:
+        """``conv`` without its fields, which are kept on disk."""
+        if conv.fields_file:
+            where = (conv.fields_file, conv.fields_offset, conv.fields_length)
+        elif conv.fields:
+            own = self._file(_OWN_FILE)
+            offset = own.seek(0, os.SEEK_END)
+            own.write(conv.fields)
+            where = (_OWN_FILE, offset, len(conv.fields))
+        else:
             return conv
-        for kind, data in (("payload", conv.payload), ("fields", conv.fields)):
-            offset = self._file.seek(0, os.SEEK_END)
-            self._file.write(data)
-            self._where[conv.source, kind] = (offset, len(data))
-        return msgspec.structs.replace(conv, payload=b"", fields=b"")
-
-    def payload(self, source: str, data: bytes) -> bytes:
-        """``data`` if present, else the parked tools payload of ``source``."""
-        return self._read(source, "payload", data)
+        self._where[conv.source] = where
+        return msgspec.structs.replace(
+            conv, fields=b"", fields_file="", fields_offset=0, fields_length=0
+        )
 
     def fields(self, source: str, data: bytes) -> bytes:
         """``data`` if present, else the parked document fields of ``source``."""
-        return self._read(source, "fields", data)
-
-    def _read(self, source: str, kind: str, data: bytes) -> bytes:
-        if data or (source, kind) not in self._where:
+        if data or source not in self._where:
             return data
-        offset, length = self._where[source, kind]
-        self._file.seek(offset)
-        return self._file.read(length)
+        name, offset, length = self._where[source]
+        file = self._file(name)
+        file.seek(offset)
+        return file.read(length)
+
+    def _file(self, name: str) -> BinaryIO:
+        file = self._files.get(name)
+        if file is None:
+            file = self._files[name] = open(self.directory / name, "a+b")  # noqa: SIM115
+        return file
 
     def close(self) -> None:
-        """Drop the temporary file."""
-        self._file.close()
+        """Close and remove the spool's files."""
+        for file in self._files.values():
+            file.close()
+        self._files.clear()
+        if self._ready:
+            shutil.rmtree(self._directory, ignore_errors=True)
+            self._ready = False
+
+
+_OWN_FILE: Final = "fields-spool"
 
 
 def cpu_workers() -> int:

@@ -34,8 +34,15 @@ import msgspec
 
 from catalog.fingerprint import with_version
 from catalog.fold import WordFolder
-from catalog.index_schema import SCHEMA_VERSION, FileStatus, IndexMeta, ToolFields, tool_fields
-from catalog.model import CatalogTool, Problem, SecurityPolicy
+from catalog.index_schema import (
+    SCHEMA_VERSION,
+    FileStatus,
+    IndexMeta,
+    JsonDocument,
+    json_document,
+    tool_fields,
+)
+from catalog.model import Card, CatalogTool, Problem, SecurityPolicy, ToolDefinition
 from indexer.manifest import FileEntry, FileState, Manifest, ToolEntry, check_transition
 
 __all__ = [
@@ -54,6 +61,7 @@ __all__ = [
     "decode_fields",
     "decode_tools",
     "dirty_sources",
+    "document_texts",
     "encode_fields",
     "encode_tools",
     "make_plan",
@@ -78,28 +86,41 @@ def decode_tools(payload: bytes) -> tuple[CatalogTool, ...]:
     return _TOOLS_DECODER.decode(payload)
 
 
-_FIELDS_ENCODER: Final = msgspec.msgpack.Encoder()
-_FIELDS_DECODER: Final = msgspec.msgpack.Decoder(tuple[ToolFields, ...])
+_DOCUMENT_ENCODER: Final = msgspec.json.Encoder()
+_DOCUMENT_DECODER: Final = msgspec.json.Decoder(JsonDocument)
 
 
 def encode_fields(tools: Sequence[CatalogTool], keys: Sequence[str]) -> bytes:
-    """The tools' folded document fields (the costly part of indexing), as bytes."""
+    """The tools' documents, folded and encoded (the costly part of indexing), as bytes:
+    one :class:`JsonDocument` text per tool, which the writer hands tantivy as it is.
+    """
     folder = WordFolder()  # one per document: its tools repeat the same words
-    return _FIELDS_ENCODER.encode(
-        tuple(
-            tool_fields(t, visibility_key=k, folder=folder)
-            for t, k in zip(tools, keys, strict=True)
-        )
+    return _join(
+        json_document(tool_fields(t, visibility_key=k, folder=folder))
+        for t, k in zip(tools, keys, strict=True)
     )
 
 
-def decode_fields(data: bytes) -> tuple[ToolFields, ...]:
+def _join(documents: Iterable[JsonDocument]) -> bytes:
+    # One JSON text per line: compact JSON never holds a raw newline (strings escape it),
+    # and splitting lines costs a writer less than any container format.
+    return b"\n".join(_DOCUMENT_ENCODER.encode(d) for d in documents)
+
+
+def document_texts(data: bytes) -> list[str]:
+    """The :class:`JsonDocument` texts of :func:`encode_fields`, for ``json_text``."""
+    return data.decode().split("\n") if data else []
+
+
+def decode_fields(data: bytes) -> tuple[JsonDocument, ...]:
     """Inverse of :func:`encode_fields`."""
-    return _FIELDS_DECODER.decode(data)
+    return tuple(_DOCUMENT_DECODER.decode(text) for text in document_texts(data))
 
 
 class Conversion(msgspec.Struct, frozen=True, kw_only=True):
-    """One document converted (or not): summaries for planning, tools as a payload."""
+    """One document converted (or not): summaries for planning, the tools' documents,
+    and the tools themselves when the caller asked for them (``--explain``).
+    """
 
     source: str
     content_hash: str
@@ -107,8 +128,12 @@ class Conversion(msgspec.Struct, frozen=True, kw_only=True):
     namespace: str
     ok: bool
     tools: tuple[ToolEntry, ...] = ()  # ordinal 0; name == raw_name until assign_names
-    payload: bytes = b""  # encode_tools(...) of the tools, in document order
+    payload: bytes = b""  # encode_tools(...) of the tools, in document order; or empty
     fields: bytes = b""  # encode_fields(...) of the same tools: what the writer adds
+    # Or, from a build's pool worker, where in its spool file the fields are instead:
+    fields_file: str = ""
+    fields_offset: int = 0
+    fields_length: int = 0
     dependencies: tuple[str, ...] = ()
     problems: tuple[Problem, ...] = ()  # the error when not ok, then warnings
     policies: dict[str, SecurityPolicy] = msgspec.field(default_factory=dict)
@@ -274,6 +299,8 @@ def apply_names(conv: Conversion, names: Sequence[str], warnings: Sequence[Probl
     problems = tuple(p for p in conv.problems if not _is_clash(p)) + tuple(warnings)
     if tuple(t.name for t in conv.tools) == tuple(names):
         return msgspec.structs.replace(conv, problems=problems)
+    if not conv.payload:
+        return _renamed_fields(conv, names, problems)
     tools = list(decode_tools(conv.payload))
     entries = list(conv.tools)
     for i, name in enumerate(names):
@@ -288,6 +315,42 @@ def apply_names(conv: Conversion, names: Sequence[str], warnings: Sequence[Probl
         tools=tuple(entries),
         payload=encode_tools(tools),
         fields=encode_fields(tools, [e.visibility for e in entries]),
+        problems=problems,
+    )
+
+
+_DEFINITION: Final = msgspec.json.Decoder(ToolDefinition)
+_CARD: Final = msgspec.json.Decoder(Card)
+_JSON: Final = msgspec.json.Encoder()
+
+
+def _renamed_fields(
+    conv: Conversion, names: Sequence[str], problems: tuple[Problem, ...]
+) -> Conversion:
+    """:func:`apply_names` of a conversion without payload, on its fields alone.
+
+    A rename changes a tool's id, its definition (name, then version) and its card name;
+    its folded words come from its search fields, which a rename leaves alone. The bytes
+    are what :func:`encode_fields` gives for the renamed tools of the payload path: both
+    take the definition and card through the same JSON codec.
+    """
+    fields = list(decode_fields(conv.fields))
+    entries = list(conv.tools)
+    for i, name in enumerate(names):
+        if fields[i].id == name:
+            continue
+        definition = with_version(
+            msgspec.structs.replace(_DEFINITION.decode(fields[i].definition), name=name)
+        )
+        card = msgspec.structs.replace(_CARD.decode(fields[i].card), name=name)
+        fields[i] = msgspec.structs.replace(
+            fields[i], id=name, definition=_JSON.encode(definition), card=_JSON.encode(card)
+        )
+        entries[i] = msgspec.structs.replace(entries[i], name=name, version=definition.version)
+    return msgspec.structs.replace(
+        conv,
+        tools=tuple(entries),
+        fields=_join(fields),
         problems=problems,
     )
 

@@ -21,15 +21,17 @@ curation.md`` §7); otherwise the document changed under a working rule and is b
 
 from __future__ import annotations
 
+import shutil
 import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import Final
 
 import msgspec
 
 from catalog.config import Config
 from catalog.index_schema import SCHEMA_VERSION, IndexMeta
-from indexer.build import POOL_THRESHOLD, Converter, PayloadSpool, config_hash
+from indexer.build import POOL_THRESHOLD, Converter, FieldsSpool, config_hash
 from indexer.manifest import FileEntry, FileState, Manifest, load_manifest, save_manifest
 from indexer.plan import (
     Conversion,
@@ -45,7 +47,10 @@ from indexer.report import Reporter
 from indexer.scan import ScannedFile, scan
 from indexer.writer import WRITER_HEAP_BYTES, IndexStore
 
-__all__ = ["Session", "SyncResult"]
+__all__ = ["SPOOL_DIR", "Session", "SyncResult"]
+
+SPOOL_DIR: Final = ".sezzlee-spool"
+"""Inside the index directory: a large sync's parked fields (``build.FieldsSpool``)."""
 
 
 class SyncResult(msgspec.Struct, frozen=True, kw_only=True):
@@ -96,6 +101,8 @@ class Session:
         self._trusted: Config | None = None  # the last config a sync applied in full
         self.reporter = reporter
         self.store = IndexStore(index_dir, heap_bytes=heap_bytes)
+        # Under the writer lock: a spool left by a crashed run is ours to drop.
+        shutil.rmtree(index_dir / SPOOL_DIR, ignore_errors=True)
         self.converter = Converter(specs_dir, workers=workers)
         self._full = False
         self._force = False
@@ -179,7 +186,7 @@ class Session:
             self._trusted = self.config
             return self._result(full=False, plan=None, started=started, converted=0)
         files = {} if full else self.manifest.files
-        spool = PayloadSpool()
+        spool = FieldsSpool(self.index_dir / SPOOL_DIR)
         try:
             return self._sync(scanned, files, dirty, deleted, spool, full=full, started=started)
         finally:
@@ -191,7 +198,7 @@ class Session:
         files: Mapping[str, FileEntry],
         dirty: frozenset[str],
         deleted: frozenset[str],
-        spool: PayloadSpool,
+        spool: FieldsSpool,
         *,
         full: bool,
         started: float,
@@ -215,12 +222,8 @@ class Session:
         named: dict[str, Conversion] = {}
         for source, conv in conversions.items():
             finals = names.finals.get(source, tuple(t.name for t in conv.tools))
-            if finals != tuple(t.name for t in conv.tools):  # a rename needs the tools
-                conv = msgspec.structs.replace(
-                    conv,
-                    payload=spool.payload(source, conv.payload),
-                    fields=spool.fields(source, conv.fields),
-                )
+            if finals != tuple(t.name for t in conv.tools):  # a rename needs the fields
+                conv = msgspec.structs.replace(conv, fields=spool.fields(source, conv.fields))
             named[source] = apply_names(conv, finals, names.warnings.get(source, ()))
         stats = {s: (f.size, f.mtime_ns) for s, f in scanned.items()}
         previous = self.manifest
@@ -333,11 +336,15 @@ class Session:
                 cache[source] = config_hash(self.config, source)
         return {s: cache[s] for s in scanned}
 
-    def _convert(self, sources: list[str], spool: PayloadSpool) -> dict[str, Conversion]:
+    def _convert(self, sources: list[str], spool: FieldsSpool) -> dict[str, Conversion]:
         park = len(sources) >= POOL_THRESHOLD
         result: dict[str, Conversion] = {}
         with self.reporter.progress("converting", len(sources)) as advance:
-            for conv in self.converter.convert(self.config, sources):
+            # No tools payload: a rename works on the fields (plan.apply_names).
+            conversions = self.converter.convert(
+                self.config, sources, payload=False, spool=spool if park else None
+            )
+            for conv in conversions:
                 result[conv.source] = spool.park(conv) if park else conv
                 advance(1)
         return result

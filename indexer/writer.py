@@ -8,8 +8,16 @@ The only module of the indexer that touches tantivy. tantivy's exceptions (all
   and recreated (after checking that no other indexer holds its lock), and the caller
   rebuilds it from the specs. An index whose ``__meta__`` records another
   ``SCHEMA_VERSION`` is rebuilt by the caller in one commit (delete all, add all).
-* One writer, one indexing thread (notes §4.4: identical doc order across builds), held
-  for the life of the process: its OS file lock is what refuses a second indexer.
+* The indexer holds its own OS lock on the index directory for its life: that is what
+  refuses a second indexer, even while the writer is being replaced (below).
+* One indexing thread for an incremental commit: a second thread would make every
+  one-document commit cost ~10 ms more and leave two segments instead of one. A full
+  build (delete all, add all) indexes with ``WRITER_THREADS`` threads, the writer
+  replaced for it and back after its commit: tantivy is half of a full build's work,
+  and one thread left a core idle while the other indexed. Which thread (so which
+  segment, and which doc address) a document gets then varies between builds (notes
+  §4.4); nothing depends on it, since the server breaks score ties by ``ord`` whatever
+  the segment layout (``server.view``) and scores use index-wide statistics.
 * Every commit deletes and re-adds the ``__meta__`` document, so the fingerprint and the
   file statuses become visible atomically with the tools (notes §5).
 """
@@ -17,6 +25,8 @@ The only module of the indexer that touches tantivy. tantivy's exceptions (all
 from __future__ import annotations
 
 import contextlib
+import fcntl
+import os
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -29,19 +39,25 @@ from catalog.index_schema import (
     IndexMeta,
     build_schema,
     decode_meta,
-    fields_document,
+    json_text,
     meta_document,
     register_analyzers,
 )
 from indexer.errors import IndexBusyError, IndexStoreError
 from indexer.manifest import MANIFEST_NAME
-from indexer.plan import IndexPlan, decode_fields
+from indexer.plan import IndexPlan, document_texts
 
-__all__ = ["WRITER_HEAP_BYTES", "IndexStore"]
+__all__ = ["WRITER_HEAP_BYTES", "WRITER_THREADS", "IndexStore"]
 
 WRITER_HEAP_BYTES: Final = 512 * 1024 * 1024
 """One thread's indexing heap: large enough that a 125,000-tool build stays one segment
-for most of its run (notes §6 used 512 MB for 100k docs); the minimum is 15 MB."""
+per thread for most of its run (notes §6 used 512 MB for 100k docs); the minimum is 15 MB."""
+
+WRITER_THREADS: Final = 2
+"""Indexing threads of a full build: the conversion workers are done when writing
+starts, so the writer has the cores to itself (two on the target machine)."""
+
+_LOCK_NAME: Final = ".sezzlee-indexer.lock"
 
 _TANTIVY_FILES: Final = (".idx", ".pos", ".term", ".store", ".fast", ".fieldnorm", ".del")
 
@@ -59,24 +75,50 @@ class IndexStore:
         self.index_dir = index_dir
         self.wiped = False
         self.schema = build_schema()
+        self._heap_bytes = heap_bytes
         try:
             index_dir.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise IndexStoreError(f"cannot create {index_dir}: {exc.strerror}") from exc
+        self._lock: int | None = self._take_lock()
         try:
-            self.index = tantivy.Index(self.schema, path=str(index_dir))
-        except ValueError as exc:
-            if "schema does not match" not in str(exc):
-                raise IndexStoreError(f"cannot open the index at {index_dir}: {exc}") from exc
-            self._wipe_foreign()
-            self.index = tantivy.Index(self.schema, path=str(index_dir))
-        register_analyzers(self.index)
-        self.index.config_reader("manual")
-        self._writer = self._take_writer(self.index, heap_bytes)
+            try:
+                self.index = tantivy.Index(self.schema, path=str(index_dir))
+            except ValueError as exc:
+                if "schema does not match" not in str(exc):
+                    raise IndexStoreError(f"cannot open the index at {index_dir}: {exc}") from exc
+                self._wipe_foreign()
+                self.index = tantivy.Index(self.schema, path=str(index_dir))
+            register_analyzers(self.index)
+            self.index.config_reader("manual")
+            self._threads = 1
+            self._writer = self._take_writer(self.index, heap_bytes)
+        except BaseException:
+            self._release_lock()
+            raise
 
-    def _take_writer(self, index: tantivy.Index, heap_bytes: int) -> tantivy.IndexWriter:
+    def _take_lock(self) -> int:
         try:
-            return index.writer(heap_size=heap_bytes, num_threads=1)
+            fd = os.open(self.index_dir / _LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise IndexStoreError(f"cannot lock {self.index_dir}: {exc.strerror}") from exc
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            os.close(fd)
+            raise IndexBusyError(str(self.index_dir)) from exc
+        return fd
+
+    def _release_lock(self) -> None:
+        lock, self._lock = self._lock, None
+        if lock is not None:
+            os.close(lock)  # closing the only descriptor releases the flock
+
+    def _take_writer(
+        self, index: tantivy.Index, heap_bytes: int, threads: int = 1
+    ) -> tantivy.IndexWriter:
+        try:
+            return index.writer(heap_size=heap_bytes * threads, num_threads=threads)
         except ValueError as exc:
             if "LockBusy" in str(exc):
                 raise IndexBusyError(str(self.index_dir)) from exc
@@ -129,6 +171,7 @@ class IndexStore:
         Raises:
             IndexStoreError: tantivy refused a document or the commit.
         """
+        self._use_threads(WRITER_THREADS if plan.full else 1)
         writer = self._writer
         try:
             if plan.full:
@@ -139,19 +182,33 @@ class IndexStore:
             writer.delete_documents_by_term("id", META_ID)
             for add in plan.adds:
                 data = fields_of(add.source, add.fields) if fields_of else add.fields
-                tools = decode_fields(data)
-                for fields, ordinal in zip(tools, add.ordinals, strict=True):
-                    writer.add_document(fields_document(fields, ordinal=ordinal))
+                texts = document_texts(data)
+                for text, ordinal in zip(texts, add.ordinals, strict=True):
+                    writer.add_json(json_text(text, ordinal=ordinal))
                 if progress is not None:
-                    progress(len(tools))
+                    progress(len(texts))
             writer.add_document(meta_document(plan.meta))
             started = time.perf_counter()
             writer.commit()
-            return time.perf_counter() - started
+            elapsed = time.perf_counter() - started
         except ValueError as exc:
             with contextlib.suppress(ValueError):
                 writer.rollback()
             raise IndexStoreError(f"cannot write the index at {self.index_dir}: {exc}") from exc
+        self._use_threads(1)  # before the next change, which must not wait for it
+        return elapsed
+
+    def _use_threads(self, threads: int) -> None:
+        """Replace the writer by one with ``threads`` indexing threads (if it has not)."""
+        if threads == self._threads:
+            return
+        # Consumes the writer and releases tantivy's lock; ours still refuses others.
+        try:
+            self._writer.wait_merging_threads()
+        except (ValueError, RuntimeError) as exc:
+            raise IndexStoreError(f"cannot write the index at {self.index_dir}: {exc}") from exc
+        self._writer = self._take_writer(self.index, self._heap_bytes, threads)
+        self._threads = threads
 
     def close(self) -> None:
         """Release the writer (and its lock), waiting for merges to finish."""
@@ -159,3 +216,4 @@ class IndexStore:
         if writer is not None:
             with contextlib.suppress(ValueError, RuntimeError):
                 writer.wait_merging_threads()
+        self._release_lock()

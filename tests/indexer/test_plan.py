@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import msgspec
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from catalog.fingerprint import with_version
 from catalog.index_schema import SCHEMA_VERSION
 from catalog.model import Problem
 from indexer.manifest import FileEntry, FileState, Manifest
@@ -201,6 +203,35 @@ def test_clash_in_shared_namespace_gets_a_suffix_by_source_order() -> None:
     assert renamed.definition.name == "get_2"
     assert renamed.card.name == "get_2"
     assert renamed.definition.version != decode_tools(b.payload)[0].definition.version
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    renamed=st.lists(st.booleans(), min_size=1, max_size=4),
+    description=st.text(max_size=30),
+    limit=st.one_of(st.integers(min_value=-(2**70), max_value=2**70), st.floats()),
+)
+def test_a_rename_without_payload_gives_what_the_payload_gives(
+    renamed: list[bool], description: str, limit: int | float
+) -> None:
+    # A build converts without the tools payload and renames on the fields alone: the
+    # fields, entries and problems must be those of the rename from the payload.
+    tools = []
+    for i in range(len(renamed)):
+        tool = make_tool(f"op{i}", description=description, tags=("Things", description))
+        schema = {**tool.definition.input_schema, "maximum": limit}
+        definition = msgspec.structs.replace(tool.definition, input_schema=schema)
+        tools.append(msgspec.structs.replace(tool, definition=with_version(definition)))
+    with_payload = make_conversion("a.yaml", tools)
+    without = msgspec.structs.replace(with_payload, payload=b"")
+    names = [f"op{i}_2" if r else f"op{i}" for i, r in enumerate(renamed)]
+    warning = Problem(file="a.yaml", location="op0", reason="clash", severity="warning")
+    expected = apply_names(with_payload, names, [warning])
+    got = apply_names(without, names, [warning])
+    assert got.fields == expected.fields
+    assert got.tools == expected.tools
+    assert got.problems == expected.problems
+    assert [f.id for f in decode_fields(got.fields)] == names
 
 
 def test_removing_the_first_clasher_renames_only_its_namespace() -> None:

@@ -1,0 +1,99 @@
+"""The writer's JSON documents are the documents ``fields_document`` builds, to the score."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import tantivy
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+from catalog.index_schema import (
+    FIELD_BOOSTS,
+    build_schema,
+    fields_document,
+    json_document,
+    json_text,
+    register_analyzers,
+    tool_fields,
+)
+from indexer.plan import MAX_ORDINAL, decode_fields, document_texts, encode_fields
+from tests.indexer.helpers import make_tool
+
+_FIELDS = (*FIELD_BOOSTS, "exact", "any", "tags", "vis", "id", "source")
+
+
+def _index(path: Path) -> tuple[tantivy.Index, tantivy.IndexWriter]:
+    path.mkdir()
+    index = tantivy.Index(build_schema(), path=str(path))
+    register_analyzers(index)
+    return index, index.writer(heap_size=20_000_000, num_threads=1)
+
+
+def _terms(doc: tantivy.Document, fields: dict[str, list[str]]) -> None:
+    for field, values in doc.to_dict().items():
+        if field in _FIELDS:
+            fields.setdefault(field, []).extend(str(v) for v in values)
+
+
+@settings(
+    max_examples=15,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@example(descriptions=["line\nbreak", 'sep\u2028arator "quoted"'], tags=["a\nb"], secured=True)
+@given(
+    descriptions=st.lists(st.text(max_size=40), min_size=1, max_size=4),
+    tags=st.lists(st.text(max_size=12), max_size=3),
+    secured=st.booleans(),
+)
+def test_json_documents_index_as_fields_documents(
+    tmp_path_factory: pytest.TempPathFactory,
+    descriptions: list[str],
+    tags: list[str],
+    secured: bool,
+) -> None:
+    root = tmp_path_factory.mktemp("docs")
+    tools = [
+        make_tool(f"op{i}Get_{i}", description=d, tags=tags, secured=secured)
+        for i, d in enumerate(descriptions)
+    ]
+    keys = [f"key{i % 2}" for i in range(len(tools))]
+    ordinals = [MAX_ORDINAL - i for i in range(len(tools))]  # u64 beyond i64 too
+    by_fields, writer_a = _index(root / "fields")
+    by_json, writer_b = _index(root / "json")
+    for tool, key, ordinal in zip(tools, keys, ordinals, strict=True):
+        writer_a.add_document(
+            fields_document(tool_fields(tool, visibility_key=key), ordinal=ordinal)
+        )
+    texts = document_texts(encode_fields(tools, keys))
+    for text, ordinal in zip(texts, ordinals, strict=True):
+        writer_b.add_json(json_text(text, ordinal=ordinal))
+    writer_a.commit()
+    writer_b.commit()
+    by_fields.reload()
+    by_json.reload()
+    a, b = by_fields.searcher(), by_json.searcher()
+    assert a.num_docs == b.num_docs == len(tools)
+    words: dict[str, list[str]] = {}
+    for tool, key in zip(tools, keys, strict=True):
+        _terms(fields_document(tool_fields(tool, visibility_key=key), ordinal=0), words)
+    schema = build_schema()
+    for field, values in words.items():
+        for value in {v[:20] for v in values}:
+            query = tantivy.Query.term_query(schema, field, value)
+            hits_a, hits_b = a.search(query, 10, count=True), b.search(query, 10, count=True)
+            count_a = hits_a.count  # type: ignore[attr-defined]  # the 0.27 stub omits count
+            assert count_a == hits_b.count  # type: ignore[attr-defined]
+            docs_a = sorted((s, a.doc(d).to_dict()["id"][0]) for s, d in hits_a.hits)
+            docs_b = sorted((s, b.doc(d).to_dict()["id"][0]) for s, d in hits_b.hits)
+            assert docs_a == docs_b
+    everything = tantivy.Query.all_query()
+    stored_a = sorted((str(a.doc(d).to_dict()) for _, d in a.search(everything, 10).hits))
+    stored_b = sorted((str(b.doc(d).to_dict()) for _, d in b.search(everything, 10).hits))
+    assert stored_a == stored_b
+    expected = [
+        json_document(tool_fields(t, visibility_key=k)) for t, k in zip(tools, keys, strict=True)
+    ]
+    assert list(decode_fields(encode_fields(tools, keys))) == expected
