@@ -9,15 +9,12 @@ The only module of the indexer that touches tantivy. tantivy's exceptions (all
   rebuilds it from the specs. An index whose ``__meta__`` records another
   ``SCHEMA_VERSION`` is rebuilt by the caller in one commit (delete all, add all).
 * The indexer holds its own OS lock on the index directory for its life: that is what
-  refuses a second indexer, even while the writer is being replaced (below).
-* One indexing thread for an incremental commit: a second thread would make every
-  one-document commit cost ~10 ms more and leave two segments instead of one. A full
-  build (delete all, add all) indexes with ``WRITER_THREADS`` threads, the writer
-  replaced for it and back after its commit: tantivy is half of a full build's work,
-  and one thread left a core idle while the other indexed. Which thread (so which
-  segment, and which doc address) a document gets then varies between builds (notes
-  §4.4); nothing depends on it, since the server breaks score ties by ``ord`` whatever
-  the segment layout (``server.view``) and scores use index-wide statistics.
+  refuses a second indexer, with a clear message, before tantivy is asked for a writer.
+* One writer with one indexing thread, for full builds too. Two threads wrote a full
+  APIs.guru build faster (41 s instead of 46 s) but leave one segment per thread, and
+  tantivy-py has no call to merge them: every search then ran over two segments and
+  cost 23% more CPU (0.80 -> 1.00 ms in process, 125,207 operations). A build is rare;
+  searches are the hot path. One thread also keeps each change to one new segment.
 * Every commit deletes and re-adds the ``__meta__`` document, so the fingerprint and the
   file statuses become visible atomically with the tools (notes §5).
 """
@@ -47,15 +44,11 @@ from indexer.errors import IndexBusyError, IndexStoreError
 from indexer.manifest import MANIFEST_NAME
 from indexer.plan import IndexPlan, document_texts
 
-__all__ = ["WRITER_HEAP_BYTES", "WRITER_THREADS", "IndexStore"]
+__all__ = ["WRITER_HEAP_BYTES", "IndexStore"]
 
 WRITER_HEAP_BYTES: Final = 512 * 1024 * 1024
-"""One thread's indexing heap: large enough that a 125,000-tool build stays one segment
-per thread for most of its run (notes §6 used 512 MB for 100k docs); the minimum is 15 MB."""
-
-WRITER_THREADS: Final = 2
-"""Indexing threads of a full build: the conversion workers are done when writing
-starts, so the writer has the cores to itself (two on the target machine)."""
+"""The indexing heap: large enough that a 125,000-tool build stays one segment for most
+of its run (notes §6 used 512 MB for 100k docs); the minimum is 15 MB."""
 
 _LOCK_NAME: Final = ".sezzlee-indexer.lock"
 
@@ -75,7 +68,6 @@ class IndexStore:
         self.index_dir = index_dir
         self.wiped = False
         self.schema = build_schema()
-        self._heap_bytes = heap_bytes
         try:
             index_dir.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -91,7 +83,6 @@ class IndexStore:
                 self.index = tantivy.Index(self.schema, path=str(index_dir))
             register_analyzers(self.index)
             self.index.config_reader("manual")
-            self._threads = 1
             self._writer = self._take_writer(self.index, heap_bytes)
         except BaseException:
             self._release_lock()
@@ -114,11 +105,9 @@ class IndexStore:
         if lock is not None:
             os.close(lock)  # closing the only descriptor releases the flock
 
-    def _take_writer(
-        self, index: tantivy.Index, heap_bytes: int, threads: int = 1
-    ) -> tantivy.IndexWriter:
+    def _take_writer(self, index: tantivy.Index, heap_bytes: int) -> tantivy.IndexWriter:
         try:
-            return index.writer(heap_size=heap_bytes * threads, num_threads=threads)
+            return index.writer(heap_size=heap_bytes, num_threads=1)
         except ValueError as exc:
             if "LockBusy" in str(exc):
                 raise IndexBusyError(str(self.index_dir)) from exc
@@ -171,7 +160,6 @@ class IndexStore:
         Raises:
             IndexStoreError: tantivy refused a document or the commit.
         """
-        self._use_threads(WRITER_THREADS if plan.full else 1)
         writer = self._writer
         try:
             if plan.full:
@@ -195,20 +183,7 @@ class IndexStore:
             with contextlib.suppress(ValueError):
                 writer.rollback()
             raise IndexStoreError(f"cannot write the index at {self.index_dir}: {exc}") from exc
-        self._use_threads(1)  # before the next change, which must not wait for it
         return elapsed
-
-    def _use_threads(self, threads: int) -> None:
-        """Replace the writer by one with ``threads`` indexing threads (if it has not)."""
-        if threads == self._threads:
-            return
-        # Consumes the writer and releases tantivy's lock; ours still refuses others.
-        try:
-            self._writer.wait_merging_threads()
-        except (ValueError, RuntimeError) as exc:
-            raise IndexStoreError(f"cannot write the index at {self.index_dir}: {exc}") from exc
-        self._writer = self._take_writer(self.index, self._heap_bytes, threads)
-        self._threads = threads
 
     def close(self) -> None:
         """Release the writer (and its lock), waiting for merges to finish."""

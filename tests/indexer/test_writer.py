@@ -1,4 +1,5 @@
-"""The writer: two indexing threads for a full build only, and the lock held throughout."""
+"""The writer: one indexing thread (a full build is one segment, a change one more), and
+the indexer's own lock held throughout."""
 
 from __future__ import annotations
 
@@ -33,11 +34,11 @@ def test_changes_after_a_full_build_add_one_segment_each(
     try:
         assert session.sync().full
         built = _segments(index)
-        assert 1 <= built <= 2
+        assert built == 1  # two segments cost every search ~23% more CPU (writer.py)
         for n in range(3):
-            # One indexing thread again: the changed tools and the meta document land in
-            # one new segment (two threads could split them into two), and the next
-            # change deletes all of that segment's documents, so it goes.
+            # One indexing thread: the changed tools and the meta document land in one
+            # new segment (two threads could split them into two), and the next change
+            # deletes all of that segment's documents, so it goes.
             (specs / "api3.yaml").write_text(spec_yaml("Api 3", ["op3x0", f"changed{n}"]))
             result = session.sync(["api3.yaml"])
             assert result.committed
@@ -53,8 +54,7 @@ def test_changes_after_a_full_build_add_one_segment_each(
 def test_a_second_indexer_is_refused_after_a_full_build(
     tmp_path: Path, quiet_reporter: Reporter
 ) -> None:
-    # The full build replaced the writer twice (two threads, then one): tantivy's own
-    # lock was free for a moment each time, the indexer's was not.
+    # The indexer's own lock refuses a second indexer before tantivy is asked for a writer.
     specs, index = tmp_path / "specs", tmp_path / "index"
     specs.mkdir()
     (specs / "a.yaml").write_text(spec_yaml("A", ["getOrder"]))
