@@ -49,7 +49,7 @@ from catalog.index_schema import (
     build_schema,
     meta_document,
     register_analyzers,
-    tool_document,
+    tool_documents,
 )
 from catalog.load import convert_document
 from catalog.model import CatalogTool, SecurityPolicy
@@ -137,11 +137,12 @@ class _Writer:
     def add(self, tool: CatalogTool) -> None:
         key = visibility_key(tool.security)
         try:
-            doc = tool_document(tool, ordinal=self.count, visibility_key=key)
+            docs = tool_documents(tool, ordinal=self.count, visibility_key=key)
         except Exception:  # a definition msgspec cannot encode (e.g. a 2**70 literal)
             self.skipped += 1
             return
-        self.writer.add_document(doc)
+        for doc in docs:
+            self.writer.add_document(doc)
         self.count += 1
         if key != PUBLIC_KEY:
             self.policies[key] = tool.security

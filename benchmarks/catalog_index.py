@@ -21,7 +21,7 @@ from catalog.index_schema import (
     build_schema,
     meta_document,
     register_analyzers,
-    tool_document,
+    tool_documents,
     visibility_summary,
 )
 from catalog.load import convert_document
@@ -73,7 +73,8 @@ def write_catalog(directory: Path, tools: Iterable[CatalogTool]) -> None:
     ordered = sorted(tools, key=lambda t: t.definition.name)
     summary = visibility_summary(ordered)
     for ordinal, (tool, key) in enumerate(zip(ordered, summary.keys, strict=True)):
-        writer.add_document(tool_document(tool, ordinal=ordinal, visibility_key=key))
+        for doc in tool_documents(tool, ordinal=ordinal, visibility_key=key):
+            writer.add_document(doc)
     meta = IndexMeta(
         schema_version=SCHEMA_VERSION,
         fingerprint="bench",

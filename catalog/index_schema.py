@@ -4,11 +4,17 @@ Pure: builds schemas, documents and queries' field names; opening directories an
 writing belong to ``indexer/`` (writer) and ``server/`` (reader). This module is the only
 place where the two processes meet (style.md §2.1).
 
-One document per published tool, plus one ``__meta__`` document rewritten in every
+Two documents per published tool, plus one ``__meta__`` document rewritten in every
 commit, so that the catalog fingerprint, the per-file status and the security policies
 become visible atomically with the data (tantivy-notes §5: commit payloads are not
-exposed by the bindings). The meta document carries no ``vis`` value, so every search,
-which always has a visibility clause, excludes it by construction.
+exposed by the bindings). A tool's *card* document holds what search reads (its indexed
+fields, ``ord``, ``vis`` and the stored card); its *payload* document holds what
+load_tool and invoke_tool read (the definition and routing record, found by the
+``payload`` field). A search reads whole stored documents, so a card document of ~200
+bytes instead of one ~6 KB document per result: the writer adds a document's cards
+before its payloads, so cards share docstore blocks (tantivy-notes §6). Neither the
+payload nor the meta document carries a ``vis`` value, so every search, which always has
+a visibility clause, excludes them by construction.
 """
 
 from __future__ import annotations
@@ -27,11 +33,13 @@ __all__ = [
     "EDGE_TOKENIZER",
     "FIELD_BOOSTS",
     "META_ID",
+    "PAYLOAD",
     "SCHEMA_VERSION",
     "FileStatus",
     "IndexMeta",
     "InvokeRecord",
     "JsonDocument",
+    "JsonPayload",
     "ToolFields",
     "VisibilitySummary",
     "build_schema",
@@ -39,20 +47,24 @@ __all__ = [
     "decode_meta",
     "fields_document",
     "json_document",
+    "json_payload",
     "json_text",
     "meta_document",
+    "payload_document",
     "register_analyzers",
-    "tool_document",
+    "tool_documents",
     "tool_fields",
     "visibility_summary",
 ]
 
-SCHEMA_VERSION: Final = 2
+SCHEMA_VERSION: Final = 3
 """Bumped on any change to the fields below or to what they hold; an index recorded
 with another version is rebuilt from the specs, never opened as is."""
 
 META_ID: Final = "__meta__"
 EDGE_TOKENIZER: Final = "sezzlee_edge"
+PAYLOAD: Final = "payload"
+"""The raw field that names the tool a payload document belongs to."""
 
 FIELD_BOOSTS: Final[dict[str, float]] = {
     "name": 4.0,
@@ -112,8 +124,11 @@ def build_schema() -> tantivy.Schema:
     sb.add_text_field(_EXACT, tokenizer_name="raw", index_option="freq")
     sb.add_text_field(_ANY, tokenizer_name=EDGE_TOKENIZER, index_option="basic")
     sb.add_text_field("tags", tokenizer_name="raw", index_option="basic")
-    sb.add_text_field("vis", tokenizer_name="raw", index_option="basic")
+    # stored: a search result's visibility key, read without the tool's payload
+    sb.add_text_field("vis", stored=True, tokenizer_name="raw", index_option="basic")
     sb.add_bytes_field("card", stored=True)  # Card JSON, served as is
+    # The payload document of a tool (see tool_documents): its name, definition, routing.
+    sb.add_text_field(PAYLOAD, tokenizer_name="raw", index_option="basic")
     sb.add_bytes_field("definition", stored=True)  # ToolDefinition JSON (load_tool)
     sb.add_bytes_field("invoke", stored=True)  # InvokeRecord msgpack
     sb.add_bytes_field("meta", stored=True)  # IndexMeta JSON, on the meta document only
@@ -156,7 +171,7 @@ class ToolFields(msgspec.Struct, frozen=True, kw_only=True, array_like=True):
 def tool_fields(
     tool: CatalogTool, *, visibility_key: str, folder: WordFolder | None = None
 ) -> ToolFields:
-    """Fold and encode everything a tool's document holds (see :func:`tool_document`).
+    """Fold and encode everything a tool's document holds (see :func:`tool_documents`).
 
     ``folder``, shared by the tools of one document, remembers the words it has folded
     (the same result, much faster: folding is the costliest part of a document).
@@ -198,7 +213,7 @@ def tool_fields(
 
 
 def fields_document(fields: ToolFields, *, ordinal: int) -> tantivy.Document:
-    """The document of one tool from its :class:`ToolFields`."""
+    """The card document of one tool from its :class:`ToolFields`."""
     doc = tantivy.Document()
     doc.add_text("id", fields.id)
     doc.add_text("source", fields.source)
@@ -213,13 +228,21 @@ def fields_document(fields: ToolFields, *, ordinal: int) -> tantivy.Document:
         doc.add_text("tags", tag)
     doc.add_text("vis", fields.visibility_key)
     doc.add_bytes("card", fields.card)
+    return doc
+
+
+def payload_document(fields: ToolFields) -> tantivy.Document:
+    """The payload document of one tool from its :class:`ToolFields`."""
+    doc = tantivy.Document()
+    doc.add_text(PAYLOAD, fields.id)
+    doc.add_text("source", fields.source)
     doc.add_bytes("definition", fields.definition)
     doc.add_bytes("invoke", fields.invoke)
     return doc
 
 
 class JsonDocument(msgspec.Struct, frozen=True, kw_only=True):
-    """The document of :func:`fields_document`, without its ordinal, in the JSON form
+    """The card document of :func:`fields_document`, without its ordinal, in the JSON form
     that ``IndexWriter.add_json`` parses (bytes fields as base64): tantivy then builds
     the document itself, which costs a writer a fraction of one ``add_text`` call per
     word. Field for field the same document: a field's values keep their order.
@@ -238,6 +261,13 @@ class JsonDocument(msgspec.Struct, frozen=True, kw_only=True):
     tags: tuple[str, ...]
     vis: str
     card: bytes
+
+
+class JsonPayload(msgspec.Struct, frozen=True, kw_only=True):
+    """The document of :func:`payload_document` in the JSON form ``add_json`` parses."""
+
+    payload: str
+    source: str
     definition: bytes
     invoke: bytes
 
@@ -259,6 +289,14 @@ def json_document(fields: ToolFields) -> JsonDocument:
         tags=fields.tags,
         vis=fields.visibility_key,
         card=fields.card,
+    )
+
+
+def json_payload(fields: ToolFields) -> JsonPayload:
+    """The :class:`JsonPayload` of ``fields``."""
+    return JsonPayload(
+        payload=fields.id,
+        source=fields.source,
         definition=fields.definition,
         invoke=fields.invoke,
     )
@@ -271,9 +309,14 @@ def json_text(document: str, *, ordinal: int) -> str:
     return f'{{"ord":{ordinal},{document[1:]}'
 
 
-def tool_document(tool: CatalogTool, *, ordinal: int, visibility_key: str) -> tantivy.Document:
-    """The document of one tool. ``ordinal`` is its u64 position in catalog order."""
-    return fields_document(tool_fields(tool, visibility_key=visibility_key), ordinal=ordinal)
+def tool_documents(
+    tool: CatalogTool, *, ordinal: int, visibility_key: str
+) -> tuple[tantivy.Document, tantivy.Document]:
+    """The card and payload documents of one tool. ``ordinal`` is its u64 position in
+    catalog order.
+    """
+    fields = tool_fields(tool, visibility_key=visibility_key)
+    return fields_document(fields, ordinal=ordinal), payload_document(fields)
 
 
 class VisibilitySummary(msgspec.Struct, frozen=True, kw_only=True):

@@ -35,7 +35,7 @@ import tantivy
 
 from catalog.errors import InvalidSearchArguments
 from catalog.fold import MAX_GRAM, fold_tag, fold_words
-from catalog.index_schema import FIELD_BOOSTS, META_ID
+from catalog.index_schema import FIELD_BOOSTS
 
 __all__ = [
     "COORDINATION",
@@ -393,7 +393,8 @@ def filter_query(
     """What may appear at all: visibility, and every whole folded tag (constant 0).
 
     Visibility is either ``allow`` (only those keys) or, when ``allow`` is None, every
-    tool document except the ``deny`` keys; the caller picks the shorter list, because
+    tool's card document (the documents with an ``ord``: not the payloads, not the meta
+    document) except the ``deny`` keys; the caller picks the shorter list, because
     a ``term_set_query`` costs in proportion to its terms (thousands of keys in a large
     catalog, tantivy-notes §6). ``tags`` must already be folded (:func:`folded_tags`).
     """
@@ -402,10 +403,8 @@ def filter_query(
         visible = tantivy.Query.term_set_query(schema, "vis", list(allow))
         clauses = [(must, tantivy.Query.const_score_query(visible, 0.0))]
     else:
-        clauses = [
-            (must, tantivy.Query.const_score_query(tantivy.Query.all_query(), 0.0)),
-            (must_not, tantivy.Query.term_query(schema, "id", META_ID)),
-        ]
+        cards = tantivy.Query.exists_query("ord")
+        clauses = [(must, tantivy.Query.const_score_query(cards, 0.0))]
         if deny:
             clauses.append((must_not, tantivy.Query.term_set_query(schema, "vis", list(deny))))
     for tag in tags:

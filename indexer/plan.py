@@ -39,7 +39,9 @@ from catalog.index_schema import (
     FileStatus,
     IndexMeta,
     JsonDocument,
+    JsonPayload,
     json_document,
+    json_payload,
     tool_fields,
 )
 from catalog.model import Card, CatalogTool, Problem, SecurityPolicy, ToolDefinition
@@ -88,33 +90,44 @@ def decode_tools(payload: bytes) -> tuple[CatalogTool, ...]:
 
 _DOCUMENT_ENCODER: Final = msgspec.json.Encoder()
 _DOCUMENT_DECODER: Final = msgspec.json.Decoder(JsonDocument)
+_PAYLOAD_DECODER: Final = msgspec.json.Decoder(JsonPayload)
 
 
 def encode_fields(tools: Sequence[CatalogTool], keys: Sequence[str]) -> bytes:
     """The tools' documents, folded and encoded (the costly part of indexing), as bytes:
-    one :class:`JsonDocument` text per tool, which the writer hands tantivy as it is.
+    one :class:`JsonDocument` text per tool, then one :class:`JsonPayload` text per tool
+    (so that a document's cards share docstore blocks), which the writer hands tantivy as
+    they are.
     """
     folder = WordFolder()  # one per document: its tools repeat the same words
-    return _join(
-        json_document(tool_fields(t, visibility_key=k, folder=folder))
-        for t, k in zip(tools, keys, strict=True)
-    )
+    fields = [
+        tool_fields(t, visibility_key=k, folder=folder) for t, k in zip(tools, keys, strict=True)
+    ]
+    return _join([json_document(f) for f in fields], [json_payload(f) for f in fields])
 
 
-def _join(documents: Iterable[JsonDocument]) -> bytes:
+def _join(cards: Sequence[JsonDocument], payloads: Sequence[JsonPayload]) -> bytes:
     # One JSON text per line: compact JSON never holds a raw newline (strings escape it),
     # and splitting lines costs a writer less than any container format.
-    return b"\n".join(_DOCUMENT_ENCODER.encode(d) for d in documents)
+    encode = _DOCUMENT_ENCODER.encode
+    return b"\n".join([*(encode(c) for c in cards), *(encode(p) for p in payloads)])
 
 
 def document_texts(data: bytes) -> list[str]:
-    """The :class:`JsonDocument` texts of :func:`encode_fields`, for ``json_text``."""
+    """The texts of :func:`encode_fields`: the card documents' texts (for ``json_text``),
+    then the payload documents' texts, as many of each.
+    """
     return data.decode().split("\n") if data else []
 
 
-def decode_fields(data: bytes) -> tuple[JsonDocument, ...]:
-    """Inverse of :func:`encode_fields`."""
-    return tuple(_DOCUMENT_DECODER.decode(text) for text in document_texts(data))
+def decode_fields(data: bytes) -> tuple[tuple[JsonDocument, ...], tuple[JsonPayload, ...]]:
+    """Inverse of :func:`encode_fields`: the card documents and the payload documents."""
+    texts = document_texts(data)
+    half = len(texts) // 2
+    return (
+        tuple(_DOCUMENT_DECODER.decode(text) for text in texts[:half]),
+        tuple(_PAYLOAD_DECODER.decode(text) for text in texts[half:]),
+    )
 
 
 class Conversion(msgspec.Struct, frozen=True, kw_only=True):
@@ -334,23 +347,25 @@ def _renamed_fields(
     are what :func:`encode_fields` gives for the renamed tools of the payload path: both
     take the definition and card through the same JSON codec.
     """
-    fields = list(decode_fields(conv.fields))
+    decoded = decode_fields(conv.fields)
+    cards, payloads = list(decoded[0]), list(decoded[1])
     entries = list(conv.tools)
     for i, name in enumerate(names):
-        if fields[i].id == name:
+        if cards[i].id == name:
             continue
         definition = with_version(
-            msgspec.structs.replace(_DEFINITION.decode(fields[i].definition), name=name)
+            msgspec.structs.replace(_DEFINITION.decode(payloads[i].definition), name=name)
         )
-        card = msgspec.structs.replace(_CARD.decode(fields[i].card), name=name)
-        fields[i] = msgspec.structs.replace(
-            fields[i], id=name, definition=_JSON.encode(definition), card=_JSON.encode(card)
+        card = msgspec.structs.replace(_CARD.decode(cards[i].card), name=name)
+        cards[i] = msgspec.structs.replace(cards[i], id=name, card=_JSON.encode(card))
+        payloads[i] = msgspec.structs.replace(
+            payloads[i], payload=name, definition=_JSON.encode(definition)
         )
         entries[i] = msgspec.structs.replace(entries[i], name=name, version=definition.version)
     return msgspec.structs.replace(
         conv,
         tools=tuple(entries),
-        fields=_join(fields),
+        fields=_join(cards, payloads),
         problems=problems,
     )
 

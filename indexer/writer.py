@@ -171,10 +171,15 @@ class IndexStore:
             for add in plan.adds:
                 data = fields_of(add.source, add.fields) if fields_of else add.fields
                 texts = document_texts(data)
-                for text, ordinal in zip(texts, add.ordinals, strict=True):
-                    writer.add_json(json_text(text, ordinal=ordinal))
+                tools = len(add.ordinals)
+                if len(texts) != 2 * tools:
+                    raise ValueError(f"{add.source}: {len(texts)} documents for {tools} tools")
+                for text, ordinal in zip(texts[:tools], add.ordinals, strict=True):
+                    writer.add_json(json_text(text, ordinal=ordinal))  # the cards first
+                for text in texts[tools:]:
+                    writer.add_json(text)
                 if progress is not None:
-                    progress(len(texts))
+                    progress(tools)
             writer.add_document(meta_document(plan.meta))
             started = time.perf_counter()
             writer.commit()

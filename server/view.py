@@ -11,7 +11,7 @@ Theory of operation (search-semantics.md is normative):
   keys (a ``term_set_query`` over thousands of keys costs milliseconds).
 * ``total`` comes from the filters alone (visibility keys and whole tags), never from
   the keywords: per-key counts are cached for the life of the view, and with no tag
-  filter the total is their sum (``num_docs - 1`` minus the hidden keys' counts).
+  filter the total is their sum (every tool minus the hidden keys' counts).
 * Catalog order for padding reads an ``ord`` range sized for the page when nothing is
   filtered, rather than ordering the whole catalog.
 * Keywords only rank: the rank query (filters AND any keyword) fetches the best
@@ -37,6 +37,7 @@ import tantivy
 
 from catalog.index_schema import (
     META_ID,
+    PAYLOAD,
     IndexMeta,
     InvokeRecord,
     decode_invoke,
@@ -177,7 +178,7 @@ class CatalogView:
                 page = self._page(
                     filters, request, total, state, everything=everything, bitmap=bitmap
                 )
-        field = "definition" if request.detail == "schema" else "card"
+        schema = request.detail == "schema"
         check_uncertain = bool(audience.uncertain - audience.visible)
         parts = [b'{"total":', str(total).encode()]
         if state.vocabulary:
@@ -185,10 +186,10 @@ class CatalogView:
         parts.append(b',"results":[')
         for i, address in enumerate(page):
             doc = self.searcher.doc(address)
-            data = _stored(doc, field)
+            data = self._definition_json(doc) if schema else _stored(doc, "card")
             if check_uncertain:
-                key = decode_invoke(_stored(doc, "invoke")).visibility_key
-                if audience.verdict(key) is Verdict.UNCERTAIN:
+                key = doc.get_first("vis")
+                if isinstance(key, str) and audience.verdict(key) is Verdict.UNCERTAIN:
                     data = data[:-1] + _UNCERTAIN
             if i:
                 parts.append(b",")
@@ -236,7 +237,7 @@ class CatalogView:
             return _count(self.searcher.search(filters, 1, count=True))
         if allow is not None:
             return sum(self._count_key(k) for k in allow)
-        everything = max(0, self.searcher.num_docs - 1)  # every document but __meta__
+        everything = self._tool_count()
         return everything - sum(self._count_key(k) for k in deny)
 
     def _count_key(self, key: str) -> int:
@@ -267,7 +268,7 @@ class CatalogView:
         if not words:
             page = []
         elif bitmap is not None:
-            share = max(1, self.searcher.num_docs - 1) / total  # documents per visible one
+            share = max(1, self._tool_count()) / total  # tools per visible one
             page = self._pruned(rank_query(self.schema, None, words), limit, bitmap, share)
         if page is None:
             ranking = rank_query(self.schema, None if everything else filters, words)
@@ -299,7 +300,7 @@ class CatalogView:
 
         if everything:
             top = self._max_ord()
-            documents = max(1, self.searcher.num_docs - 1)
+            documents = max(1, self._tool_count())
             high = top * min(1.0, 2 * count / documents)
             while high < top:
                 window = tantivy.Query.range_query(
@@ -315,6 +316,10 @@ class CatalogView:
                     return found
                 high *= 4
         return ordered(filters)
+
+    def _tool_count(self) -> int:
+        # Two documents per tool (card and payload) and the meta document.
+        return max(0, self.searcher.num_docs - 1) // 2
 
     def _max_ord(self) -> int:
         if self._top_ord is None:
@@ -430,11 +435,11 @@ class CatalogView:
         found = self._targets.get(name)
         if found is None and name != META_ID:
             hits = self.searcher.search(
-                tantivy.Query.term_query(self.schema, "id", name), 1, count=False
+                tantivy.Query.term_query(self.schema, PAYLOAD, name), 1, count=False
             ).hits
             if not hits:
                 return None
-            doc = self.searcher.doc(hits[0][1])
+            doc = self.searcher.doc(hits[0][1])  # the tool's payload document
             found = (
                 _DEFINITION.decode(_stored(doc, "definition")),
                 decode_invoke(_stored(doc, "invoke")),
@@ -443,6 +448,14 @@ class CatalogView:
                 self._targets.clear()
             self._targets[name] = found
         return found
+
+    def _definition_json(self, card: tantivy.Document) -> bytes:
+        """The definition of a card document's tool, as JSON (a schema page's entry)."""
+        name = card.get_first("id")
+        found = self._decoded(name) if isinstance(name, str) else None
+        if found is None:
+            raise TypeError("a card document without its payload: rebuild the index")
+        return _JSON.encode(found[0])
 
     def target(self, name: str, audience: Audience) -> tuple[ToolDefinition, InvokeRecord]:
         """The definition (with ``auth_uncertain`` set when it applies) and routing record

@@ -12,7 +12,7 @@ import tantivy
 
 from catalog.cards import card_for
 from catalog.fingerprint import with_version
-from catalog.index_schema import META_ID, IndexMeta, decode_invoke, decode_meta
+from catalog.index_schema import META_ID, PAYLOAD, IndexMeta, decode_invoke, decode_meta
 from catalog.model import (
     CatalogTool,
     Route,
@@ -143,16 +143,25 @@ def read_index(index_dir: Path) -> IndexView:
     hits = searcher.search(tantivy.Query.all_query(), 1_000_000).hits
     meta: IndexMeta | None = None
     tools: dict[str, dict[str, Any]] = {}
+    schema = index.schema
+    payloads = 0
     for _, address in hits:
         doc = searcher.doc(address)
+        if doc.get_first("definition") is not None:
+            payloads += 1  # read below, through its tool's card document
+            continue
         ident = doc.get_first("id")
         assert isinstance(ident, str), "document without a stored id"
         if ident == META_ID:
             meta = decode_meta(_stored(doc, "meta"))
             continue
-        definition = msgspec.json.decode(_stored(doc, "definition"))
-        invoke = decode_invoke(_stored(doc, "invoke"))
+        found = searcher.search(tantivy.Query.term_query(schema, PAYLOAD, ident), 2).hits
+        assert len(found) == 1, f"{ident}: {len(found)} payload documents"
+        payload = searcher.doc(found[0][1])
+        definition = msgspec.json.decode(_stored(payload, "definition"))
+        invoke = decode_invoke(_stored(payload, "invoke"))
         assert ident not in tools, f"duplicate document {ident}"
+        assert doc.get_first("vis") == invoke.visibility_key
         tools[ident] = {
             "ord": doc.get_first("ord"),
             "version": definition["version"],
@@ -160,4 +169,5 @@ def read_index(index_dir: Path) -> IndexView:
             "vis": invoke.visibility_key,
             "definition": definition,
         }
+    assert payloads == len(tools), f"{payloads} payload documents for {len(tools)} tools"
     return IndexView(meta=meta, tools=tools)

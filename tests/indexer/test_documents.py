@@ -14,7 +14,9 @@ from catalog.index_schema import (
     build_schema,
     fields_document,
     json_document,
+    json_payload,
     json_text,
+    payload_document,
     register_analyzers,
     tool_fields,
 )
@@ -64,18 +66,21 @@ def test_json_documents_index_as_fields_documents(
     by_fields, writer_a = _index(root / "fields")
     by_json, writer_b = _index(root / "json")
     for tool, key, ordinal in zip(tools, keys, ordinals, strict=True):
-        writer_a.add_document(
-            fields_document(tool_fields(tool, visibility_key=key), ordinal=ordinal)
-        )
+        fields = tool_fields(tool, visibility_key=key)
+        writer_a.add_document(fields_document(fields, ordinal=ordinal))
+        writer_a.add_document(payload_document(fields))
     texts = document_texts(encode_fields(tools, keys))
-    for text, ordinal in zip(texts, ordinals, strict=True):
+    assert len(texts) == 2 * len(tools)
+    for text, ordinal in zip(texts, ordinals, strict=False):  # the card documents
         writer_b.add_json(json_text(text, ordinal=ordinal))
+    for text in texts[len(tools) :]:  # then the payload documents
+        writer_b.add_json(text)
     writer_a.commit()
     writer_b.commit()
     by_fields.reload()
     by_json.reload()
     a, b = by_fields.searcher(), by_json.searcher()
-    assert a.num_docs == b.num_docs == len(tools)
+    assert a.num_docs == b.num_docs == 2 * len(tools)
     words: dict[str, list[str]] = {}
     for tool, key in zip(tools, keys, strict=True):
         _terms(fields_document(tool_fields(tool, visibility_key=key), ordinal=0), words)
@@ -86,14 +91,15 @@ def test_json_documents_index_as_fields_documents(
             hits_a, hits_b = a.search(query, 10, count=True), b.search(query, 10, count=True)
             count_a = hits_a.count  # type: ignore[attr-defined]  # the 0.27 stub omits count
             assert count_a == hits_b.count  # type: ignore[attr-defined]
-            docs_a = sorted((s, a.doc(d).to_dict()["id"][0]) for s, d in hits_a.hits)
-            docs_b = sorted((s, b.doc(d).to_dict()["id"][0]) for s, d in hits_b.hits)
+            docs_a = sorted((s, str(a.doc(d).to_dict())) for s, d in hits_a.hits)
+            docs_b = sorted((s, str(b.doc(d).to_dict())) for s, d in hits_b.hits)
             assert docs_a == docs_b
     everything = tantivy.Query.all_query()
     stored_a = sorted((str(a.doc(d).to_dict()) for _, d in a.search(everything, 10).hits))
     stored_b = sorted((str(b.doc(d).to_dict()) for _, d in b.search(everything, 10).hits))
     assert stored_a == stored_b
-    expected = [
-        json_document(tool_fields(t, visibility_key=k)) for t, k in zip(tools, keys, strict=True)
-    ]
-    assert list(decode_fields(encode_fields(tools, keys))) == expected
+    every = [tool_fields(t, visibility_key=k) for t, k in zip(tools, keys, strict=True)]
+    assert decode_fields(encode_fields(tools, keys)) == (
+        tuple(json_document(f) for f in every),
+        tuple(json_payload(f) for f in every),
+    )

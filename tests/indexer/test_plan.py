@@ -196,9 +196,9 @@ def test_clash_in_shared_namespace_gets_a_suffix_by_source_order() -> None:
     assert warning.severity == "warning"
     assert "get_2" in warning.reason
     add = next(add for add in plan.adds if add.source == "b.yaml")
-    fields = decode_fields(add.fields)[0]
-    assert fields.id == "get_2"
-    assert b'"get_2"' in fields.definition
+    cards, payloads = decode_fields(add.fields)
+    assert cards[0].id == payloads[0].payload == "get_2"
+    assert b'"get_2"' in payloads[0].definition
     renamed = decode_tools(apply_names(b, ["get_2"], []).payload)[0]
     assert renamed.definition.name == "get_2"
     assert renamed.card.name == "get_2"
@@ -231,7 +231,8 @@ def test_a_rename_without_payload_gives_what_the_payload_gives(
     assert got.fields == expected.fields
     assert got.tools == expected.tools
     assert got.problems == expected.problems
-    assert [f.id for f in decode_fields(got.fields)] == names
+    cards, payloads = decode_fields(got.fields)
+    assert [f.id for f in cards] == [p.payload for p in payloads] == names
 
 
 def test_removing_the_first_clasher_renames_only_its_namespace() -> None:

@@ -19,7 +19,7 @@ from catalog.index_schema import (
     build_schema,
     meta_document,
     register_analyzers,
-    tool_document,
+    tool_documents,
     visibility_summary,
 )
 from catalog.model import (
@@ -105,9 +105,9 @@ def write_index(
     ordered = sorted(tools, key=lambda t: t.definition.name)
     summary = visibility_summary(ordered)
     for ordinal, (tool, key) in enumerate(zip(ordered, summary.keys, strict=True)):
-        writer.add_document(
-            tool_document(tool, ordinal=first_ordinal + ordinal * gap, visibility_key=key)
-        )
+        position = first_ordinal + ordinal * gap
+        for doc in tool_documents(tool, ordinal=position, visibility_key=key):
+            writer.add_document(doc)
     meta = IndexMeta(
         schema_version=SCHEMA_VERSION,
         fingerprint="test",

@@ -30,7 +30,7 @@ from catalog.index_schema import (
     build_schema,
     meta_document,
     register_analyzers,
-    tool_document,
+    tool_documents,
     visibility_summary,
 )
 from catalog.model import (
@@ -104,7 +104,8 @@ def write_index(
     writer.delete_all_documents()
     summary = visibility_summary(tools)
     for ordinal, (tool, key) in enumerate(zip(tools, summary.keys, strict=True)):
-        writer.add_document(tool_document(tool, ordinal=ordinal, visibility_key=key))
+        for doc in tool_documents(tool, ordinal=ordinal, visibility_key=key):
+            writer.add_document(doc)
     files: dict[str, FileStatus] = {}
     for tool in tools:
         files.setdefault(

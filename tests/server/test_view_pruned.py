@@ -16,7 +16,7 @@ import tantivy
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from catalog.index_schema import build_schema, register_analyzers, tool_document
+from catalog.index_schema import build_schema, register_analyzers, tool_documents
 from catalog.model import CatalogTool
 from catalog.query import clamp_request, keywords, rank_query
 from catalog.visibility import PUBLIC_KEY, Audience, visibility_key
@@ -54,7 +54,8 @@ def catalog(tmp_path_factory: pytest.TempPathFactory) -> tuple[CatalogView, dict
     writer = index.writer(50_000_000, 1)
     for ordinal, tool in enumerate(reversed(second)):
         key = visibility_key(tool.security)
-        writer.add_document(tool_document(tool, ordinal=ordinal, visibility_key=key))
+        for doc in tool_documents(tool, ordinal=ordinal, visibility_key=key):
+            writer.add_document(doc)
     writer.commit()
     writer.wait_merging_threads()
     view = open_view(directory)
@@ -67,7 +68,7 @@ def _expected(
     view: CatalogView, keys: dict[str, str], audience: Audience, query: str, limit: int
 ) -> list[str]:
     seen = audience.visible | audience.uncertain
-    hits = view.searcher.search(tantivy.Query.all_query(), SIZE + 1, count=False).hits
+    hits = view.searcher.search(tantivy.Query.all_query(), 2 * SIZE + 1, count=False).hits
     ordinal: dict[str, int] = {}
     for _, address in hits:
         doc = view.searcher.doc(address)
