@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TextIO
 
 from catalog.config import decode_config
 from indexer.build import POOL_THRESHOLD
@@ -25,18 +26,17 @@ def _write_specs(specs: Path) -> None:
     (specs / "broken.yaml").write_text("openapi: [\n")
 
 
+def _session(specs: Path, index: Path, stream: TextIO, *, workers: int) -> Session:
+    config = decode_config(CONFIG, file="sezzlee.toml")
+    reporter = Reporter(stream, json_lines=True)
+    return Session(specs, index, config, reporter, workers=workers, heap_bytes=20_000_000)
+
+
 def _build(root: Path, *, workers: int) -> tuple[IndexView, Path]:
     specs, index = root / "specs", root / "index"
     _write_specs(specs)
     with open(root / "log", "w") as stream:
-        session = Session(
-            specs,
-            index,
-            decode_config(CONFIG, file="sezzlee.toml"),
-            Reporter(stream, json_lines=True),
-            workers=workers,
-            heap_bytes=20_000_000,
-        )
+        session = _session(specs, index, stream, workers=workers)
         try:
             result = session.sync()
         finally:
@@ -69,14 +69,7 @@ def test_a_crashed_runs_spool_is_dropped_when_the_next_opens(tmp_path: Path) -> 
     leftover.mkdir(parents=True)
     (leftover / "fields-12345").write_bytes(b"x" * 1000)
     with open(tmp_path / "log", "w") as stream:
-        session = Session(
-            specs,
-            index,
-            decode_config(CONFIG, file="sezzlee.toml"),
-            Reporter(stream, json_lines=True),
-            workers=1,
-            heap_bytes=20_000_000,
-        )
+        session = _session(specs, index, stream, workers=1)
         try:
             assert not leftover.exists()
         finally:
