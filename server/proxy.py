@@ -8,7 +8,7 @@ is followed here (at most :data:`MAX_REDIRECTS`), one to any other origin is ret
 the caller as the backend's answer, so credentials never leave the backend they were
 meant for. The response is streamed and cut at ``max_response_bytes``.
 
-Why aiohttp: its C parser and lean connection pool cost ~0.25 ms a loopback round trip
+Why aiohttp: its C parser and lean connection pool cost ~0.35 ms a loopback round trip
 where httpx's async transport cost ~0.65 ms (measured side by side against one granian
 backend); on invoke_tool's path that difference is most of the gateway's overhead.
 
