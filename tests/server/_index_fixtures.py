@@ -32,9 +32,18 @@ from catalog.model import (
     SecurityScheme,
     ToolDefinition,
 )
+from catalog.visibility import visibility_key
 from server.view import CatalogView, read_meta
 
-__all__ = ["BEARER", "build_view", "make_tool", "open_view", "secured", "write_index"]
+__all__ = [
+    "BEARER",
+    "append_segment",
+    "build_view",
+    "make_tool",
+    "open_view",
+    "secured",
+    "write_index",
+]
 
 BEARER = SecurityScheme(name="bearer", type="http", scheme="bearer")
 
@@ -119,6 +128,19 @@ def write_index(
         tags=summary.tags,
     )
     writer.add_document(meta_document(meta))
+    writer.commit()
+    writer.wait_merging_threads()
+
+
+def append_segment(directory: Path, tools: Iterable[tuple[CatalogTool, int]]) -> None:
+    """Commit ``(tool, ordinal)`` pairs as one more segment, the meta document untouched."""
+    index = tantivy.Index(build_schema(), path=str(directory))
+    register_analyzers(index)
+    writer = index.writer(50_000_000, 1)
+    for tool, ordinal in tools:
+        key = visibility_key(tool.security)
+        for doc in tool_documents(tool, ordinal=ordinal, visibility_key=key):
+            writer.add_document(doc)
     writer.commit()
     writer.wait_merging_threads()
 

@@ -17,14 +17,21 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from catalog.config import SpecConfig
-from catalog.index_schema import META_ID, build_schema, register_analyzers, tool_documents
+from catalog.index_schema import META_ID, build_schema
 from catalog.load import convert_document
 from catalog.model import CatalogTool
 from catalog.query import clamp_request
 from catalog.visibility import PUBLIC_KEY, Audience, visibility_key
 from server.errors import ResponseTooLarge, UnknownTool
 from server.view import TAG_VOCABULARY_CAP, CatalogView, read_meta
-from tests.server._index_fixtures import build_view, make_tool, open_view, secured, write_index
+from tests.server._index_fixtures import (
+    append_segment,
+    build_view,
+    make_tool,
+    open_view,
+    secured,
+    write_index,
+)
 
 BUDGET = 48 * 1024
 ADMIN = secured("shop", "admin")
@@ -146,16 +153,8 @@ def test_ties_break_by_catalog_order_across_segments(tmp_path: Path) -> None:
     write_index(directory, [make_tool(n, "Same words.") for n in names[:10]], first_ordinal=100)
     # A second commit adds a second segment; its documents sort before the first's in
     # ord but come after them in doc address order.
-    index = tantivy.Index(build_schema(), path=str(directory))
-    register_analyzers(index)
-    writer = index.writer(50_000_000, 1)
     extra = sorted(names[10:], reverse=True)
-    for i, name in enumerate(extra):
-        tool = make_tool(name, "Same words.")
-        for doc in tool_documents(tool, ordinal=i, visibility_key=PUBLIC_KEY):
-            writer.add_document(doc)
-    writer.commit()
-    writer.wait_merging_threads()
+    append_segment(directory, ((make_tool(name, "Same words."), i) for i, name in enumerate(extra)))
     view = open_view(directory)
     assert view.searcher.num_segments == 2
     page = _names(_search(view, query="same words", limit=5))

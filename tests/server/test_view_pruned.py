@@ -16,12 +16,11 @@ import tantivy
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from catalog.index_schema import build_schema, register_analyzers, tool_documents
 from catalog.model import CatalogTool
 from catalog.query import clamp_request, keywords, rank_query
 from catalog.visibility import PUBLIC_KEY, Audience, visibility_key
 from server.view import CatalogView
-from tests.server._index_fixtures import make_tool, open_view, secured, write_index
+from tests.server._index_fixtures import append_segment, make_tool, open_view, secured, write_index
 
 WORDS = ("order", "orders", "note", "item", "list", "user", "ship", "refund")
 POLICIES = (secured("shop", "admin"), secured("shop", "billing"), secured("shop", "ops"))
@@ -49,15 +48,7 @@ def catalog(tmp_path_factory: pytest.TempPathFactory) -> tuple[CatalogView, dict
     write_index(directory, first, first_ordinal=SIZE, gap=1)
     # A second segment whose ordinals come before the first's.
     second = _tools(rng, SIZE // 2, SIZE // 2)
-    index = tantivy.Index(build_schema(), path=str(directory))
-    register_analyzers(index)
-    writer = index.writer(50_000_000, 1)
-    for ordinal, tool in enumerate(reversed(second)):
-        key = visibility_key(tool.security)
-        for doc in tool_documents(tool, ordinal=ordinal, visibility_key=key):
-            writer.add_document(doc)
-    writer.commit()
-    writer.wait_merging_threads()
+    append_segment(directory, ((tool, n) for n, tool in enumerate(reversed(second))))
     view = open_view(directory)
     assert view.searcher.num_segments == 2
     keys = {t.definition.name: visibility_key(t.security) for t in first + second}
