@@ -433,7 +433,7 @@ class CatalogView:
         cold path) are done once.
         """
         found = self._targets.get(name)
-        if found is None and name != META_ID:
+        if found is None:  # only tools have payload documents: never __meta__
             hits = self.searcher.search(
                 tantivy.Query.term_query(self.schema, PAYLOAD, name), 1, count=False
             ).hits
