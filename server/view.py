@@ -29,6 +29,7 @@ Theory of operation (search-semantics.md is normative):
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable
 from typing import Final, NamedTuple
 
@@ -396,20 +397,29 @@ class CatalogView:
         """:meth:`_ranked` of ``query`` restricted to the documents ``bitmap`` marks, or
         None when more than ``_PRUNED_CAP`` unfiltered hits would be needed.
 
-        Every visible document scoring above the lowest score read is among the hits
-        read; once ``limit`` of them are, the page and its whole tie group at the cut are.
-        The first read is twice what the visible share suggests: one read, mostly.
+        Hits come best first. Once ``limit`` visible ones are read, the first hit scoring
+        below the last of them ends the scan: the page and its whole tie group at the cut
+        are then among the hits read, and no later hit can enter the page (checking only
+        those hits costs a third of checking every hit read). The first read is twice
+        what the visible share suggests: one read, mostly.
         """
         want = int((limit + 1) * min(16.0, max(2.0, 2 * share)))
         while want <= _PRUNED_CAP:
             hits = self.searcher.search(query, want, count=False).hits
-            kept = [h for h in hits if _marked(bitmap, h[1])]
+            kept: list[tuple[float, tantivy.DocAddress]] = []
+            cut = math.inf  # the score of the limit-th visible hit, once read
+            for hit in hits:
+                if hit[0] < cut:
+                    if len(kept) >= limit:
+                        return self._in_order(kept, limit)
+                    if _marked(bitmap, hit[1]):
+                        kept.append(hit)
+                        if len(kept) == limit:
+                            cut = hit[0]
+                elif _marked(bitmap, hit[1]):  # the tie group at the cut
+                    kept.append(hit)
             if len(hits) < want:
                 return self._in_order(kept, limit)
-            floor = hits[-1][0]
-            above = [h for h in kept if h[0] > floor]
-            if len(above) >= limit:
-                return self._in_order(above, limit)
             want *= 4
         return None
 
