@@ -164,7 +164,9 @@ class IndexStore:
         """Write the plan and commit; the seconds the commit call took.
 
         ``fields_of(source, fields)`` supplies document fields parked outside the plan.
-        On failure nothing is committed: the previous commit stays the index's state.
+        ``progress(n)`` is told of every ``n`` documents added (two per tool: its card,
+        later its payload). On failure nothing is committed: the previous commit stays
+        the index's state.
 
         Raises:
             IndexStoreError: tantivy refused a document or the commit.
@@ -190,6 +192,8 @@ class IndexStore:
             for add in plan.adds:
                 for text in _texts(add, fields_of)[len(add.ordinals) :]:
                     writer.add_json(text)
+                if progress is not None:
+                    progress(len(add.ordinals))
             writer.add_document(meta_document(plan.meta))
             started = time.perf_counter()
             writer.commit()
