@@ -11,10 +11,11 @@ The only module of the indexer that touches tantivy. tantivy's exceptions (all
 * The indexer holds its own OS lock on the index directory for its life: that is what
   refuses a second indexer, with a clear message, before tantivy is asked for a writer.
 * One writer with one indexing thread, for full builds too. Two threads wrote a full
-  APIs.guru build faster (41 s instead of 46 s) but leave one segment per thread, and
-  tantivy-py has no call to merge them: every search then ran over two segments and
-  cost 23% more CPU (0.80 -> 1.00 ms in process, 125,207 operations). A build is rare;
-  searches are the hot path. One thread also keeps each change to one new segment.
+  APIs.guru build a little faster (44.8 s instead of 47-49 s, cards first) but leave one
+  segment per thread, and tantivy-py has no call to merge them: every search then ran
+  over two segments and cost 23% more CPU (0.80 -> 1.00 ms in process, 125,207
+  operations). A build is rare; searches are the hot path. One thread also keeps each
+  change to one new segment.
 * Every commit deletes and re-adds the ``__meta__`` document, so the fingerprint and the
   file statuses become visible atomically with the tools (notes §5).
 """
