@@ -46,10 +46,14 @@ from catalog.fold import fold_tag, fold_words
 from catalog.index_schema import (
     SCHEMA_VERSION,
     IndexMeta,
+    ToolFields,
     build_schema,
+    fields_document,
     meta_document,
+    payload_document,
+    payload_groups,
     register_analyzers,
-    tool_documents,
+    tool_fields,
 )
 from catalog.load import convert_document
 from catalog.model import CatalogTool, SecurityPolicy
@@ -134,19 +138,24 @@ class _Writer:
         self.policies: dict[str, SecurityPolicy] = {}
         self.tags: dict[str, set[str]] = {}
 
-    def add(self, tool: CatalogTool) -> None:
-        key = visibility_key(tool.security)
-        try:
-            docs = tool_documents(tool, ordinal=self.count, visibility_key=key)
-        except Exception:  # a definition msgspec cannot encode (e.g. a 2**70 literal)
-            self.skipped += 1
-            return
-        for doc in docs:
-            self.writer.add_document(doc)
-        self.count += 1
-        if key != PUBLIC_KEY:
-            self.policies[key] = tool.security
-        self.tags.setdefault(key, set()).update(fold_tag(t) for t in tool.search.tags)
+    def add(self, tools: Sequence[CatalogTool]) -> None:
+        """One spec file's tools: their cards, then their payload documents."""
+        kept: list[ToolFields] = []
+        for tool in tools:
+            key = visibility_key(tool.security)
+            try:
+                fields = tool_fields(tool, visibility_key=key)
+            except Exception:  # a definition msgspec cannot encode (e.g. a 2**70 literal)
+                self.skipped += 1
+                continue
+            self.writer.add_document(fields_document(fields, ordinal=self.count))
+            kept.append(fields)
+            self.count += 1
+            if key != PUBLIC_KEY:
+                self.policies[key] = tool.security
+            self.tags.setdefault(key, set()).update(fold_tag(t) for t in tool.search.tags)
+        for group in payload_groups(kept):
+            self.writer.add_document(payload_document(group))
 
     def close(self) -> None:
         meta = IndexMeta(
@@ -184,13 +193,14 @@ def build_cache() -> dict[str, Any]:
                 refused += 1
                 continue
             take_mid = mid.count < MID_SIZE
+            full.add(tools)
+            if take_mid:
+                mid.add(tools)
             for tool in tools:
-                full.add(tool)
                 peer = _peer(tool)
                 chunk = _TOOLS.encode(peer)
                 full_peer.write(len(chunk).to_bytes(4, "big") + chunk)
                 if take_mid:
-                    mid.add(tool)
                     mid_peer.append(peer)
     mid.close()
     full.close()

@@ -72,9 +72,9 @@ def write_catalog(directory: Path, tools: Iterable[CatalogTool]) -> None:
     writer = index.writer(200_000_000, 1)
     ordered = sorted(tools, key=lambda t: t.definition.name)
     summary = visibility_summary(ordered)
-    for ordinal, (tool, key) in enumerate(zip(ordered, summary.keys, strict=True)):
-        for doc in tool_documents(tool, ordinal=ordinal, visibility_key=key):
-            writer.add_document(doc)
+    entries = [(t, n, k) for n, (t, k) in enumerate(zip(ordered, summary.keys, strict=True))]
+    for doc in tool_documents(entries):
+        writer.add_document(doc)
     meta = IndexMeta(
         schema_version=SCHEMA_VERSION,
         fingerprint="bench",

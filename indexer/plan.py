@@ -40,8 +40,13 @@ from catalog.index_schema import (
     IndexMeta,
     JsonDocument,
     JsonPayload,
+    ToolPayload,
+    decode_payloads,
+    encode_payloads,
     json_document,
     json_payload,
+    payload_count,
+    payload_groups,
     tool_fields,
 )
 from catalog.model import Card, CatalogTool, Problem, SecurityPolicy, ToolDefinition
@@ -94,16 +99,17 @@ _PAYLOAD_DECODER: Final = msgspec.json.Decoder(JsonPayload)
 
 
 def encode_fields(tools: Sequence[CatalogTool], keys: Sequence[str]) -> bytes:
-    """The tools' documents, folded and encoded (the costly part of indexing), as bytes:
-    one :class:`JsonDocument` text per tool, then one :class:`JsonPayload` text per tool
-    (so that a document's cards share docstore blocks), which the writer hands tantivy as
-    they are.
+    """One file's tools' documents, folded and encoded (the costly part of indexing), as
+    bytes: one :class:`JsonDocument` text per tool, then one :class:`JsonPayload` text per
+    group of ``PAYLOAD_GROUP`` tools, which the writer hands tantivy as they are.
     """
     folder = WordFolder()  # one per document: its tools repeat the same words
     fields = [
         tool_fields(t, visibility_key=k, folder=folder) for t, k in zip(tools, keys, strict=True)
     ]
-    return _join([json_document(f) for f in fields], [json_payload(f) for f in fields])
+    return _join(
+        [json_document(f) for f in fields], [json_payload(g) for g in payload_groups(fields)]
+    )
 
 
 def _join(cards: Sequence[JsonDocument], payloads: Sequence[JsonPayload]) -> bytes:
@@ -113,20 +119,27 @@ def _join(cards: Sequence[JsonDocument], payloads: Sequence[JsonPayload]) -> byt
     return b"\n".join([*(encode(c) for c in cards), *(encode(p) for p in payloads)])
 
 
-def document_texts(data: bytes) -> list[str]:
-    """The texts of :func:`encode_fields`: the card documents' texts (for ``json_text``),
-    then the payload documents' texts, as many of each.
+def document_texts(data: bytes, tools: int) -> tuple[list[str], list[str]]:
+    """The texts of :func:`encode_fields` for ``tools`` tools: the card documents' (for
+    ``json_text``) and the payload documents'.
+
+    Raises:
+        ValueError: ``data`` does not hold that many documents of each kind.
     """
-    return data.decode().split("\n") if data else []
+    texts = data.decode().split("\n") if data else []
+    if len(texts) != tools + payload_count(tools):
+        raise ValueError(f"{len(texts)} documents for {tools} tools")
+    return texts[:tools], texts[tools:]
 
 
-def decode_fields(data: bytes) -> tuple[tuple[JsonDocument, ...], tuple[JsonPayload, ...]]:
+def decode_fields(
+    data: bytes, tools: int
+) -> tuple[tuple[JsonDocument, ...], tuple[JsonPayload, ...]]:
     """Inverse of :func:`encode_fields`: the card documents and the payload documents."""
-    texts = document_texts(data)
-    half = len(texts) // 2
+    cards, payloads = document_texts(data, tools)
     return (
-        tuple(_DOCUMENT_DECODER.decode(text) for text in texts[:half]),
-        tuple(_PAYLOAD_DECODER.decode(text) for text in texts[half:]),
+        tuple(_DOCUMENT_DECODER.decode(text) for text in cards),
+        tuple(_PAYLOAD_DECODER.decode(text) for text in payloads),
     )
 
 
@@ -345,23 +358,32 @@ def _renamed_fields(
     A rename changes a tool's id, its definition (name, then version) and its card name;
     its folded words come from its search fields, which a rename leaves alone. The bytes
     are what :func:`encode_fields` gives for the renamed tools of the payload path: both
-    take the definition and card through the same JSON codec.
+    take the definition and card through the same JSON codec, and group the same tools.
     """
-    decoded = decode_fields(conv.fields)
-    cards, payloads = list(decoded[0]), list(decoded[1])
+    decoded = decode_fields(conv.fields, len(conv.tools))
+    cards = list(decoded[0])
+    parts = [part for group in decoded[1] for part in decode_payloads(group.payloads)]
     entries = list(conv.tools)
     for i, name in enumerate(names):
         if cards[i].id == name:
             continue
         definition = with_version(
-            msgspec.structs.replace(_DEFINITION.decode(payloads[i].definition), name=name)
+            msgspec.structs.replace(_DEFINITION.decode(parts[i].definition), name=name)
         )
         card = msgspec.structs.replace(_CARD.decode(cards[i].card), name=name)
         cards[i] = msgspec.structs.replace(cards[i], id=name, card=_JSON.encode(card))
-        payloads[i] = msgspec.structs.replace(
-            payloads[i], payload=name, definition=_JSON.encode(definition)
-        )
+        parts[i] = ToolPayload(name, _JSON.encode(definition), parts[i].invoke)
         entries[i] = msgspec.structs.replace(entries[i], name=name, version=definition.version)
+    payloads: list[JsonPayload] = []
+    start = 0
+    for group in decoded[1]:  # the same groups, their tools renamed
+        chunk = parts[start : start + len(group.payload)]
+        start += len(chunk)
+        payloads.append(
+            msgspec.structs.replace(
+                group, payload=tuple(p.name for p in chunk), payloads=encode_payloads(chunk)
+            )
+        )
     return msgspec.structs.replace(
         conv,
         tools=tuple(entries),

@@ -253,9 +253,9 @@ class Session:
         committed_at = 0.0
         if plan.commit_needed:
             try:
-                # Documents: a card and a payload per tool (IndexStore.apply).
-                documents = 2 * plan.operations_written
-                with self.reporter.progress("writing", documents) as advance:
+                # Two passes over the tools: cards, then payloads (IndexStore.apply).
+                passes = 2 * plan.operations_written
+                with self.reporter.progress("writing", passes) as advance:
                     commit_s = self.store.apply(plan, progress=advance, fields_of=spool.fields)
             except BaseException:
                 self._names = NameIndex.of(self.manifest.files)  # the plan was not applied

@@ -56,13 +56,15 @@ _LOCK_NAME: Final = ".sezzlee-indexer.lock"
 _TANTIVY_FILES: Final = (".idx", ".pos", ".term", ".store", ".fast", ".fieldnorm", ".del")
 
 
-def _texts(add: FileAdd, fields_of: Callable[[str, bytes], bytes] | None) -> list[str]:
-    """The card texts then the payload texts of ``add``, checked to be one of each per tool."""
-    texts = document_texts(fields_of(add.source, add.fields) if fields_of else add.fields)
-    tools = len(add.ordinals)
-    if len(texts) != 2 * tools:
-        raise ValueError(f"{add.source}: {len(texts)} documents for {tools} tools")
-    return texts
+def _texts(
+    add: FileAdd, fields_of: Callable[[str, bytes], bytes] | None
+) -> tuple[list[str], list[str]]:
+    """The card texts and the payload texts of ``add``."""
+    data = fields_of(add.source, add.fields) if fields_of else add.fields
+    try:
+        return document_texts(data, len(add.ordinals))
+    except ValueError as exc:
+        raise ValueError(f"{add.source}: {exc}") from exc
 
 
 class IndexStore:
@@ -165,9 +167,9 @@ class IndexStore:
         """Write the plan and commit; the seconds the commit call took.
 
         ``fields_of(source, fields)`` supplies document fields parked outside the plan.
-        ``progress(n)`` is told of every ``n`` documents added (two per tool: its card,
-        later its payload). On failure nothing is committed: the previous commit stays
-        the index's state.
+        ``progress(n)`` is told of ``n`` more tools written: once for the cards, once
+        more for the payloads (two passes). On failure nothing is committed: the previous
+        commit stays the index's state.
 
         Raises:
             IndexStoreError: tantivy refused a document or the commit.
@@ -182,16 +184,18 @@ class IndexStore:
             writer.delete_documents_by_term("id", META_ID)
             # Every card document first, then every payload document: tantivy indexed
             # a full build's documents in 20 s this way and in 46 s with each file's
-            # cards and payloads in turn (the same documents, 125,207 tools); the cards
-            # also share docstore blocks only with cards, which searches read.
+            # cards and payloads in turn (the same documents, one payload per tool,
+            # 125,207 tools); the cards also share docstore blocks only with cards,
+            # which searches read.
             for add in plan.adds:
-                cards = _texts(add, fields_of)[: len(add.ordinals)]
+                cards, _ = _texts(add, fields_of)
                 for text, ordinal in zip(cards, add.ordinals, strict=True):
                     writer.add_json(json_text(text, ordinal=ordinal))
                 if progress is not None:
                     progress(len(add.ordinals))
             for add in plan.adds:
-                for text in _texts(add, fields_of)[len(add.ordinals) :]:
+                _, payloads = _texts(add, fields_of)
+                for text in payloads:
                     writer.add_json(text)
                 if progress is not None:
                     progress(len(add.ordinals))

@@ -43,6 +43,7 @@ from catalog.index_schema import (
     InvokeRecord,
     decode_invoke,
     decode_meta,
+    decode_payloads,
 )
 from catalog.model import ToolDefinition
 from catalog.query import (
@@ -151,6 +152,7 @@ class CatalogView:
         self._bitmaps: dict[frozenset[str], _Bitmap] = {}
         self._targets: dict[str, tuple[ToolDefinition, InvokeRecord]] = {}
         self._top_ord: int | None = None
+        self._cards: int | None = None
 
     # -- search_tools -------------------------------------------------------------------
 
@@ -319,8 +321,10 @@ class CatalogView:
         return ordered(filters)
 
     def _tool_count(self) -> int:
-        # Two documents per tool (card and payload) and the meta document.
-        return max(0, self.searcher.num_docs - 1) // 2
+        if self._cards is None:  # the documents with an ordinal: one card per tool
+            query = tantivy.Query.exists_query("ord")
+            self._cards = _count(self.searcher.search(query, 1, count=True))
+        return self._cards
 
     def _max_ord(self) -> int:
         if self._top_ord is None:
@@ -449,11 +453,12 @@ class CatalogView:
             ).hits
             if not hits:
                 return None
-            doc = self.searcher.doc(hits[0][1])  # the tool's payload document
-            found = (
-                _DEFINITION.decode(_stored(doc, "definition")),
-                decode_invoke(_stored(doc, "invoke")),
-            )
+            doc = self.searcher.doc(hits[0][1])  # the payload document of the tool's group
+            parts = decode_payloads(_stored(doc, "payloads"))
+            part = next((p for p in parts if p.name == name), None)
+            if part is None:
+                raise TypeError(f"a payload document without {name!r}: rebuild the index")
+            found = (_DEFINITION.decode(part.definition), decode_invoke(part.invoke))
             if len(self._targets) >= _TARGET_CACHE:
                 self._targets.clear()
             self._targets[name] = found

@@ -12,7 +12,15 @@ import tantivy
 
 from catalog.cards import card_for
 from catalog.fingerprint import with_version
-from catalog.index_schema import META_ID, PAYLOAD, IndexMeta, decode_invoke, decode_meta
+from catalog.index_schema import (
+    META_ID,
+    PAYLOAD,
+    PAYLOAD_GROUP,
+    IndexMeta,
+    decode_invoke,
+    decode_meta,
+    decode_payloads,
+)
 from catalog.model import (
     CatalogTool,
     Route,
@@ -144,12 +152,16 @@ def read_index(index_dir: Path) -> IndexView:
     meta: IndexMeta | None = None
     tools: dict[str, dict[str, Any]] = {}
     schema = index.schema
-    payloads = 0
+    grouped: set[str] = set()  # the tools named in payload documents
     for _, address in hits:
         doc = searcher.doc(address)
-        if doc.get_first("definition") is not None:
-            payloads += 1  # read below, through its tool's card document
-            continue
+        if doc.get_first("payloads") is not None:
+            parts = decode_payloads(_stored(doc, "payloads"))
+            assert 0 < len(parts) <= PAYLOAD_GROUP
+            for part in parts:
+                assert part.name not in grouped, f"{part.name}: two payload documents"
+                grouped.add(part.name)
+            continue  # read below, through its tool's card document
         ident = doc.get_first("id")
         assert isinstance(ident, str), "document without a stored id"
         if ident == META_ID:
@@ -157,9 +169,10 @@ def read_index(index_dir: Path) -> IndexView:
             continue
         found = searcher.search(tantivy.Query.term_query(schema, PAYLOAD, ident), 2).hits
         assert len(found) == 1, f"{ident}: {len(found)} payload documents"
-        payload = searcher.doc(found[0][1])
-        definition = msgspec.json.decode(_stored(payload, "definition"))
-        invoke = decode_invoke(_stored(payload, "invoke"))
+        parts = decode_payloads(_stored(searcher.doc(found[0][1]), "payloads"))
+        part = next(p for p in parts if p.name == ident)
+        definition = msgspec.json.decode(part.definition)
+        invoke = decode_invoke(part.invoke)
         assert ident not in tools, f"duplicate document {ident}"
         assert doc.get_first("vis") == invoke.visibility_key
         tools[ident] = {
@@ -169,5 +182,5 @@ def read_index(index_dir: Path) -> IndexView:
             "vis": invoke.visibility_key,
             "definition": definition,
         }
-    assert payloads == len(tools), f"{payloads} payload documents for {len(tools)} tools"
+    assert grouped == set(tools), "tools and payloads differ"
     return IndexView(meta=meta, tools=tools)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import msgspec
 import pytest
 import tantivy
 from hypothesis import HealthCheck, example, given, settings
@@ -11,12 +12,15 @@ from hypothesis import strategies as st
 
 from catalog.index_schema import (
     FIELD_BOOSTS,
+    PAYLOAD_GROUP,
     build_schema,
     fields_document,
     json_document,
     json_payload,
     json_text,
+    payload_count,
     payload_document,
+    payload_groups,
     register_analyzers,
     tool_fields,
 )
@@ -65,22 +69,23 @@ def test_json_documents_index_as_fields_documents(
     ordinals = [MAX_ORDINAL - i for i in range(len(tools))]  # u64 beyond i64 too
     by_fields, writer_a = _index(root / "fields")
     by_json, writer_b = _index(root / "json")
-    for tool, key, ordinal in zip(tools, keys, ordinals, strict=True):
-        fields = tool_fields(tool, visibility_key=key)
+    every = [tool_fields(t, visibility_key=k) for t, k in zip(tools, keys, strict=True)]
+    for fields, ordinal in zip(every, ordinals, strict=True):
         writer_a.add_document(fields_document(fields, ordinal=ordinal))
-        writer_a.add_document(payload_document(fields))
-    texts = document_texts(encode_fields(tools, keys))
-    assert len(texts) == 2 * len(tools)
-    for text, ordinal in zip(texts, ordinals, strict=False):  # the card documents
+    for group in payload_groups(every):
+        writer_a.add_document(payload_document(group))
+    cards, payloads = document_texts(encode_fields(tools, keys), len(tools))
+    assert len(payloads) == payload_count(len(tools))
+    for text, ordinal in zip(cards, ordinals, strict=True):
         writer_b.add_json(json_text(text, ordinal=ordinal))
-    for text in texts[len(tools) :]:  # then the payload documents
+    for text in payloads:
         writer_b.add_json(text)
     writer_a.commit()
     writer_b.commit()
     by_fields.reload()
     by_json.reload()
     a, b = by_fields.searcher(), by_json.searcher()
-    assert a.num_docs == b.num_docs == 2 * len(tools)
+    assert a.num_docs == b.num_docs == len(tools) + payload_count(len(tools))
     words: dict[str, list[str]] = {}
     for tool, key in zip(tools, keys, strict=True):
         _terms(fields_document(tool_fields(tool, visibility_key=key), ordinal=0), words)
@@ -98,8 +103,23 @@ def test_json_documents_index_as_fields_documents(
     stored_a = sorted((str(a.doc(d).to_dict()) for _, d in a.search(everything, 10).hits))
     stored_b = sorted((str(b.doc(d).to_dict()) for _, d in b.search(everything, 10).hits))
     assert stored_a == stored_b
-    every = [tool_fields(t, visibility_key=k) for t, k in zip(tools, keys, strict=True)]
-    assert decode_fields(encode_fields(tools, keys)) == (
+    assert decode_fields(encode_fields(tools, keys), len(tools)) == (
         tuple(json_document(f) for f in every),
-        tuple(json_payload(f) for f in every),
+        tuple(json_payload(g) for g in payload_groups(every)),
     )
+
+
+@given(sources=st.lists(st.sampled_from("abc"), max_size=3 * PAYLOAD_GROUP))
+def test_payload_groups_never_span_files_nor_exceed_the_size(sources: list[str]) -> None:
+    tools = [make_tool(f"op{i}") for i in range(len(sources))]
+    every = [
+        msgspec.structs.replace(tool_fields(t, visibility_key="k"), source=f"{s}.json")
+        for t, s in zip(tools, sorted(sources), strict=True)
+    ]
+    groups = payload_groups(every)
+    assert [f for g in groups for f in g] == every  # every tool once, in order
+    assert all(0 < len(g) <= PAYLOAD_GROUP for g in groups)
+    assert all(len({f.source for f in g}) == 1 for g in groups)
+    # A file's tools fill groups to the size before starting another: the fewest groups.
+    per_file = {s: sources.count(s) for s in set(sources)}
+    assert len(groups) == sum(payload_count(n) for n in per_file.values())

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import msgspec
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from catalog.fingerprint import with_version
-from catalog.index_schema import SCHEMA_VERSION
+from catalog.index_schema import PAYLOAD_GROUP, SCHEMA_VERSION, decode_payloads
 from catalog.model import Problem
 from indexer.manifest import FileEntry, FileState, Manifest
 from indexer.plan import (
@@ -196,9 +196,9 @@ def test_clash_in_shared_namespace_gets_a_suffix_by_source_order() -> None:
     assert warning.severity == "warning"
     assert "get_2" in warning.reason
     add = next(add for add in plan.adds if add.source == "b.yaml")
-    cards, payloads = decode_fields(add.fields)
-    assert cards[0].id == payloads[0].payload == "get_2"
-    assert b'"get_2"' in payloads[0].definition
+    cards, payloads = decode_fields(add.fields, len(add.ordinals))
+    assert cards[0].id == payloads[0].payload[0] == "get_2"
+    assert b'"get_2"' in decode_payloads(payloads[0].payloads)[0].definition
     renamed = decode_tools(apply_names(b, ["get_2"], []).payload)[0]
     assert renamed.definition.name == "get_2"
     assert renamed.card.name == "get_2"
@@ -206,8 +206,9 @@ def test_clash_in_shared_namespace_gets_a_suffix_by_source_order() -> None:
 
 
 @settings(max_examples=30, deadline=None)
+@example(renamed=[i % 3 == 0 for i in range(PAYLOAD_GROUP + 3)], description="d", limit=1)
 @given(
-    renamed=st.lists(st.booleans(), min_size=1, max_size=4),
+    renamed=st.lists(st.booleans(), min_size=1, max_size=PAYLOAD_GROUP + 8),
     description=st.text(max_size=30),
     limit=st.one_of(st.integers(min_value=-(2**70), max_value=2**70), st.floats()),
 )
@@ -231,8 +232,10 @@ def test_a_rename_without_payload_gives_what_the_payload_gives(
     assert got.fields == expected.fields
     assert got.tools == expected.tools
     assert got.problems == expected.problems
-    cards, payloads = decode_fields(got.fields)
-    assert [f.id for f in cards] == [p.payload for p in payloads] == names
+    cards, payloads = decode_fields(got.fields, len(names))
+    assert [f.id for f in cards] == [n for p in payloads for n in p.payload] == names
+    parts = [part for p in payloads for part in decode_payloads(p.payloads)]
+    assert [part.name for part in parts] == names
 
 
 def test_removing_the_first_clasher_renames_only_its_namespace() -> None:

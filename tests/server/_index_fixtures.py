@@ -113,10 +113,12 @@ def write_index(
     writer = index.writer(50_000_000, 1)
     ordered = sorted(tools, key=lambda t: t.definition.name)
     summary = visibility_summary(ordered)
-    for ordinal, (tool, key) in enumerate(zip(ordered, summary.keys, strict=True)):
-        position = first_ordinal + ordinal * gap
-        for doc in tool_documents(tool, ordinal=position, visibility_key=key):
-            writer.add_document(doc)
+    entries = [
+        (tool, first_ordinal + n * gap, key)
+        for n, (tool, key) in enumerate(zip(ordered, summary.keys, strict=True))
+    ]
+    for doc in tool_documents(entries):
+        writer.add_document(doc)
     meta = IndexMeta(
         schema_version=SCHEMA_VERSION,
         fingerprint="test",
@@ -137,10 +139,9 @@ def append_segment(directory: Path, tools: Iterable[tuple[CatalogTool, int]]) ->
     index = tantivy.Index(build_schema(), path=str(directory))
     register_analyzers(index)
     writer = index.writer(50_000_000, 1)
-    for tool, ordinal in tools:
-        key = visibility_key(tool.security)
-        for doc in tool_documents(tool, ordinal=ordinal, visibility_key=key):
-            writer.add_document(doc)
+    entries = [(tool, ordinal, visibility_key(tool.security)) for tool, ordinal in tools]
+    for doc in tool_documents(entries):
+        writer.add_document(doc)
     writer.commit()
     writer.wait_merging_threads()
 

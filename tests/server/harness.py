@@ -103,9 +103,9 @@ def write_index(
     writer = index.writer(15_000_000, 1)
     writer.delete_all_documents()
     summary = visibility_summary(tools)
-    for ordinal, (tool, key) in enumerate(zip(tools, summary.keys, strict=True)):
-        for doc in tool_documents(tool, ordinal=ordinal, visibility_key=key):
-            writer.add_document(doc)
+    entries = [(t, n, k) for n, (t, k) in enumerate(zip(tools, summary.keys, strict=True))]
+    for doc in tool_documents(entries):
+        writer.add_document(doc)
     files: dict[str, FileStatus] = {}
     for tool in tools:
         files.setdefault(
