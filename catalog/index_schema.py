@@ -33,7 +33,7 @@ import tantivy
 
 from catalog.fold import MAX_GRAM, WordFolder, fold_tag, fold_words
 from catalog.model import CatalogTool, Problem, Route, SecurityPolicy
-from catalog.visibility import visibility_key
+from catalog.visibility import visibility_hash, visibility_key
 
 __all__ = [
     "EDGE_TOKENIZER",
@@ -151,6 +151,8 @@ def build_schema() -> tantivy.Schema:
     sb.add_text_field("tags", tokenizer_name="raw", index_option="basic")
     # stored: a search result's visibility key, read without the tool's payload
     sb.add_text_field("vis", stored=True, tokenizer_name="raw", index_option="basic")
+    # visibility_hash(vis), read for many hits at once (a partial audience's ranking)
+    sb.add_unsigned_field("visk", stored=False, indexed=False, fast=True)
     sb.add_bytes_field("card", stored=True)  # Card JSON, served as is
     # The payload documents (see payload_groups): their tools' names, then their
     # definitions and routing records.
@@ -253,6 +255,7 @@ def fields_document(fields: ToolFields, *, ordinal: int) -> tantivy.Document:
     for tag in fields.tags:
         doc.add_text("tags", tag)
     doc.add_text("vis", fields.visibility_key)
+    doc.add_unsigned("visk", visibility_hash(fields.visibility_key))
     doc.add_bytes("card", fields.card)
     return doc
 
@@ -319,6 +322,7 @@ class JsonDocument(msgspec.Struct, frozen=True, kw_only=True):
     any: tuple[str, ...]
     tags: tuple[str, ...]
     vis: str
+    visk: int
     card: bytes
 
 
@@ -346,6 +350,7 @@ def json_document(fields: ToolFields) -> JsonDocument:
         any=fields.exact,
         tags=fields.tags,
         vis=fields.visibility_key,
+        visk=visibility_hash(fields.visibility_key),
         card=fields.card,
     )
 

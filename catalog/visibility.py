@@ -42,6 +42,7 @@ __all__ = [
     "Verdict",
     "decide",
     "partition",
+    "visibility_hash",
     "visibility_key",
 ]
 
@@ -92,6 +93,15 @@ def visibility_key(policy: SecurityPolicy) -> str:
         return PUBLIC_KEY
     digest = hashlib.sha256(_ENCODER.encode(policy)).hexdigest()[:12]
     return f"{policy.namespace}:{digest}"
+
+
+def visibility_hash(key: str) -> int:
+    """A visibility key as the u64 that card documents carry in the ``visk`` fast field,
+    so a search checks a page's candidates with one fast-field read. A collision (odds
+    ~1e-13 among thousands of keys) cannot reveal a tool: the page's own stored keys
+    are checked again.
+    """
+    return int.from_bytes(hashlib.blake2b(key.encode(), digest_size=8).digest(), "big")
 
 
 def decide(

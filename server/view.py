@@ -18,11 +18,13 @@ Theory of operation (search-semantics.md is normative):
   ``limit`` matches, ties broken by catalog order (``ord``) exactly, whatever the
   segment layout (tantivy-notes §4.4). The page is then padded in catalog order.
 * A caller who sees part of the catalog, with no tag filter, is ranked by the unfiltered
-  keyword disjunction, which tantivy prunes (block-max WAND), and the hits are then kept
-  by a per-view bitmap of the documents that caller sees: a Must filter disables the
-  pruning and cost 3× the time on 125,000 operations. The filter scores a constant 0, so
-  both ways give every document the same score. When the visible hits thin out, the
-  filtered rank query answers as before.
+  keyword disjunction, and the hits are then kept by their ``visk`` fast field (the
+  visibility key's hash), read for all of them in one call: a Must filter made tantivy
+  intersect it with every keyword's postings and cost 3× the time on 125,000
+  operations. The filter scores a constant 0, so both ways give every document the same
+  score. When the visible hits thin out, the filtered rank query answers as before.
+* A page never shows a tool the caller may not see: each result's stored key is checked
+  once more as the page is written (a ``visk`` collision would otherwise let one in).
 * Result bytes are spliced from the stored JSON (cards or definitions) without decoding
   them; ``authUncertain`` is appended to the object where the verdict is uncertain.
 """
@@ -55,7 +57,7 @@ from catalog.query import (
     value_words,
     with_lookup,
 )
-from catalog.visibility import PUBLIC_KEY, Audience, Verdict
+from catalog.visibility import PUBLIC_KEY, Audience, Verdict, visibility_hash
 from server.errors import ResponseTooLarge, UnknownTool
 
 __all__ = ["TAG_VOCABULARY_CAP", "CatalogView", "read_meta"]
@@ -65,7 +67,6 @@ TAG_VOCABULARY_CAP: Final = 100
 
 _AUDIENCE_CACHE: Final = 256  # distinct audiences remembered per view; cleared beyond
 _PREFIX_CACHE: Final = 65_536  # keyword prefixes remembered per view; cleared beyond
-_BITMAP_CACHE: Final = 32  # visibility bitmaps remembered per view (a byte per document)
 _TARGET_CACHE: Final = 4_096  # decoded definitions remembered per view; cleared beyond
 _PRUNED_CAP: Final = 2_048  # unfiltered hits read before the filtered query takes over
 _UNCERTAIN: Final = b',"authUncertain":true}'
@@ -73,7 +74,6 @@ _DEFINITION: Final = msgspec.json.Decoder(ToolDefinition)
 _JSON: Final = msgspec.json.Encoder()
 
 _Address = tuple[int, int]
-_Bitmap = tuple[bytearray, ...]  # per segment ordinal: 1 where the caller sees the doc
 
 
 class _Seen(NamedTuple):
@@ -82,6 +82,7 @@ class _Seen(NamedTuple):
     allow: tuple[str, ...] | None
     deny: tuple[str, ...]
     vocabulary: bytes  # the JSON array of tags, or b"" to omit it
+    hashes: frozenset[int]  # visibility_hash of every key seen
 
 
 def _stored(doc: tantivy.Document, field: str) -> bytes:
@@ -149,7 +150,6 @@ class CatalogView:
         self._key_counts: dict[str, int] = {}
         self._seen: dict[frozenset[str], _Seen] = {}
         self._prefixes: dict[str, bool] = {}
-        self._bitmaps: dict[frozenset[str], _Bitmap] = {}
         self._targets: dict[str, tuple[ToolDefinition, InvokeRecord]] = {}
         self._top_ord: int | None = None
         self._cards: int | None = None
@@ -175,27 +175,28 @@ class CatalogView:
             total = self._total(allow, deny, tags, filters)
             if total:
                 everything = allow is None and not deny and not tags
-                bitmap = None
-                if not tags and not everything:
-                    bitmap = self._bitmap(seen, filters, total)
+                pruned = not tags and not everything
                 page = self._page(
-                    filters, request, total, state, everything=everything, bitmap=bitmap
+                    filters, request, total, state, everything=everything, pruned=pruned
                 )
         schema = request.detail == "schema"
-        check_uncertain = bool(audience.uncertain - audience.visible)
         parts = [b'{"total":', str(total).encode()]
         if state.vocabulary:
             parts += [b',"tags":', state.vocabulary]
         parts.append(b',"results":[')
-        for i, address in enumerate(page):
+        first = True
+        for address in page:
             doc = self.searcher.doc(address)
+            key = doc.get_first("vis")
+            verdict = audience.verdict(key) if isinstance(key, str) else Verdict.HIDDEN
+            if verdict is Verdict.HIDDEN:
+                continue  # never shown, whatever led here (see the module docstring)
             data = self._definition_json(doc) if schema else _stored(doc, "card")
-            if check_uncertain:
-                key = doc.get_first("vis")
-                if isinstance(key, str) and audience.verdict(key) is Verdict.UNCERTAIN:
-                    data = data[:-1] + _UNCERTAIN
-            if i:
+            if verdict is Verdict.UNCERTAIN:
+                data = data[:-1] + _UNCERTAIN
+            if not first:
                 parts.append(b",")
+            first = False
             parts.append(data)
         parts.append(b"]}")
         answer = b"".join(parts)
@@ -223,7 +224,8 @@ class CatalogView:
                 deny = tuple(sorted(hidden))
             tags = _union(self.meta.tags.get(k, ()) for k in seen)
             vocabulary = _JSON.encode(tags) if 0 < len(tags) <= TAG_VOCABULARY_CAP else b""
-            state = _Seen(allow=allow, deny=deny, vocabulary=vocabulary)
+            hashes = frozenset(visibility_hash(k) for k in seen)
+            state = _Seen(allow=allow, deny=deny, vocabulary=vocabulary, hashes=hashes)
             if len(self._seen) >= _AUDIENCE_CACHE:
                 self._seen.clear()
             self._seen[seen] = state
@@ -259,7 +261,7 @@ class CatalogView:
         state: _Seen,
         *,
         everything: bool,
-        bitmap: _Bitmap | None,
+        pruned: bool,
     ) -> list[tantivy.DocAddress]:
         limit = min(request.limit, total)
         words = with_lookup(
@@ -270,9 +272,9 @@ class CatalogView:
         page: list[tantivy.DocAddress] | None = None
         if not words:
             page = []
-        elif bitmap is not None:
+        elif pruned:
             share = max(1, self._tool_count()) / total  # tools per visible one
-            page = self._pruned(rank_query(self.schema, None, words), limit, bitmap, share)
+            page = self._pruned(rank_query(self.schema, None, words), limit, state.hashes, share)
         if page is None:
             ranking = rank_query(self.schema, None if everything else filters, words)
             page = self._ranked(ranking, limit)
@@ -334,27 +336,6 @@ class CatalogView:
             self._top_ord = int(hits[0][0]) if hits else 0
         return self._top_ord
 
-    def _bitmap(self, seen: frozenset[str], filters: tantivy.Query, total: int) -> _Bitmap:
-        """Which documents pass ``filters`` (visibility only), a byte per document,
-        read once per view and key set (66,000 documents in ~40 ms).
-        """
-        bitmap = self._bitmaps.get(seen)
-        if bitmap is None:
-            hits = self.searcher.search(filters, max(1, total), count=False).hits
-            rows: list[bytearray] = []
-            for _, address in hits:
-                while len(rows) <= address.segment_ord:
-                    rows.append(bytearray())
-                row = rows[address.segment_ord]
-                if len(row) <= address.doc:
-                    row.extend(bytes(address.doc + 1 - len(row)))
-                row[address.doc] = 1
-            bitmap = tuple(rows)
-            if len(self._bitmaps) >= _BITMAP_CACHE:
-                self._bitmaps.clear()
-            self._bitmaps[seen] = bitmap
-        return bitmap
-
     def _indexed(self, prefix: str) -> bool:
         """Whether any indexed word starts with ``prefix`` (edge fields hold prefixes)."""
         known = self._prefixes.get(prefix)
@@ -396,31 +377,32 @@ class CatalogView:
         return self._in_order(hits, limit)
 
     def _pruned(
-        self, query: tantivy.Query, limit: int, bitmap: _Bitmap, share: float
+        self, query: tantivy.Query, limit: int, hashes: frozenset[int], share: float
     ) -> list[tantivy.DocAddress] | None:
-        """:meth:`_ranked` of ``query`` restricted to the documents ``bitmap`` marks, or
-        None when more than ``_PRUNED_CAP`` unfiltered hits would be needed.
+        """:meth:`_ranked` of ``query`` restricted to the documents whose ``visk`` is in
+        ``hashes``, or None when more than ``_PRUNED_CAP`` unfiltered hits would be needed.
 
         Hits come best first. Once ``limit`` visible ones are read, the first hit scoring
         below the last of them ends the scan: the page and its whole tie group at the cut
         are then among the hits read, and no later hit can enter the page (checking only
-        those hits costs a third of checking every hit read). The first read is twice
+        those hits). The first read is twice
         what the visible share suggests: one read, mostly.
         """
         want = int((limit + 1) * min(16.0, max(2.0, 2 * share)))
         while want <= _PRUNED_CAP:
             hits = self.searcher.search(query, want, count=False).hits
+            keys = self.searcher.fast_field_values("visk", [a for _, a in hits])
             kept: list[tuple[float, tantivy.DocAddress]] = []
             cut = math.inf  # the score of the limit-th visible hit, once read
-            for hit in hits:
+            for hit, key in zip(hits, keys, strict=True):
                 if hit[0] < cut:
                     if len(kept) >= limit:
                         return self._in_order(kept, limit)
-                    if _marked(bitmap, hit[1]):
+                    if key in hashes:
                         kept.append(hit)
                         if len(kept) == limit:
                             cut = hit[0]
-                elif _marked(bitmap, hit[1]):  # the tie group at the cut
+                elif key in hashes:  # the tie group at the cut
                     kept.append(hit)
             if len(hits) < want:
                 return self._in_order(kept, limit)
@@ -497,11 +479,6 @@ class CatalogView:
             UnknownTool: no such tool, or hidden from this audience.
         """
         return self.target(name, audience)[0]
-
-
-def _marked(bitmap: _Bitmap, address: tantivy.DocAddress) -> bool:
-    segment, doc = address.segment_ord, address.doc
-    return segment < len(bitmap) and doc < len(bitmap[segment]) and bool(bitmap[segment][doc])
 
 
 def _union(groups: Iterable[tuple[str, ...]]) -> list[str]:

@@ -305,6 +305,21 @@ def test_hidden_tools_are_not_listed(view: CatalogView) -> None:
     assert "purge_orders" not in _names(_search(view, query="purge", limit=50))
 
 
+def test_a_page_never_shows_a_hidden_tool_whatever_ranked_it(
+    view: CatalogView, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # As if a visk collision had let the hidden tool through the ranking: the page
+    # checks every result's stored key again as it is written.
+    admin = _search(view, VISIBLE_ADMIN, query="purge orders", limit=3)["results"]
+    assert admin[0]["name"] == "purge_orders"
+    cards = tantivy.Query.exists_query("ord")
+    addresses = [a for _, a in view.searcher.search(cards, 1000).hits]
+    monkeypatch.setattr(view, "_page", lambda *args, **kwargs: addresses)
+    names = _names(_search(view, PUBLIC, query="purge orders", limit=50))
+    assert "purge_orders" not in names
+    assert "get_order" in names  # the visible ones stay
+
+
 def test_uncertain_cards_say_so_and_visible_ones_do_not(view: CatalogView) -> None:
     uncertain = _search(view, UNCERTAIN_ADMIN, query="purge", limit=2)["results"]
     assert uncertain[0] == {
