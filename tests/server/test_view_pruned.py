@@ -1,4 +1,4 @@
-"""server.view ranks a partial audience by the pruned unfiltered query plus a bitmap.
+"""server.view ranks a partial audience by the unfiltered query, keeping hits by ``visk``.
 
 The page must be exactly the one the filtered rank query gives: the visible matches by
 score, ties in catalog order, then the visible non-matches in catalog order. The
