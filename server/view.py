@@ -68,7 +68,7 @@ TAG_VOCABULARY_CAP: Final = 100
 _AUDIENCE_CACHE: Final = 256  # distinct audiences remembered per view; cleared beyond
 _PREFIX_CACHE: Final = 65_536  # keyword prefixes remembered per view; cleared beyond
 _TARGET_CACHE: Final = 4_096  # decoded definitions remembered per view; cleared beyond
-_PRUNED_CAP: Final = 2_048  # unfiltered hits read before the filtered query takes over
+_UNFILTERED_CAP: Final = 2_048  # unfiltered hits read before the filtered query takes over
 _UNCERTAIN: Final = b',"authUncertain":true}'
 _DEFINITION: Final = msgspec.json.Decoder(ToolDefinition)
 _JSON: Final = msgspec.json.Encoder()
@@ -175,9 +175,9 @@ class CatalogView:
             total = self._total(allow, deny, tags, filters)
             if total:
                 everything = allow is None and not deny and not tags
-                pruned = not tags and not everything
+                unfiltered = not tags and not everything
                 page = self._page(
-                    filters, request, total, state, everything=everything, pruned=pruned
+                    filters, request, total, state, everything=everything, unfiltered=unfiltered
                 )
         schema = request.detail == "schema"
         parts = [b'{"total":', str(total).encode()]
@@ -261,7 +261,7 @@ class CatalogView:
         state: _Seen,
         *,
         everything: bool,
-        pruned: bool,
+        unfiltered: bool,
     ) -> list[tantivy.DocAddress]:
         limit = min(request.limit, total)
         words = with_lookup(
@@ -272,9 +272,11 @@ class CatalogView:
         page: list[tantivy.DocAddress] | None = None
         if not words:
             page = []
-        elif pruned:
+        elif unfiltered:
             share = max(1, self._tool_count()) / total  # tools per visible one
-            page = self._pruned(rank_query(self.schema, None, words), limit, state.hashes, share)
+            page = self._ranked_visible(
+                rank_query(self.schema, None, words), limit, state.hashes, share
+            )
         if page is None:
             ranking = rank_query(self.schema, None if everything else filters, words)
             page = self._ranked(ranking, limit)
@@ -376,11 +378,11 @@ class CatalogView:
             want *= 4
         return self._in_order(hits, limit)
 
-    def _pruned(
+    def _ranked_visible(
         self, query: tantivy.Query, limit: int, hashes: frozenset[int], share: float
     ) -> list[tantivy.DocAddress] | None:
         """:meth:`_ranked` of ``query`` restricted to the documents whose ``visk`` is in
-        ``hashes``, or None when more than ``_PRUNED_CAP`` unfiltered hits would be needed.
+        ``hashes``, or None when more than ``_UNFILTERED_CAP`` unfiltered hits would be needed.
 
         Hits come best first. Once ``limit`` visible ones are read, the first hit scoring
         below the last of them ends the scan: the page and its whole tie group at the cut
@@ -389,7 +391,7 @@ class CatalogView:
         what the visible share suggests: one read, mostly.
         """
         want = int((limit + 1) * min(16.0, max(2.0, 2 * share)))
-        while want <= _PRUNED_CAP:
+        while want <= _UNFILTERED_CAP:
             hits = self.searcher.search(query, want, count=False).hits
             keys = self.searcher.fast_field_values("visk", [a for _, a in hits])
             kept: list[tuple[float, tantivy.DocAddress]] = []
