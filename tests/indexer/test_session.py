@@ -11,6 +11,7 @@ import tantivy
 from catalog.config import Config, SpecConfig, decode_config
 from catalog.index_schema import (
     META_ID,
+    PAYLOAD_GROUP,
     IndexMeta,
     build_schema,
     meta_document,
@@ -119,6 +120,30 @@ def test_change_break_fix_delete(specs: Path, tmp_path: Path, quiet_reporter: Re
         assert view.meta is not None
         assert set(view.meta.files) == {"shop.yaml"}
         assert view.meta.files["shop.yaml"].state == "fresh"
+    finally:
+        session.close()
+
+
+def test_a_file_of_several_payload_groups_changes_and_shrinks(
+    specs: Path, tmp_path: Path, quiet_reporter: Reporter
+) -> None:
+    # 2.5 payload groups, then 1.5 with a renamed tool: no payload of the old groups
+    # survives, and each tool's definition is found in exactly one group.
+    many = [f"op{i:02d}" for i in range(PAYLOAD_GROUP * 5 // 2)]
+    (specs / "big.yaml").write_text(spec_yaml("Big", many))
+    index = tmp_path / "index"
+    session = _session(specs, index, quiet_reporter)
+    try:
+        session.sync()
+        first = read_index(index)  # checks the payload groups against the cards
+        assert {n for n in first.tools if n.startswith("big.")} == {f"big.{o}" for o in many}
+        fewer = [*many[: PAYLOAD_GROUP * 3 // 2 - 1], "renamed"]
+        (specs / "big.yaml").write_text(spec_yaml("Big", fewer))
+        assert session.sync(["big.yaml"]).committed
+        second = read_index(index)
+        assert {n for n in second.tools if n.startswith("big.")} == {f"big.{o}" for o in fewer}
+        assert second.tools["big.renamed"]["definition"]["name"] == "big.renamed"
+        assert second.tools["shop.list_orders"] == first.tools["shop.list_orders"]
     finally:
         session.close()
 
