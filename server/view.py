@@ -386,9 +386,8 @@ class CatalogView:
 
         Hits come best first. Once ``limit`` visible ones are read, the first hit scoring
         below the last of them ends the scan: the page and its whole tie group at the cut
-        are then among the hits read, and no later hit can enter the page (checking only
-        those hits). The first read is twice
-        what the visible share suggests: one read, mostly.
+        are then among the hits read, and no later hit can enter the page. The first read
+        is twice what the visible share suggests: one read, mostly.
         """
         want = int((limit + 1) * min(16.0, max(2.0, 2 * share)))
         while want <= _UNFILTERED_CAP:
