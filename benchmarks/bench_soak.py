@@ -2,7 +2,7 @@
 
 The real pipeline on the whole APIs.guru directory plus the demo orders document:
 ``python -m examples.backend`` (the orders backend), ``python -m indexer --watch`` and
-``python -m server`` (granian, one worker). 32 asyncio clients (httpx, MCP 2026-07-28)
+``python -m server`` (granian, one worker). 32 asyncio clients (aiohttp, MCP 2026-07-28)
 loop over a mix of search_tools (50%), load_tool (30%) and invoke_tool (20%, the public
 ``get_health`` through the demo backend) while, every ``--commit-every`` seconds, the
 orders document is rewritten with a new revision number ``r`` in two descriptions
@@ -52,6 +52,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import httpx
 
 from catalog.index_schema import SCHEMA_VERSION
@@ -289,7 +290,7 @@ class Tally:
 
 
 async def client_loop(
-    client: httpx.AsyncClient, url: str, until: float, tally: Tally, seed: int
+    client: aiohttp.ClientSession, url: str, until: float, tally: Tally, seed: int
 ) -> None:
     chooser = random.Random(seed)
     weights = [w for _, _, w in MIX]
@@ -318,18 +319,19 @@ async def client_loop(
         }
         started = time.perf_counter()
         try:
-            answer = await client.post(url, json=body, headers=headers)
-        except httpx.HTTPError as exc:
+            async with client.post(url, json=body, headers=headers) as answer:
+                status, data = answer.status, await answer.read()
+        except (aiohttp.ClientError, TimeoutError) as exc:
             tally.errors.append(f"{tool}: {type(exc).__name__}: {exc}")
             continue
         elapsed = time.perf_counter() - started
-        if answer.status_code != 200:
-            tally.errors.append(f"{tool}: HTTP {answer.status_code} {answer.text[:200]}")
+        if status != 200:
+            tally.errors.append(f"{tool}: HTTP {status} {data[:200]!r}")
             continue
-        message = answer.json()
+        message = json.loads(data)
         result = message.get("result")
         if result is None or result.get("isError"):
-            tally.errors.append(f"{tool}: {answer.text[:300]}")
+            tally.errors.append(f"{tool}: {data[:300]!r}")
             continue
         tally.latency.setdefault(tool, []).append(elapsed)
         generation = (result.get("_meta") or {}).get(GENERATION_KEY)
@@ -362,8 +364,12 @@ async def soak(
     started = time.monotonic()
     until = started + seconds
     worker = pipeline.worker()
-    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
-    async with httpx.AsyncClient(timeout=30, limits=limits) as client:
+    # aiohttp, not httpx: httpx's async client saturated its own core near 420 calls/s
+    # (bench_invoke), and the latency figures would have measured the client.
+    async with aiohttp.ClientSession(
+        connector=aiohttp.TCPConnector(limit=clients),
+        timeout=aiohttp.ClientTimeout(total=30),
+    ) as client:
         tasks = [
             asyncio.create_task(client_loop(client, pipeline.base + "/mcp", until, tally, i))
             for i in range(clients)
