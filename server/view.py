@@ -387,9 +387,11 @@ class CatalogView:
         Hits come best first. Once ``limit`` visible ones are read, the first hit scoring
         below the last of them ends the scan: the page and its whole tie group at the cut
         are then among the hits read, and no later hit can enter the page. The first read
-        is twice what the visible share suggests: one read, mostly.
+        is four times what the visible share suggests: with twice, a fifth of the
+        benchmark's searches (anonymous, 125,207 operations) needed a second read, and a
+        read scores every match, so the mean search cost 0.69-0.70 ms instead of 0.61.
         """
-        want = int((limit + 1) * min(16.0, max(2.0, 2 * share)))
+        want = int((limit + 1) * min(16.0, max(4.0, 4 * share)))
         while want <= _UNFILTERED_CAP:
             hits = self.searcher.search(query, want, count=False).hits
             keys = self.searcher.fast_field_values("visk", [a for _, a in hits])
