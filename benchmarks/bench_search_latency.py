@@ -52,6 +52,7 @@ from catalog.index_schema import (
     meta_document,
     payload_document,
     payload_groups,
+    payload_record,
     register_analyzers,
     tool_fields,
 )
@@ -155,7 +156,7 @@ class _Writer:
                 self.policies[key] = tool.security
             self.tags.setdefault(key, set()).update(fold_tag(t) for t in tool.search.tags)
         for group in payload_groups(kept):
-            self.writer.add_document(payload_document(group))
+            self.writer.add_document(payload_document(payload_record(group)))
 
     def close(self) -> None:
         meta = IndexMeta(

@@ -46,7 +46,7 @@ __all__ = [
     "IndexMeta",
     "InvokeRecord",
     "JsonDocument",
-    "JsonPayload",
+    "PayloadRecord",
     "ToolFields",
     "ToolPayload",
     "VisibilitySummary",
@@ -57,12 +57,12 @@ __all__ = [
     "encode_payloads",
     "fields_document",
     "json_document",
-    "json_payload",
     "json_text",
     "meta_document",
     "payload_count",
     "payload_document",
     "payload_groups",
+    "payload_record",
     "register_analyzers",
     "tool_documents",
     "tool_fields",
@@ -293,13 +293,32 @@ def _payloads(group: Sequence[ToolFields]) -> bytes:
     return encode_payloads([ToolPayload(f.id, f.definition, f.invoke) for f in group])
 
 
-def payload_document(group: Sequence[ToolFields]) -> tantivy.Document:
-    """The payload document of one group from :func:`payload_groups`."""
+class PayloadRecord(msgspec.Struct, frozen=True, kw_only=True, array_like=True):
+    """A payload document's content: the names of its tools, their file, and the stored
+    ``payloads`` bytes. Crosses from the conversion processes to the writer as msgpack:
+    the bytes stay raw (as JSON for ``add_json`` they were base64, a third larger, and
+    most of a build's spooled bytes).
+    """
+
+    names: tuple[str, ...]
+    source: str
+    payloads: bytes
+
+
+def payload_record(group: Sequence[ToolFields]) -> PayloadRecord:
+    """The :class:`PayloadRecord` of one group from :func:`payload_groups`."""
+    return PayloadRecord(
+        names=tuple(f.id for f in group), source=group[0].source, payloads=_payloads(group)
+    )
+
+
+def payload_document(record: PayloadRecord) -> tantivy.Document:
+    """The payload document of a :class:`PayloadRecord`."""
     doc = tantivy.Document()
-    for fields in group:
-        doc.add_text(PAYLOAD, fields.id)
-    doc.add_text("source", group[0].source)
-    doc.add_bytes("payloads", _payloads(group))
+    for name in record.names:
+        doc.add_text(PAYLOAD, name)
+    doc.add_text("source", record.source)
+    doc.add_bytes("payloads", record.payloads)
     return doc
 
 
@@ -326,14 +345,6 @@ class JsonDocument(msgspec.Struct, frozen=True, kw_only=True):
     card: bytes
 
 
-class JsonPayload(msgspec.Struct, frozen=True, kw_only=True):
-    """The document of :func:`payload_document` in the JSON form ``add_json`` parses."""
-
-    payload: tuple[str, ...]
-    source: str
-    payloads: bytes
-
-
 def json_document(fields: ToolFields) -> JsonDocument:
     """The :class:`JsonDocument` of ``fields``."""
     words = dict(fields.words)
@@ -355,15 +366,6 @@ def json_document(fields: ToolFields) -> JsonDocument:
     )
 
 
-def json_payload(group: Sequence[ToolFields]) -> JsonPayload:
-    """The :class:`JsonPayload` of one group from :func:`payload_groups`."""
-    return JsonPayload(
-        payload=tuple(f.id for f in group),
-        source=group[0].source,
-        payloads=_payloads(group),
-    )
-
-
 def json_text(document: str, *, ordinal: int) -> str:
     """``add_json``'s text for an encoded :class:`JsonDocument` and its ordinal."""
     # The document is a JSON object with at least one member (id): splice the ordinal in
@@ -377,7 +379,7 @@ def tool_documents(tools: Sequence[tuple[CatalogTool, int, str]]) -> list[tantiv
     """
     fields = [tool_fields(tool, visibility_key=key) for tool, _, key in tools]
     cards = [fields_document(f, ordinal=o) for f, (_, o, _) in zip(fields, tools, strict=True)]
-    return cards + [payload_document(group) for group in payload_groups(fields)]
+    return cards + [payload_document(payload_record(g)) for g in payload_groups(fields)]
 
 
 class VisibilitySummary(msgspec.Struct, frozen=True, kw_only=True):

@@ -39,14 +39,14 @@ from catalog.index_schema import (
     FileStatus,
     IndexMeta,
     JsonDocument,
-    JsonPayload,
+    PayloadRecord,
     ToolPayload,
     decode_payloads,
     encode_payloads,
     json_document,
-    json_payload,
     payload_count,
     payload_groups,
+    payload_record,
     tool_fields,
 )
 from catalog.model import Card, CatalogTool, Problem, SecurityPolicy, ToolDefinition
@@ -57,6 +57,7 @@ __all__ = [
     "ORDINAL_GAP",
     "Conversion",
     "FileAdd",
+    "FileDocuments",
     "IndexPlan",
     "NameIndex",
     "NamePlan",
@@ -64,13 +65,14 @@ __all__ = [
     "allocate_ordinals",
     "apply_names",
     "assign_names",
+    "card_texts",
     "catalog_fingerprint",
     "decode_fields",
     "decode_tools",
     "dirty_sources",
-    "document_texts",
     "encode_fields",
     "encode_tools",
+    "file_documents",
     "make_plan",
     "tools_sum",
 ]
@@ -93,54 +95,81 @@ def decode_tools(payload: bytes) -> tuple[CatalogTool, ...]:
     return _TOOLS_DECODER.decode(payload)
 
 
+class FileDocuments(msgspec.Struct, frozen=True, array_like=True):
+    """One file's documents as the writer adds them: the card documents' JSON texts (for
+    ``json_text`` and ``add_json``), then the payload records, in tool order.
+    """
+
+    cards: tuple[str, ...]
+    payloads: tuple[PayloadRecord, ...]
+
+
+class _Cards(msgspec.Struct, frozen=True, array_like=True):
+    """The leading member of :class:`FileDocuments`: a card pass skips the payloads."""
+
+    cards: tuple[str, ...]
+
+
 _DOCUMENT_ENCODER: Final = msgspec.json.Encoder()
 _DOCUMENT_DECODER: Final = msgspec.json.Decoder(JsonDocument)
-_PAYLOAD_DECODER: Final = msgspec.json.Decoder(JsonPayload)
+_FILE_ENCODER: Final = msgspec.msgpack.Encoder()
+_FILE_DECODER: Final = msgspec.msgpack.Decoder(FileDocuments)
+_CARDS_DECODER: Final = msgspec.msgpack.Decoder(_Cards)
 
 
 def encode_fields(tools: Sequence[CatalogTool], keys: Sequence[str]) -> bytes:
     """One file's tools' documents, folded and encoded (the costly part of indexing), as
-    bytes: one :class:`JsonDocument` text per tool, then one :class:`JsonPayload` text per
-    group of ``PAYLOAD_GROUP`` tools, which the writer hands tantivy as they are.
+    the msgpack of a :class:`FileDocuments`: one :class:`JsonDocument` text per tool,
+    one :class:`PayloadRecord` per group of ``PAYLOAD_GROUP`` tools.
     """
     folder = WordFolder()  # one per document: its tools repeat the same words
     fields = [
         tool_fields(t, visibility_key=k, folder=folder) for t, k in zip(tools, keys, strict=True)
     ]
-    return _join(
-        [json_document(f) for f in fields], [json_payload(g) for g in payload_groups(fields)]
+    return _encode_documents(
+        [json_document(f) for f in fields], [payload_record(g) for g in payload_groups(fields)]
     )
 
 
-def _join(cards: Sequence[JsonDocument], payloads: Sequence[JsonPayload]) -> bytes:
-    # One JSON text per line: compact JSON never holds a raw newline (strings escape it),
-    # and splitting lines costs a writer less than any container format.
+def _encode_documents(cards: Sequence[JsonDocument], payloads: Sequence[PayloadRecord]) -> bytes:
     encode = _DOCUMENT_ENCODER.encode
-    return b"\n".join([*(encode(c) for c in cards), *(encode(p) for p in payloads)])
+    texts = tuple(encode(card).decode() for card in cards)
+    return _FILE_ENCODER.encode(FileDocuments(texts, tuple(payloads)))
 
 
-def document_texts(data: bytes, tools: int) -> tuple[list[str], list[str]]:
-    """The texts of :func:`encode_fields` for ``tools`` tools: the card documents' (for
-    ``json_text``) and the payload documents'.
+def file_documents(data: bytes, tools: int) -> FileDocuments:
+    """The :class:`FileDocuments` of :func:`encode_fields` for ``tools`` tools.
 
     Raises:
         ValueError: ``data`` does not hold that many documents of each kind.
     """
-    texts = data.decode().split("\n") if data else []
-    if len(texts) != tools + payload_count(tools):
-        raise ValueError(f"{len(texts)} documents for {tools} tools")
-    return texts[:tools], texts[tools:]
+    documents = _FILE_DECODER.decode(data) if data else FileDocuments((), ())
+    _check(len(documents.cards), len(documents.payloads), tools)
+    return documents
+
+
+def card_texts(data: bytes, tools: int) -> tuple[str, ...]:
+    """The card texts of :func:`file_documents`, without decoding the payloads.
+
+    Raises:
+        ValueError: ``data`` does not hold ``tools`` card documents.
+    """
+    cards = _CARDS_DECODER.decode(data).cards if data else ()
+    _check(len(cards), payload_count(tools), tools)
+    return cards
+
+
+def _check(cards: int, payloads: int, tools: int) -> None:
+    if cards != tools or payloads != payload_count(tools):
+        raise ValueError(f"{cards} card and {payloads} payload documents for {tools} tools")
 
 
 def decode_fields(
     data: bytes, tools: int
-) -> tuple[tuple[JsonDocument, ...], tuple[JsonPayload, ...]]:
-    """Inverse of :func:`encode_fields`: the card documents and the payload documents."""
-    cards, payloads = document_texts(data, tools)
-    return (
-        tuple(_DOCUMENT_DECODER.decode(text) for text in cards),
-        tuple(_PAYLOAD_DECODER.decode(text) for text in payloads),
-    )
+) -> tuple[tuple[JsonDocument, ...], tuple[PayloadRecord, ...]]:
+    """Inverse of :func:`encode_fields`: the card documents and the payload records."""
+    documents = file_documents(data, tools)
+    return tuple(_DOCUMENT_DECODER.decode(text) for text in documents.cards), documents.payloads
 
 
 class Conversion(msgspec.Struct, frozen=True, kw_only=True):
@@ -374,20 +403,20 @@ def _renamed_fields(
         cards[i] = msgspec.structs.replace(cards[i], id=name, card=_JSON.encode(card))
         parts[i] = ToolPayload(name, _JSON.encode(definition), parts[i].invoke)
         entries[i] = msgspec.structs.replace(entries[i], name=name, version=definition.version)
-    payloads: list[JsonPayload] = []
+    payloads: list[PayloadRecord] = []
     start = 0
     for group in decoded[1]:  # the same groups, their tools renamed
-        chunk = parts[start : start + len(group.payload)]
+        chunk = parts[start : start + len(group.names)]
         start += len(chunk)
         payloads.append(
             msgspec.structs.replace(
-                group, payload=tuple(p.name for p in chunk), payloads=encode_payloads(chunk)
+                group, names=tuple(p.name for p in chunk), payloads=encode_payloads(chunk)
             )
         )
     return msgspec.structs.replace(
         conv,
         tools=tuple(entries),
-        fields=_join(cards, payloads),
+        fields=_encode_documents(cards, payloads),
         problems=problems,
     )
 

@@ -28,7 +28,7 @@ import os
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Final
+from typing import Final, TypeVar
 
 import tantivy
 
@@ -39,11 +39,12 @@ from catalog.index_schema import (
     decode_meta,
     json_text,
     meta_document,
+    payload_document,
     register_analyzers,
 )
 from indexer.errors import IndexBusyError, IndexStoreError
 from indexer.manifest import MANIFEST_NAME
-from indexer.plan import FileAdd, IndexPlan, document_texts
+from indexer.plan import FileAdd, IndexPlan, card_texts, file_documents
 
 __all__ = ["WRITER_HEAP_BYTES", "IndexStore"]
 
@@ -53,17 +54,21 @@ of its run (notes §6 used 512 MB for 100k docs); the minimum is 15 MB."""
 
 _LOCK_NAME: Final = ".sezzlee-indexer.lock"
 
+_T = TypeVar("_T")
+
 _TANTIVY_FILES: Final = (".idx", ".pos", ".term", ".store", ".fast", ".fieldnorm", ".del")
 
 
-def _texts(
-    add: FileAdd, fields_of: Callable[[str, bytes], bytes] | None
-) -> tuple[list[str], list[str]]:
-    """The card texts and the payload texts of ``add``."""
+def _documents(
+    decode: Callable[[bytes, int], _T],
+    add: FileAdd,
+    fields_of: Callable[[str, bytes], bytes] | None,
+) -> _T:
+    """``decode`` (``card_texts`` or ``file_documents``) of the fields of ``add``."""
     data = fields_of(add.source, add.fields) if fields_of else add.fields
     try:
-        return document_texts(data, len(add.ordinals))
-    except ValueError as exc:
+        return decode(data, len(add.ordinals))
+    except ValueError as exc:  # msgspec.DecodeError is one too
         raise ValueError(f"{add.source}: {exc}") from exc
 
 
@@ -188,15 +193,14 @@ class IndexStore:
             # 125,207 tools); the cards also share docstore blocks only with cards,
             # which searches read.
             for add in plan.adds:
-                cards, _ = _texts(add, fields_of)
+                cards = _documents(card_texts, add, fields_of)
                 for text, ordinal in zip(cards, add.ordinals, strict=True):
                     writer.add_json(json_text(text, ordinal=ordinal))
                 if progress is not None:
                     progress(len(add.ordinals))
             for add in plan.adds:
-                _, payloads = _texts(add, fields_of)
-                for text in payloads:
-                    writer.add_json(text)
+                for record in _documents(file_documents, add, fields_of).payloads:
+                    writer.add_document(payload_document(record))
                 if progress is not None:
                     progress(len(add.ordinals))
             writer.add_document(meta_document(plan.meta))

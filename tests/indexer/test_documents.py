@@ -16,15 +16,15 @@ from catalog.index_schema import (
     build_schema,
     fields_document,
     json_document,
-    json_payload,
     json_text,
     payload_count,
     payload_document,
     payload_groups,
+    payload_record,
     register_analyzers,
     tool_fields,
 )
-from indexer.plan import MAX_ORDINAL, decode_fields, document_texts, encode_fields
+from indexer.plan import MAX_ORDINAL, decode_fields, encode_fields, file_documents
 from tests.indexer.helpers import make_tool
 
 _FIELDS = (*FIELD_BOOSTS, "exact", "any", "tags", "vis", "id", "source")
@@ -73,13 +73,13 @@ def test_json_documents_index_as_fields_documents(
     for fields, ordinal in zip(every, ordinals, strict=True):
         writer_a.add_document(fields_document(fields, ordinal=ordinal))
     for group in payload_groups(every):
-        writer_a.add_document(payload_document(group))
-    cards, payloads = document_texts(encode_fields(tools, keys), len(tools))
-    assert len(payloads) == payload_count(len(tools))
-    for text, ordinal in zip(cards, ordinals, strict=True):
+        writer_a.add_document(payload_document(payload_record(group)))
+    documents = file_documents(encode_fields(tools, keys), len(tools))
+    assert len(documents.payloads) == payload_count(len(tools))
+    for text, ordinal in zip(documents.cards, ordinals, strict=True):
         writer_b.add_json(json_text(text, ordinal=ordinal))
-    for text in payloads:
-        writer_b.add_json(text)
+    for record in documents.payloads:
+        writer_b.add_document(payload_document(record))
     writer_a.commit()
     writer_b.commit()
     by_fields.reload()
@@ -105,7 +105,7 @@ def test_json_documents_index_as_fields_documents(
     assert stored_a == stored_b
     assert decode_fields(encode_fields(tools, keys), len(tools)) == (
         tuple(json_document(f) for f in every),
-        tuple(json_payload(g) for g in payload_groups(every)),
+        tuple(payload_record(g) for g in payload_groups(every)),
     )
 
 

@@ -197,7 +197,7 @@ def test_clash_in_shared_namespace_gets_a_suffix_by_source_order() -> None:
     assert "get_2" in warning.reason
     add = next(add for add in plan.adds if add.source == "b.yaml")
     cards, payloads = decode_fields(add.fields, len(add.ordinals))
-    assert cards[0].id == payloads[0].payload[0] == "get_2"
+    assert cards[0].id == payloads[0].names[0] == "get_2"
     assert b'"get_2"' in decode_payloads(payloads[0].payloads)[0].definition
     renamed = decode_tools(apply_names(b, ["get_2"], []).payload)[0]
     assert renamed.definition.name == "get_2"
@@ -233,7 +233,7 @@ def test_a_rename_without_payload_gives_what_the_payload_gives(
     assert got.tools == expected.tools
     assert got.problems == expected.problems
     cards, payloads = decode_fields(got.fields, len(names))
-    assert [f.id for f in cards] == [n for p in payloads for n in p.payload] == names
+    assert [f.id for f in cards] == [n for p in payloads for n in p.names] == names
     parts = [part for p in payloads for part in decode_payloads(p.payloads)]
     assert [part.name for part in parts] == names
 
