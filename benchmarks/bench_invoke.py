@@ -1,12 +1,14 @@
 """invoke_tool overhead: the Invoker vs a direct HTTP call to the same backend.
 
 The backend is the demo orders API (``python -m examples.backend``) in its own process
-with a fixed 5 ms service time. Four paths, side by side (alternating rounds) at 1 and
+with a fixed 5 ms service time. Five paths, side by side (alternating rounds) at 1 and
 16 concurrent callers, from one pooled ``aiohttp`` session in this process:
 
 * ``direct``: the same GET with the same token, straight to the backend;
 * ``forwarder``: the floor, ``benchmarks/forwarder.py`` under granian (one worker, as
   the server runs), forwarding the GET with aiohttp and doing nothing else;
+* ``forwarder-raw``: the same with a hand-written HTTP/1.1 client on asyncio streams,
+  the cheapest outbound hop Python makes (no gateway can add less than it);
 * ``invoker``: the :class:`~server.proxy.Invoker` in this process, as a server worker
   runs it per call: the caller's identity from the request headers (JWT verified), the
   tool looked up in a real index built by the indexer (``CatalogView.target``),
@@ -125,7 +127,7 @@ def _start_gateway(port: int, index: Path, config: Path) -> subprocess.Popen[byt
     return _wait_ready(process, f"http://127.0.0.1:{port}/readyz", "the gateway")
 
 
-def _start_forwarder(port: int, backend: str) -> subprocess.Popen[bytes]:
+def _start_forwarder(port: int, backend: str, client: str) -> subprocess.Popen[bytes]:
     """``benchmarks.forwarder`` under granian, run as the server runs it."""
     process = subprocess.Popen(
         [
@@ -133,7 +135,7 @@ def _start_forwarder(port: int, backend: str) -> subprocess.Popen[bytes]:
             *("--port", str(port), "--no-access-log", "benchmarks.forwarder:app"),
         ],
         cwd=ROOT,
-        env={**os.environ, "SEZZLEE_FORWARD_TO": backend},
+        env={**os.environ, "SEZZLEE_FORWARD_TO": backend, "SEZZLEE_FORWARD_CLIENT": client},
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -182,7 +184,9 @@ async def _run(port: int, workdir: Path, seconds: float, rounds: int) -> dict[st
     gateway_port = _free_port()
     gateway = _start_gateway(gateway_port, index, config_path)
     forwarder_port = _free_port()
-    forwarder = _start_forwarder(forwarder_port, base)
+    forwarder = _start_forwarder(forwarder_port, base, "aiohttp")
+    raw_port = _free_port()
+    raw_forwarder = _start_forwarder(raw_port, base, "raw")
     mcp_url = f"http://127.0.0.1:{gateway_port}/mcp"
     token = demo_token("alice")
     headers = {"authorization": f"Bearer {token}", "accept": "application/json"}
@@ -202,6 +206,12 @@ async def _run(port: int, workdir: Path, seconds: float, rounds: int) -> dict[st
 
     async def via_forwarder() -> None:
         url = f"http://127.0.0.1:{forwarder_port}/orders/{order_id}"
+        async with direct.get(url, headers=headers) as answer:
+            assert answer.status == 200
+            await answer.json()
+
+    async def via_raw_forwarder() -> None:
+        url = f"http://127.0.0.1:{raw_port}/orders/{order_id}"
         async with direct.get(url, headers=headers) as answer:
             assert answer.status == 200
             await answer.json()
@@ -243,10 +253,11 @@ async def _run(port: int, workdir: Path, seconds: float, rounds: int) -> dict[st
     paths = {
         "direct": via_direct,
         "forwarder": via_forwarder,
+        "forwarder-raw": via_raw_forwarder,
         "invoker": via_invoker,
         "mcp": via_mcp,
     }
-    compared = ("forwarder", "invoker", "mcp")
+    compared = ("forwarder", "forwarder-raw", "invoker", "mcp")
     results: dict[str, Any] = {"service_ms": SERVICE_MS, "levels": {}}
     try:
         for concurrency in (1, 16):
@@ -291,7 +302,7 @@ async def _run(port: int, workdir: Path, seconds: float, rounds: int) -> dict[st
     finally:
         await invoker.aclose()
         await direct.close()
-        for process in (gateway, forwarder):
+        for process in (gateway, forwarder, raw_forwarder):
             process.terminate()
             process.wait(timeout=10)
     results["cpu_us"] = await _cpu_cost(base, order_id, view, config, secrets, namespaces, headers)
@@ -370,9 +381,11 @@ def main(argv: list[str] | None = None) -> int:
     print("## invoke_tool overhead\n")
     print(
         f"Demo backend with a fixed {SERVICE_MS:g} ms service time, GET one order with a "
-        "verified JWT, four ways from one pooled aiohttp session: `direct`; `forwarder` "
+        "verified JWT, five ways from one pooled aiohttp session: `direct`; `forwarder` "
         "(the floor: a bare ASGI app under granian, run as the server runs, that forwards "
-        "the GET with aiohttp and nothing else); `invoker` (the Invoker in the load "
+        "the GET with aiohttp and nothing else); `forwarder-raw` (the same with a "
+        "hand-written HTTP/1.1 client on asyncio streams: the cheapest Python hop); "
+        "`invoker` (the Invoker in the load "
         "generator's process: identity, index lookup, validation, request building, send, "
         "interpretation); `mcp` (invoke_tool over HTTP through the real server, one granian "
         "worker). Goals: p50 added ≤ 1 ms; throughput at 16 callers ≥ 60% of direct.\n"
@@ -382,7 +395,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     print("|---:|---|---:|---:|---:|---:|---:|---:|---:|")
     for concurrency, level in results["levels"].items():
-        for label in ("direct", "forwarder", "invoker", "mcp"):
+        for label in ("direct", "forwarder", "forwarder-raw", "invoker", "mcp"):
             row = level[label]
             added = f"{row['added_p50_ms']:+.2f} ms" if "added_p50_ms" in row else ""
             ratio = f"{row['throughput_ratio']:.0%}" if "throughput_ratio" in row else ""
@@ -395,7 +408,8 @@ def main(argv: list[str] | None = None) -> int:
     paired = results["paired_added_ms"]
     print(
         f"- paired at 1 caller ({results['pairs']} pairs, median of per-pair differences): "
-        f"forwarder {paired['forwarder']:+.2f} ms, invoker {paired['invoker']:+.2f} ms, "
+        f"forwarder {paired['forwarder']:+.2f} ms, forwarder-raw "
+        f"{paired['forwarder-raw']:+.2f} ms, invoker {paired['invoker']:+.2f} ms, "
         f"mcp {paired['mcp']:+.2f} ms"
     )
     cpu = results["cpu_us"]

@@ -108,7 +108,7 @@ def _limit_malloc_arenas() -> None:
 def app_from_env() -> Litestar:
     """The app of one worker, built from the ``SEZZLEE_*`` variables the parent set."""
     _limit_malloc_arenas()  # first: before this worker's threads take arenas
-    # Imported here, in the worker: the parent process never needs Litestar or aiohttp,
+    # Imported here, in the worker: the parent process never needs Litestar or httptools,
     # and not importing them there takes ~0.3 s off the cold start.
     from server.app import create_app
     from server.proxy import Invoker

@@ -1,18 +1,14 @@
-"""Sending invoke_tool's requests: the only module that imports aiohttp.
+"""Sending invoke_tool's requests: where each one may go, and what its failures mean.
 
-One pooled keep-alive ``aiohttp`` session per backend (origin and connection settings)
-per process, created on first use and closed by :meth:`Invoker.aclose`. Each pool has the
-timeouts, CA bundle, client certificate, outbound proxy and concurrency limit of its
-spec's config. Redirects are never followed by the client; a redirect to the same origin
-is followed here (at most :data:`MAX_REDIRECTS`), one to any other origin is returned to
-the caller as the backend's answer, so credentials never leave the backend they were
-meant for. The response is streamed and cut at ``max_response_bytes``.
+One keep-alive connection pool (``server.outbound``) per backend (origin and connection
+settings) per process, created on first use and closed by :meth:`Invoker.aclose`. Each
+pool has the timeouts, CA bundle, client certificate, outbound proxy and concurrency
+limit of its spec's config. A redirect to the same origin is followed here (at most
+:data:`MAX_REDIRECTS`), one to any other origin is returned to the caller as the
+backend's answer, so credentials never leave the backend they were meant for. The
+answer is read within ``max_response_bytes``.
 
-Why aiohttp: its C parser and lean connection pool cost ~0.35 ms a loopback round trip
-where httpx's async transport cost ~0.65 ms (measured side by side against one granian
-backend); on invoke_tool's path that difference is most of the gateway's overhead.
-
-aiohttp's exceptions become ``ToolError`` values here, once, ``from exc`` (style.md §2.8).
+The pool's exceptions become ``ToolError`` values here, once, ``from exc`` (style.md §2.8).
 Every invoke writes one audit line on the ``sezzlee.audit`` logger: tool, version,
 outcome, status, latency and the caller id when known, never a credential.
 """
@@ -26,9 +22,7 @@ import time
 from typing import Any, Final, Protocol
 from urllib.parse import urljoin
 
-import aiohttp
 import msgspec
-import yarl
 
 from catalog.config import Config, SpecConfig
 from catalog.index_schema import InvokeRecord
@@ -53,6 +47,7 @@ from server.invoke import (
     interpret,
     origin_of,
 )
+from server.outbound import AnswerTooLarge, ConnectionFailed, Pool
 
 __all__ = ["MAX_REDIRECTS", "BackendSettings", "Invoker", "Proxy", "Targets"]
 
@@ -60,11 +55,9 @@ MAX_REDIRECTS: Final = 5
 _REDIRECTS: Final = frozenset({301, 302, 303, 307, 308})
 _DEFAULT_HEADERS: Final = (
     ("Accept", "*/*"),
-    ("Accept-Encoding", "gzip, deflate"),  # what aiohttp decodes without extras
+    ("Accept-Encoding", "gzip, deflate"),  # what server.outbound decodes
     ("User-Agent", "sezzlee"),
 )
-# aiohttp would add a Content-Type of its own to a body sent without one.
-_NO_AUTO_HEADERS: Final = ("Content-Type",)
 _AUDIT: Final = logging.getLogger("sezzlee.audit")
 _LOG: Final = logging.getLogger("sezzlee.invoke")
 
@@ -92,37 +85,27 @@ class Targets(Protocol):
 
 
 class _Backend:
-    """One backend's connection pool, concurrency limit and timeouts.
-
-    The session keeps no cookies: a pool shared by every caller would otherwise hand one
-    caller's cookies to the next.
+    """One backend's connection pool, concurrency limit and settings. No cookie jar: a
+    pool shared by every caller would otherwise hand one caller's cookies to the next.
     """
 
-    __slots__ = ("limit", "session", "settings")
+    __slots__ = ("limit", "pool", "settings")
 
     def __init__(self, settings: BackendSettings) -> None:
         self.settings = settings
         self.limit = asyncio.Semaphore(settings.max_concurrency)
-        connector = aiohttp.TCPConnector(
-            limit=settings.max_concurrency, ssl=_tls(settings), enable_cleanup_closed=False
-        )
-        self.session = aiohttp.ClientSession(
-            connector=connector,
-            cookie_jar=aiohttp.DummyCookieJar(),
-            timeout=aiohttp.ClientTimeout(
-                total=None,  # the whole call is bounded in Proxy.send
-                sock_connect=settings.connect_timeout_seconds,
-                sock_read=settings.timeout_seconds,
-            ),
-            skip_auto_headers=_NO_AUTO_HEADERS,
-            trust_env=False,  # the config's proxy only; HTTP(S)_PROXY never applies
-            raise_for_status=False,
+        self.pool = Pool(
+            settings.origin,
+            tls=_tls(settings),
+            proxy=settings.proxy,
+            connect_timeout=settings.connect_timeout_seconds,
+            keep=settings.max_concurrency,
         )
 
 
-def _tls(settings: BackendSettings) -> ssl.SSLContext | bool:
+def _tls(settings: BackendSettings) -> ssl.SSLContext | None:
     if not settings.origin.startswith("https:"):
-        return True
+        return None
     context = ssl.create_default_context(cafile=settings.ca_bundle)
     if settings.client_cert:
         context.load_cert_chain(settings.client_cert, settings.client_key)
@@ -137,7 +120,7 @@ class Proxy:
 
     def _backend(self, settings: BackendSettings) -> _Backend:
         backend = self._backends.get(settings)
-        if backend is None:  # created on the running loop, as aiohttp requires
+        if backend is None:
             backend = self._backends[settings] = _Backend(settings)
         return backend
 
@@ -190,52 +173,31 @@ class Proxy:
         headers: list[tuple[str, str]],
         body: bytes | None,
     ) -> BackendResponse:
-        budget = backend.settings.max_response_bytes
         given = {k.lower() for k, _ in headers}
         outgoing = [*(h for h in _DEFAULT_HEADERS if h[0].lower() not in given), *headers]
         try:
-            async with backend.session.request(
-                method,
-                # encoded=True: sent exactly as build_request percent-encoded it
-                yarl.URL(url, encoded=True),
-                headers=outgoing,
-                data=body,
-                allow_redirects=False,
-                proxy=backend.settings.proxy,
-            ) as response:
-                declared = response.content_length
-                if declared is not None and declared > budget:
-                    raise _too_large(budget)
-                chunks: list[bytes] = []
-                size = 0
-                async for chunk in response.content.iter_any():
-                    size += len(chunk)
-                    if size > budget:
-                        raise _too_large(budget)
-                    chunks.append(chunk)
-                return BackendResponse(
-                    status=response.status,
-                    headers=tuple(response.headers.items()),
-                    body=b"".join(chunks),
-                )
-        except TimeoutError as exc:  # a socket timeout (aiohttp's are TimeoutErrors)
+            answer = await backend.pool.request(
+                method, url, outgoing, body, budget=backend.settings.max_response_bytes
+            )
+        except AnswerTooLarge as exc:
+            raise _too_large(backend.settings.max_response_bytes) from exc
+        except TimeoutError as exc:  # the connection did not open in time
             raise BackendTimeout(
                 f"the backend did not answer in time ({type(exc).__name__})"
             ) from exc
-        except aiohttp.ClientPayloadError as exc:
-            raise BackendUnreachable(
-                f"the backend's answer could not be read or decoded ({type(exc).__name__})"
-            ) from exc
-        except (aiohttp.ClientError, OSError, ValueError) as exc:
+        except ConnectionFailed as exc:
+            raise BackendUnreachable(str(exc)) from exc
+        except (OSError, ValueError) as exc:
             raise BackendUnreachable(
                 f"the backend could not be reached ({type(exc).__name__}: {exc})"
             ) from exc
+        return BackendResponse(status=answer.status, headers=answer.headers, body=answer.body)
 
     async def aclose(self) -> None:
         """Close every connection pool."""
         backends, self._backends = list(self._backends.values()), {}
         for backend in backends:
-            await backend.session.close()
+            await backend.pool.aclose()
 
 
 def _too_large(budget: int) -> ResponseTooLarge:

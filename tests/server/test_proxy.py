@@ -8,8 +8,6 @@ index-backed view is exercised end to end in ``tests/e2e``.
 from __future__ import annotations
 
 import asyncio
-import datetime
-import ipaddress
 import json
 import logging
 import socket
@@ -22,10 +20,7 @@ from urllib.parse import parse_qs
 
 import pytest
 import uvicorn
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -43,6 +38,7 @@ from catalog.visibility import Audience, Verdict, visibility_key
 from server.errors import ToolError, UnknownTool
 from server.identity import Caller, Outbound, Secrets
 from server.proxy import Invoker
+from tests.server.certs import certificate, write_pem
 
 OAUTH = SecurityScheme(name="orders_auth", type="oauth2")
 SECURED = SecurityPolicy(
@@ -744,72 +740,14 @@ def test_outbound_proxy_from_config(echo: tuple[EchoApp, str]) -> None:
     assert payload["body"]["headers"]["host"] == "orders.internal:8001"
 
 
-def _certificate(
-    subject: str,
-    key: Any,
-    *,
-    issuer: tuple[str, Any] | None = None,
-    ca: bool = False,
-    ip: str | None = None,
-) -> Any:
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, subject)])
-    issuer_name, issuer_key = issuer if issuer else (subject, key)
-    now = datetime.datetime.now(datetime.UTC)
-    builder = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, issuer_name)]))
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(hours=1))
-        .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
-    )
-    if ca:
-        builder = builder.add_extension(
-            x509.KeyUsage(
-                digital_signature=True,
-                content_commitment=False,
-                key_encipherment=False,
-                data_encipherment=False,
-                key_agreement=False,
-                key_cert_sign=True,
-                crl_sign=True,
-                encipher_only=False,
-                decipher_only=False,
-            ),
-            critical=True,
-        )
-    else:
-        usage = ExtendedKeyUsageOID.SERVER_AUTH if ip else ExtendedKeyUsageOID.CLIENT_AUTH
-        builder = builder.add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
-    if ip:
-        builder = builder.add_extension(
-            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address(ip))]),
-            critical=False,
-        )
-    return builder.sign(issuer_key, hashes.SHA256())
-
-
-def _write_pem(path: Any, certificate: Any, key: Any) -> None:
-    path.with_suffix(".crt").write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
-    path.with_suffix(".key").write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.TraditionalOpenSSL,
-            serialization.NoEncryption(),
-        )
-    )
-
-
-def test_tls_with_a_custom_ca_and_a_client_certificate(tmp_path: Any) -> None:
+def test_tls_with_a_custom_ca_and_a_clientcertificate(tmp_path: Any) -> None:
     ca_key, server_key, client_key = (ec.generate_private_key(ec.SECP256R1()) for _ in range(3))
-    ca = _certificate("test CA", ca_key, ca=True)
-    _write_pem(tmp_path / "ca", ca, ca_key)
-    server_cert = _certificate("backend", server_key, issuer=("test CA", ca_key), ip="127.0.0.1")
-    _write_pem(tmp_path / "server", server_cert, server_key)
-    client_cert = _certificate("gateway", client_key, issuer=("test CA", ca_key))
-    _write_pem(tmp_path / "client", client_cert, client_key)
+    ca = certificate("test CA", ca_key, ca=True)
+    write_pem(tmp_path / "ca", ca, ca_key)
+    server_cert = certificate("backend", server_key, issuer=("test CA", ca_key), ip="127.0.0.1")
+    write_pem(tmp_path / "server", server_cert, server_key)
+    client_cert = certificate("gateway", client_key, issuer=("test CA", ca_key))
+    write_pem(tmp_path / "client", client_cert, client_key)
     server, base = serve(
         EchoApp(),
         lifespan="off",

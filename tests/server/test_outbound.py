@@ -1,0 +1,359 @@
+"""server/outbound.py: the keep-alive pool against raw loopback servers (real sockets).
+
+Each server here is a few lines of asyncio that answers exactly the bytes a case needs:
+framings (Content-Length, chunked, the close), codings, HEAD, interim answers, stale
+keep-alive connections, garbage, and a CONNECT proxy in front of a TLS backend.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import ssl
+import zlib
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import pytest
+from cryptography.hazmat.primitives.asymmetric import ec
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from server.outbound import Answer, AnswerTooLarge, ConnectionFailed, Pool
+from tests.server.certs import certificate, write_pem
+
+Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
+
+
+@asynccontextmanager
+async def raw_server(handler: Handler, *, tls: ssl.SSLContext | None = None) -> AsyncIterator[str]:
+    """``handler`` serves each connection; yields ``127.0.0.1:port``. On exit every
+    connection is closed and every handler finished, so nothing outlives the test's loop.
+    """
+    tasks: set[asyncio.Task[None]] = set()
+    writers: list[asyncio.StreamWriter] = []
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        tasks.add(task)
+        writers.append(writer)
+        try:
+            await handler(reader, writer)
+        except (ConnectionError, asyncio.IncompleteReadError, ssl.SSLError):
+            pass  # the client went away: what a case may do on purpose
+        finally:
+            writer.transport.abort()
+
+    server = await asyncio.start_server(serve, "127.0.0.1", 0, ssl=tls)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        yield f"127.0.0.1:{port}"
+    finally:
+        server.close()
+        for writer in writers:
+            writer.transport.abort()
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        await server.wait_closed()
+
+
+async def read_request(reader: asyncio.StreamReader) -> tuple[bytes, dict[str, str], bytes]:
+    """The request line, the headers (lower-cased names) and the body of one request."""
+    head = await reader.readuntil(b"\r\n\r\n")
+    line, *rest = head[:-4].split(b"\r\n")
+    headers = {}
+    for raw in rest:
+        name, _, value = raw.decode().partition(":")
+        headers[name.strip().lower()] = value.strip()
+    body = await reader.readexactly(int(headers.get("content-length", "0")))
+    return line, headers, body
+
+
+def pool(address: str, **kwargs: object) -> Pool:
+    options: dict[str, object] = {"tls": None, "proxy": None, "connect_timeout": 2.0, "keep": 4}
+    options.update(kwargs)
+    return Pool(f"http://{address}", **options)  # type: ignore[arg-type]
+
+
+async def get(p: Pool, address: str, path: str = "/", method: str = "GET") -> Answer:
+    return await p.request(method, f"http://{address}{path}", [], None, budget=10_000)
+
+
+def answer(body: bytes, *headers: str, status: str = "200 OK") -> bytes:
+    lines = [f"HTTP/1.1 {status}", *headers]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode() + body
+
+
+def test_content_length_chunked_and_close_delimited_answers() -> None:
+    replies = [
+        answer(b"hello", "Content-Length: 5"),
+        answer(b"3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n", "Transfer-Encoding: chunked"),
+        answer(b"until the close", "Connection: close"),  # no framing: the close ends it
+    ]
+    sockets: list[object] = []
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        sockets.append(writer)
+        while replies:
+            await read_request(reader)
+            reply = replies.pop(0)
+            writer.write(reply)
+            await writer.drain()
+            if b"Connection: close" in reply:
+                break
+        writer.close()
+
+    async def main() -> list[bytes]:
+        async with raw_server(handler) as address:
+            p = pool(address)
+            try:
+                return [(await get(p, address)).body for _ in range(3)]
+            finally:
+                await p.aclose()
+
+    assert asyncio.run(main()) == [b"hello", b"abcde", b"until the close"]
+    assert len(sockets) == 1  # keep-alive: one connection for all three
+
+
+def test_a_truncated_answer_and_garbage_are_connection_failures() -> None:
+    async def truncated(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_request(reader)
+        writer.write(answer(b"only part", "Content-Length: 100"))
+        writer.close()
+
+    async def garbage(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_request(reader)
+        writer.write(b"SSH-2.0-OpenSSH_9.6\r\n\r\n")
+        await writer.drain()
+
+    async def main(handler: Handler) -> str:
+        async with raw_server(handler) as address:
+            p = pool(address)
+            try:
+                await get(p, address)
+            except ConnectionFailed as exc:
+                return str(exc)
+            finally:
+                await p.aclose()
+            return "no error"
+
+    assert "mid-answer" in asyncio.run(main(truncated))
+    assert "not valid HTTP" in asyncio.run(main(garbage))
+
+
+def test_gzip_and_deflate_are_decoded_within_the_budget() -> None:
+    text = b"sezzlee " * 200
+    bodies = {
+        "/gzip": (gzip.compress(text), "gzip"),
+        "/zlib": (zlib.compress(text), "deflate"),
+        "/raw-deflate": (zlib.compress(text)[2:-4], "deflate"),  # what some servers send
+        "/bomb": (gzip.compress(b"\0" * 1_000_000), "gzip"),
+    }
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while True:
+            try:
+                line, headers, _ = await read_request(reader)
+            except asyncio.IncompleteReadError:
+                break
+            assert headers["accept-encoding"] == "gzip, deflate"
+            body, coding = bodies[line.split()[1].decode()]
+            writer.write(
+                answer(body, f"Content-Length: {len(body)}", f"Content-Encoding: {coding}")
+            )
+            await writer.drain()
+
+    async def main() -> list[bytes | str]:
+        got: list[bytes | str] = []
+        async with raw_server(handler) as address:
+            p = pool(address)
+            headers = [("Accept-Encoding", "gzip, deflate")]
+            try:
+                for path in bodies:
+                    try:
+                        reply = await p.request(
+                            "GET", f"http://{address}{path}", headers, None, budget=10_000
+                        )
+                        got.append(reply.body)
+                    except AnswerTooLarge:
+                        got.append("too large")
+            finally:
+                await p.aclose()
+        return got
+
+    assert asyncio.run(main()) == [text, text, text, "too large"]
+
+
+def test_head_interim_answers_and_declared_sizes() -> None:
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while True:
+            try:
+                line, _, _ = await read_request(reader)
+            except asyncio.IncompleteReadError:
+                break
+            if line.startswith(b"HEAD"):
+                writer.write(answer(b"", "Content-Length: 1234"))  # no body follows a HEAD
+            elif b"/big" in line:
+                writer.write(answer(b"", "Content-Length: 10001"))
+            else:
+                writer.write(answer(b"", "Link: </style.css>", status="103 Early Hints"))
+                writer.write(answer(b"done", "Content-Length: 4"))
+            await writer.drain()
+        writer.close()
+
+    async def main() -> tuple[Answer, Answer, str]:
+        async with raw_server(handler) as address:
+            p = pool(address)
+            try:
+                head = await get(p, address, method="HEAD")
+                interim = await get(p, address, "/hints")
+                try:
+                    await get(p, address, "/big")
+                    big = "read"
+                except AnswerTooLarge:
+                    big = "too large"
+            finally:
+                await p.aclose()
+        return head, interim, big
+
+    head, interim, big = asyncio.run(main())
+    assert (head.status, head.body, dict(head.headers)["Content-Length"]) == (200, b"", "1234")
+    assert (interim.status, interim.body) == (200, b"done")
+    assert big == "too large"  # refused from the declared length, before any body
+
+
+def test_a_stale_keep_alive_connection_is_retried_only_when_idempotent() -> None:
+    connections: list[int] = []
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        connections.append(1)
+        await read_request(reader)
+        writer.write(answer(b"ok", "Content-Length: 2"))  # says keep-alive...
+        await writer.drain()
+        await read_request(reader)  # ...but drops the next request unanswered
+        writer.close()
+
+    async def main(method: str) -> str:
+        async with raw_server(handler) as address:
+            p = pool(address)
+            try:
+                await get(p, address)
+                reply = await p.request(method, f"http://{address}/", [], b"", budget=100)
+                return reply.body.decode()
+            except ConnectionFailed:
+                return "failed"
+            finally:
+                await p.aclose()
+
+    assert asyncio.run(main("GET")) == "ok"
+    assert len(connections) == 2  # sent again, on a fresh connection
+    connections.clear()
+    assert asyncio.run(main("POST")) == "failed"  # the backend may have acted on it
+    assert len(connections) == 1
+
+
+def test_a_header_that_would_split_the_request_is_refused() -> None:
+    p = pool("127.0.0.1:9")
+    for header in (("X-A", "1\r\nHost: evil"), ("X-A\n", "1"), ("X:A", "1"), ("X-A", "\0")):
+        with pytest.raises(ValueError, match="would break the request"):
+            asyncio.run(p.request("GET", "http://127.0.0.1:9/", [header], None, budget=1))
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    body=st.binary(max_size=300),
+    chunked=st.booleans(),
+    cuts=st.lists(st.integers(min_value=1, max_value=400), max_size=6),
+)
+def test_any_packet_split_reads_the_same_answer(
+    body: bytes, chunked: bool, cuts: list[int]
+) -> None:
+    if chunked:
+        framed = (f"{len(body):x}\r\n".encode() + body + b"\r\n" if body else b"") + b"0\r\n\r\n"
+        reply = answer(framed, "Transfer-Encoding: chunked")
+    else:
+        reply = answer(body, f"Content-Length: {len(body)}")
+    pieces, start = [], 0
+    for cut in sorted(set(cuts)):
+        if start < cut < len(reply):
+            pieces.append(reply[start:cut])
+            start = cut
+    pieces.append(reply[start:])
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_request(reader)
+        for piece in pieces:
+            writer.write(piece)
+            await writer.drain()
+            await asyncio.sleep(0.001)
+
+    async def main() -> bytes:
+        async with raw_server(handler) as address:
+            p = pool(address)
+            try:
+                return (await get(p, address)).body
+            finally:
+                await p.aclose()
+
+    assert asyncio.run(main()) == body
+
+
+def test_https_through_a_connect_proxy_with_credentials(tmp_path: Path) -> None:
+    ca_key, server_key = (ec.generate_private_key(ec.SECP256R1()) for _ in range(2))
+    write_pem(tmp_path / "ca", certificate("test CA", ca_key, ca=True), ca_key)
+    cert = certificate("backend", server_key, issuer=("test CA", ca_key), ip="127.0.0.1")
+    write_pem(tmp_path / "server", cert, server_key)
+    server_tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    server_tls.load_cert_chain(tmp_path / "server.crt", tmp_path / "server.key")
+    client_tls = ssl.create_default_context(cafile=str(tmp_path / "ca.crt"))
+    seen: list[tuple[bytes, dict[str, str]]] = []
+
+    async def backend(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        line, headers, _ = await read_request(reader)
+        seen.append((line, headers))
+        writer.write(answer(b"secret", "Content-Length: 6"))
+        await writer.drain()
+
+    async def pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while data := await reader.read(65536):
+            writer.write(data)
+            await writer.drain()
+        writer.close()
+
+    async def proxy(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        line, headers, _ = await read_request(reader)
+        seen.append((line, headers))
+        host, _, port = line.split()[1].decode().rpartition(":")
+        up_reader, up_writer = await asyncio.open_connection(host, int(port))
+        try:
+            writer.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
+            await writer.drain()
+            await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
+        finally:
+            up_writer.transport.abort()
+
+    async def main() -> Answer:
+        async with raw_server(backend, tls=server_tls) as target, raw_server(proxy) as via:
+            p = Pool(
+                f"https://{target}",
+                tls=client_tls,
+                proxy=f"http://gate%40way:pa%3Ass@{via}",
+                connect_timeout=2.0,
+                keep=1,
+            )
+            try:
+                return await p.request("GET", f"https://{target}/x?y=1", [], None, budget=100)
+            finally:
+                await p.aclose()
+
+    reply = asyncio.run(main())
+    assert (reply.status, reply.body) == (200, b"secret")
+    (connect, proxy_headers), (request, backend_headers) = seen
+    assert connect.startswith(b"CONNECT 127.0.0.1:")
+    # Basic base64("gate@way:pa:ss"): the proxy URL's credentials, percent-decoded
+    assert proxy_headers["proxy-authorization"] == "Basic Z2F0ZUB3YXk6cGE6c3M="
+    assert request == b"GET /x?y=1 HTTP/1.1"
+    assert "proxy-authorization" not in backend_headers  # inside the tunnel: never sent on
