@@ -468,7 +468,7 @@ class PlanCache:
 
 
 def _clean(value: str) -> bool:
-    return not any(c in value for c in "\r\n\0")
+    return "\r" not in value and "\n" not in value and "\0" not in value
 
 
 def _forwarded_names(spec: SpecConfig, *, single: bool) -> tuple[str, ...]:
