@@ -27,18 +27,23 @@ from __future__ import annotations
 import asyncio
 import base64
 import ssl
+import time
 import zlib
 from typing import Final, NamedTuple
 from urllib.parse import unquote, urlsplit
 
 import httptools
 
-__all__ = ["Answer", "AnswerTooLarge", "ConnectionFailed", "Pool"]
+__all__ = ["IDLE_SECONDS", "Answer", "AnswerTooLarge", "ConnectionFailed", "Pool"]
 
 _IDEMPOTENT: Final = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS", "TRACE"})
 _WITH_BODY: Final = frozenset({"POST", "PUT", "PATCH"})
 _FORBIDDEN: Final = ("\r", "\n", "\0")
 _CONNECT_BUDGET: Final = 64 * 1024
+IDLE_SECONDS: Final = 4.0
+"""An idle connection is not reused after this long: backends close idle keep-alive
+connections on their own clocks (Node.js after 5 s), and reusing one just as it closes
+fails the request."""
 
 
 class ConnectionFailed(Exception):
@@ -267,7 +272,7 @@ class Pool:
                 self._proxy_auth = "Basic " + base64.b64encode(pair.encode()).decode("ascii")
         self._connect_timeout = connect_timeout
         self._keep = keep
-        self._idle: list[_Connection] = []
+        self._idle: list[tuple[_Connection, float]] = []  # (connection, idle since)
         self._closed = False
 
     async def request(
@@ -289,24 +294,38 @@ class Pool:
             ValueError: a header would break the request's framing.
         """
         head = self._head(method, url, headers, body)
-        for attempt in range(2):
-            conn, reused = (self._idle.pop(), True) if self._idle else (await self._open(), False)
-            if conn.closed:
-                continue
+        head_only = method == "HEAD"
+        conn = self._reusable()
+        if conn is not None:
             try:
-                answer = await conn.exchange(head, body, budget=budget, head_only=method == "HEAD")
+                return self._done(
+                    conn, await conn.exchange(head, body, budget=budget, head_only=head_only)
+                )
             except _Stale:
-                # The backend dropped a kept-alive connection as it was reused: nothing of
-                # the request was processed, so an idempotent one is sent once more.
-                if reused and attempt == 0 and method in _IDEMPOTENT:
-                    continue
-                raise
-            if conn.reusable and not self._closed and len(self._idle) < self._keep:
-                self._idle.append(conn)
-            else:
-                conn.close()
-            return answer
-        raise ConnectionFailed("the backend closed the connection")
+                # The backend closed the kept-alive connection as it was reused (its idle
+                # timeout raced ours): no answer began, and an idempotent request is sent
+                # once more, on a new connection. Any other is the caller's to retry.
+                if method not in _IDEMPOTENT:
+                    raise
+        conn = await self._open()
+        return self._done(conn, await conn.exchange(head, body, budget=budget, head_only=head_only))
+
+    def _reusable(self) -> _Connection | None:
+        """The most recently used idle connection still open and not idle too long."""
+        now = time.monotonic()
+        while self._idle:
+            conn, since = self._idle.pop()
+            if not conn.closed and now - since < IDLE_SECONDS:
+                return conn
+            conn.close()
+        return None
+
+    def _done(self, conn: _Connection, answer: Answer) -> Answer:
+        if conn.reusable and not self._closed and len(self._idle) < self._keep:
+            self._idle.append((conn, time.monotonic()))
+        else:
+            conn.close()
+        return answer
 
     def _head(
         self, method: str, url: str, headers: list[tuple[str, str]], body: bytes | None
@@ -373,5 +392,5 @@ class Pool:
         """Close every idle connection; those in use close when their exchange ends."""
         self._closed = True
         idle, self._idle = self._idle, []
-        for conn in idle:
+        for conn, _ in idle:
             conn.close()

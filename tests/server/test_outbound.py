@@ -20,6 +20,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from server import outbound
 from server.outbound import Answer, AnswerTooLarge, ConnectionFailed, Pool
 from tests.server.certs import certificate, write_pem
 
@@ -240,7 +241,7 @@ def test_a_stale_keep_alive_connection_is_retried_only_when_idempotent() -> None
         async with raw_server(handler) as address:
             p = pool(address)
             try:
-                await get(p, address)
+                await asyncio.gather(get(p, address), get(p, address))  # two kept alive
                 reply = await p.request(method, f"http://{address}/", [], b"", budget=100)
                 return reply.body.decode()
             except ConnectionFailed:
@@ -249,10 +250,36 @@ def test_a_stale_keep_alive_connection_is_retried_only_when_idempotent() -> None
                 await p.aclose()
 
     assert asyncio.run(main("GET")) == "ok"
-    assert len(connections) == 2  # sent again, on a fresh connection
+    assert len(connections) == 3  # sent again on a new connection, not the other idle one
     connections.clear()
     assert asyncio.run(main("POST")) == "failed"  # the backend may have acted on it
-    assert len(connections) == 1
+    assert len(connections) == 2
+
+
+def test_a_connection_idle_too_long_is_not_reused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(outbound, "IDLE_SECONDS", 0.05)
+    connections: list[int] = []
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        connections.append(1)
+        while True:
+            await read_request(reader)
+            writer.write(answer(b"ok", "Content-Length: 2"))
+            await writer.drain()
+
+    async def main() -> None:
+        async with raw_server(handler) as address:
+            p = pool(address)
+            try:
+                await get(p, address)
+                await get(p, address)  # at once: the same connection
+                await asyncio.sleep(0.1)
+                await get(p, address)  # idle too long: a new one
+            finally:
+                await p.aclose()
+
+    asyncio.run(main())
+    assert len(connections) == 2
 
 
 def test_a_header_that_would_split_the_request_is_refused() -> None:
