@@ -73,6 +73,17 @@ async def read_request(reader: asyncio.StreamReader) -> tuple[bytes, dict[str, s
     return line, headers, body
 
 
+async def requests(
+    reader: asyncio.StreamReader,
+) -> AsyncIterator[tuple[bytes, dict[str, str], bytes]]:
+    """Each request :func:`read_request` reads on one connection, until the client closes."""
+    while True:
+        try:
+            yield await read_request(reader)
+        except asyncio.IncompleteReadError:
+            return
+
+
 def pool(address: str, **kwargs: object) -> Pool:
     options: dict[str, object] = {"tls": None, "proxy": None, "connect_timeout": 2.0, "keep": 4}
     options.update(kwargs)
@@ -155,11 +166,7 @@ def test_gzip_and_deflate_are_decoded_within_the_budget() -> None:
     }
 
     async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        while True:
-            try:
-                line, headers, _ = await read_request(reader)
-            except asyncio.IncompleteReadError:
-                break
+        async for line, headers, _ in requests(reader):
             assert headers["accept-encoding"] == "gzip, deflate"
             body, coding = bodies[line.split()[1].decode()]
             writer.write(
@@ -190,11 +197,7 @@ def test_gzip_and_deflate_are_decoded_within_the_budget() -> None:
 
 def test_head_interim_answers_and_declared_sizes() -> None:
     async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        while True:
-            try:
-                line, _, _ = await read_request(reader)
-            except asyncio.IncompleteReadError:
-                break
+        async for line, _, _ in requests(reader):
             if line.startswith(b"HEAD"):
                 writer.write(answer(b"", "Content-Length: 1234"))  # no body follows a HEAD
             elif b"/big" in line:
@@ -262,8 +265,7 @@ def test_a_connection_idle_too_long_is_not_reused(monkeypatch: pytest.MonkeyPatc
 
     async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         connections.append(1)
-        while True:
-            await read_request(reader)
+        async for _ in requests(reader):
             writer.write(answer(b"ok", "Content-Length: 2"))
             await writer.drain()
 
