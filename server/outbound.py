@@ -29,17 +29,22 @@ import base64
 import ssl
 import time
 import zlib
-from typing import Final, NamedTuple
+from typing import Final
 from urllib.parse import unquote, urlsplit
 
 import httptools
 
-__all__ = ["IDLE_SECONDS", "Answer", "AnswerTooLarge", "ConnectionFailed", "Pool"]
+from server.invoke import BackendResponse
+
+__all__ = ["ACCEPT_ENCODING", "IDLE_SECONDS", "AnswerTooLarge", "ConnectionFailed", "Pool"]
 
 _IDEMPOTENT: Final = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS", "TRACE"})
 _WITH_BODY: Final = frozenset({"POST", "PUT", "PATCH"})
 _FORBIDDEN: Final = ("\r", "\n", "\0")
 _CONNECT_BUDGET: Final = 64 * 1024
+_CODINGS: Final = ("gzip", "deflate")
+ACCEPT_ENCODING: Final = ", ".join(_CODINGS)
+"""The ``Accept-Encoding`` to send: the codings an answer is decoded from."""
 IDLE_SECONDS: Final = 4.0
 """An idle connection is not reused after this long: backends close idle keep-alive
 connections on their own clocks (Node.js after 5 s), and reusing one just as it closes
@@ -52,14 +57,6 @@ class ConnectionFailed(Exception):
 
 class AnswerTooLarge(Exception):
     """The answer exceeds the response budget."""
-
-
-class Answer(NamedTuple):
-    """A backend's answer, body decoded."""
-
-    status: int
-    headers: tuple[tuple[str, str], ...]
-    body: bytes
 
 
 class _Stale(ConnectionFailed):
@@ -98,7 +95,7 @@ class _Connection(asyncio.Protocol):
         self.transport: asyncio.Transport | None = None
         self.closed = False
         self._parser = httptools.HttpResponseParser(self)
-        self._waiter: asyncio.Future[Answer] | None = None
+        self._waiter: asyncio.Future[BackendResponse] | None = None
         self._budget = 0
         self._head_only = False
         self._status = 0
@@ -161,7 +158,7 @@ class _Connection(asyncio.Protocol):
                     raise AnswerTooLarge
             elif lowered == "transfer-encoding":
                 self._framed = True
-            elif lowered == "content-encoding" and value.strip().lower() in ("gzip", "deflate"):
+            elif lowered == "content-encoding" and value.strip().lower() in _CODINGS:
                 self._decoder = _Decoder(value.strip().lower())
         if self._head_only:
             # llhttp cannot be told the request was HEAD (or CONNECT): the answer ends
@@ -191,7 +188,7 @@ class _Connection(asyncio.Protocol):
 
     async def exchange(
         self, head: bytes, body: bytes | None, *, budget: int, head_only: bool
-    ) -> Answer:
+    ) -> BackendResponse:
         """Send one request and read its answer; on any failure the connection closes."""
         assert self.transport is not None
         loop = asyncio.get_running_loop()
@@ -225,7 +222,9 @@ class _Connection(asyncio.Protocol):
 
     def _complete(self) -> None:
         if self._waiter is not None and not self._waiter.done():
-            answer = Answer(self._status, tuple(self._headers), b"".join(self._chunks))
+            answer = BackendResponse(
+                status=self._status, headers=tuple(self._headers), body=b"".join(self._chunks)
+            )
             self._waiter.set_result(answer)
 
     def _fail(self, exc: Exception) -> None:
@@ -283,7 +282,7 @@ class Pool:
         body: bytes | None,
         *,
         budget: int,
-    ) -> Answer:
+    ) -> BackendResponse:
         """Send a request to ``url`` (absolute, already encoded) and read the answer.
 
         Raises:
@@ -320,7 +319,7 @@ class Pool:
             conn.close()
         return None
 
-    def _done(self, conn: _Connection, answer: Answer) -> Answer:
+    def _done(self, conn: _Connection, answer: BackendResponse) -> BackendResponse:
         if conn.reusable and not self._closed and len(self._idle) < self._keep:
             self._idle.append((conn, time.monotonic()))
         else:

@@ -47,7 +47,7 @@ from server.invoke import (
     interpret,
     origin_of,
 )
-from server.outbound import AnswerTooLarge, ConnectionFailed, Pool
+from server.outbound import ACCEPT_ENCODING, AnswerTooLarge, ConnectionFailed, Pool
 
 __all__ = ["MAX_REDIRECTS", "BackendSettings", "Invoker", "Proxy", "Targets"]
 
@@ -55,7 +55,7 @@ MAX_REDIRECTS: Final = 5
 _REDIRECTS: Final = frozenset({301, 302, 303, 307, 308})
 _DEFAULT_HEADERS: Final = (
     ("Accept", "*/*"),
-    ("Accept-Encoding", "gzip, deflate"),  # what server.outbound decodes
+    ("Accept-Encoding", ACCEPT_ENCODING),
     ("User-Agent", "sezzlee"),
 )
 _AUDIT: Final = logging.getLogger("sezzlee.audit")
@@ -176,7 +176,7 @@ class Proxy:
         given = {k.lower() for k, _ in headers}
         outgoing = [*(h for h in _DEFAULT_HEADERS if h[0].lower() not in given), *headers]
         try:
-            answer = await backend.pool.request(
+            return await backend.pool.request(
                 method, url, outgoing, body, budget=backend.settings.max_response_bytes
             )
         except AnswerTooLarge as exc:
@@ -191,7 +191,6 @@ class Proxy:
             raise BackendUnreachable(
                 f"the backend could not be reached ({type(exc).__name__}: {exc})"
             ) from exc
-        return BackendResponse(status=answer.status, headers=answer.headers, body=answer.body)
 
     async def aclose(self) -> None:
         """Close every connection pool."""

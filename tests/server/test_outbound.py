@@ -21,7 +21,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from server import outbound
-from server.outbound import Answer, AnswerTooLarge, ConnectionFailed, Pool
+from server.invoke import BackendResponse
+from server.outbound import AnswerTooLarge, ConnectionFailed, Pool
 from tests.server.certs import certificate, write_pem
 
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
@@ -90,7 +91,7 @@ def pool(address: str, **kwargs: object) -> Pool:
     return Pool(f"http://{address}", **options)  # type: ignore[arg-type]
 
 
-async def get(p: Pool, address: str, path: str = "/", method: str = "GET") -> Answer:
+async def get(p: Pool, address: str, path: str = "/", method: str = "GET") -> BackendResponse:
     return await p.request(method, f"http://{address}{path}", [], None, budget=10_000)
 
 
@@ -208,7 +209,7 @@ def test_head_interim_answers_and_declared_sizes() -> None:
             await writer.drain()
         writer.close()
 
-    async def main() -> tuple[Answer, Answer, str]:
+    async def main() -> tuple[BackendResponse, BackendResponse, str]:
         async with raw_server(handler) as address:
             p = pool(address)
             try:
@@ -364,7 +365,7 @@ def test_https_through_a_connect_proxy_with_credentials(tmp_path: Path) -> None:
         finally:
             up_writer.transport.abort()
 
-    async def main() -> Answer:
+    async def main() -> BackendResponse:
         async with raw_server(backend, tls=server_tls) as target, raw_server(proxy) as via:
             p = Pool(
                 f"https://{target}",
