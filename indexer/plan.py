@@ -144,7 +144,8 @@ def file_documents(data: bytes, tools: int) -> FileDocuments:
         ValueError: ``data`` does not hold that many documents of each kind.
     """
     documents = _FILE_DECODER.decode(data) if data else FileDocuments((), ())
-    _check(len(documents.cards), len(documents.payloads), tools)
+    _check("card", len(documents.cards), tools, tools)
+    _check("payload", len(documents.payloads), payload_count(tools), tools)
     return documents
 
 
@@ -155,13 +156,13 @@ def card_texts(data: bytes, tools: int) -> tuple[str, ...]:
         ValueError: ``data`` does not hold ``tools`` card documents.
     """
     cards = _CARDS_DECODER.decode(data).cards if data else ()
-    _check(len(cards), payload_count(tools), tools)
+    _check("card", len(cards), tools, tools)
     return cards
 
 
-def _check(cards: int, payloads: int, tools: int) -> None:
-    if cards != tools or payloads != payload_count(tools):
-        raise ValueError(f"{cards} card and {payloads} payload documents for {tools} tools")
+def _check(kind: str, found: int, expected: int, tools: int) -> None:
+    if found != expected:
+        raise ValueError(f"{found} {kind} documents for {tools} tools, not {expected}")
 
 
 def decode_fields(
