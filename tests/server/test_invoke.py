@@ -7,6 +7,7 @@ import json
 from typing import Any
 from urllib.parse import urlsplit
 
+import jsonschema
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -149,6 +150,87 @@ def test_validator_cache_is_bounded() -> None:
         with pytest.raises(InvalidArguments):
             validator.validate(definition, {"x": "no"})
     assert len(validator._cache) == 2
+
+
+_PROPERTY_SCHEMAS: list[dict[str, Any]] = [
+    {"type": "string"},
+    {"type": "integer", "minimum": 0},
+    {"type": "number", "exclusiveMaximum": 2.5},
+    {"type": "boolean"},
+    {"type": ["string", "null"]},
+    {"enum": ["a", 1, None]},
+    {"const": 1},
+    {"type": "array", "items": {"type": "integer"}, "maxItems": 2},
+    {"type": "array", "uniqueItems": True},
+    {"type": "string", "pattern": "^[a-c]+$"},
+    {"type": "string", "minLength": 1, "maxLength": 3},
+    {"type": "string", "format": "date-time"},  # an annotation in 2020-12, never checked
+    {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]},
+    {"type": "object", "additionalProperties": {"type": "string"}},
+    {"anyOf": [{"type": "string"}, {"type": "integer"}]},
+    {"oneOf": [{"type": "integer"}, {"type": "number"}]},
+    {"not": {"type": "null"}},
+    {"multipleOf": 0.5},
+    {"$ref": "#/$defs/small"},
+]
+_KEYS = st.sampled_from(["a", "b", "c"])
+_JSON_VALUES = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-3, 3)
+    | st.floats(-3, 3, allow_nan=False, width=16)
+    | st.sampled_from(["", "a", "abc", "abcd", "2026-11-30T23:00:00Z", "not a date"]),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_KEYS, inner, max_size=2),
+    max_leaves=6,
+)
+
+
+@st.composite
+def _object_schemas(draw: st.DrawFn) -> dict[str, Any]:
+    properties = draw(st.dictionaries(_KEYS, st.sampled_from(_PROPERTY_SCHEMAS), max_size=3))
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": draw(st.lists(st.sampled_from(sorted(properties) or ["a"]), unique=True)),
+        "additionalProperties": draw(st.booleans()),
+        "$defs": {"small": {"type": "integer", "maximum": 1}},
+    }
+
+
+@settings(max_examples=300, deadline=None)
+@given(schema=_object_schemas(), arguments=st.dictionaries(_KEYS, _JSON_VALUES, max_size=3))
+def test_the_fast_check_refuses_exactly_what_jsonschema_refuses(
+    schema: dict[str, Any], arguments: dict[str, Any]
+) -> None:
+    # jsonschema-rs decides a valid call alone: it must never let through what the
+    # jsonschema package (the one that explains a refusal) would refuse.
+    definition = ToolDefinition(name="t", description="", input_schema=schema, version="v")
+    validator = ArgumentValidator()
+    assert validator._compiled(definition).fast is not None  # the fast path is taken
+    refused = not jsonschema.Draft202012Validator(schema).is_valid(arguments)
+    try:
+        validator.validate(definition, arguments)
+    except InvalidArguments:
+        assert refused
+    else:
+        assert not refused
+
+
+def test_a_schema_jsonschema_rs_cannot_compile_is_still_checked() -> None:
+    # ``\\Z`` is Python's end of string, not ECMA-262's: jsonschema-rs refuses the
+    # schema, and the jsonschema package checks its calls alone.
+    schema = {
+        "type": "object",
+        "properties": {"a": {"type": "string", "pattern": "^x\\Z"}, "n": {"type": "integer"}},
+    }
+    definition = ToolDefinition(name="t", description="", input_schema=schema, version="w")
+    validator = ArgumentValidator()
+    assert validator._compiled(definition).fast is None
+    validator.validate(definition, {"n": 1, "a": "x"})
+    with pytest.raises(InvalidArguments):
+        validator.validate(definition, {"n": "one"})
+    with pytest.raises(InvalidArguments):
+        validator.validate(definition, {"a": "xx"})
 
 
 # -- base URL ---------------------------------------------------------------------------
