@@ -27,6 +27,7 @@ Theory of operation (the seed page, invoke_tool; design.md, Error envelope):
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import re
 import uuid
@@ -275,6 +276,17 @@ def origin_of(url: str) -> str | None:
     return f"{parts.scheme}://{host}:{port}"
 
 
+@functools.lru_cache(maxsize=256)
+def _base_origin(base: str) -> str | None:
+    """:func:`origin_of` a base URL; None also for one with a query or a fragment.
+
+    Cached: a process meets a few base URLs, and every call needs its base's origin
+    twice (its check here, then the request's own origin).
+    """
+    parts = urlsplit(base)
+    return None if parts.query or parts.fragment else origin_of(base)
+
+
 def base_url_for(route: Route, override: str | None, *, tool: str) -> str:
     """The base URL calls go to: the config's override, else the document's server.
 
@@ -282,7 +294,7 @@ def base_url_for(route: Route, override: str | None, *, tool: str) -> str:
         BackendNotConfigured: neither is an absolute http(s) URL.
     """
     base = override or route.base_url
-    if not base or origin_of(base) is None or urlsplit(base).query or urlsplit(base).fragment:
+    if not base or _base_origin(base) is None:
         raise BackendNotConfigured(
             f"{tool} has no backend: its document gives no absolute server URL "
             f"({route.base_url or 'none'}) and the config sets no base_url"
@@ -320,9 +332,9 @@ def build_request(
     # A variant's defaults yield to the caller; its fixed values win (the schema already
     # refused a fixed argument, so this only adds them).
     args = {**route.default_arguments, **arguments, **route.fixed_arguments}
-    origin = origin_of(base_url)
+    origin = _base_origin(base_url)
     if origin is None:  # base_url_for already checked; a direct caller may not have
-        raise BackendNotConfigured(f"not an absolute http(s) URL: {base_url}")
+        raise BackendNotConfigured(f"not a base URL (absolute http(s), no query): {base_url}")
     path_values: dict[str, str] = {}
     query_parts: list[str] = []
     header_list: list[tuple[str, str]] = []
@@ -404,6 +416,8 @@ def _scalar(value: Any) -> str:
         return ""
     if isinstance(value, str):
         return value
+    if type(value) is int:  # most path and query values: str() is JSON's spelling
+        return str(value)
     if isinstance(value, int | float):
         return json.dumps(value)
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
