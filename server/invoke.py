@@ -18,7 +18,8 @@ Theory of operation (the seed page, invoke_tool; design.md, Error envelope):
    change the scheme, host, port or the path's shape. Header values with a control
    character (CR, LF, NUL and the rest RFC 9110 §5.5 forbids) are refused. OpenAPI
    ignores header parameters named Accept, Content-Type and Authorization
-   (3.1 §4.8.12.1); hop-by-hop headers are never taken from arguments.
+   (3.1 §4.8.12.1); hop-by-hop headers are never taken from arguments, nor is
+   Accept-Encoding (the proxy decodes the answer, so it says which codings it can).
 4. :func:`interpret`: 2xx is ``{"status", "body"}`` (JSON parsed, text as a string,
    anything else base64 with ``contentType`` and ``encoding``); anything else is
    ``backend_error`` with ``status``, ``body``, ``retryAfter``.
@@ -239,6 +240,7 @@ _IGNORED_HEADERS: Final = frozenset(
         "accept",  # OpenAPI: header parameters with these three names are ignored
         "content-type",
         "authorization",
+        "accept-encoding",  # the gateway decodes the answer, so it names the codings it can
         "host",  # hop-by-hop or framing: set by the client, never by an argument
         "content-length",
         "transfer-encoding",
