@@ -19,7 +19,7 @@ connection's close; gzip and deflate decoded (the only codings it asks for); TLS
 CA bundle and a client certificate; an HTTP proxy (absolute-form requests for http,
 a CONNECT tunnel for https, Basic credentials from the proxy URL). What it never does:
 follow a redirect, read proxies from the environment, keep cookies, or reuse a
-connection whose answer it did not read to the end.
+connection whose answer it did not read to the end, or that sent more than the answer.
 """
 
 from __future__ import annotations
@@ -141,6 +141,12 @@ class _Connection(asyncio.Protocol):
                 self._fail(ConnectionFailed(f"the backend's answer is not valid HTTP ({exc})"))
 
     # -- httptools callbacks
+
+    def on_message_begin(self) -> None:
+        if self._waiter is None or self._waiter.done():
+            # A second answer to one request (a body longer than its Content-Length,
+            # say): out of step, and the next caller would read this one's leftovers.
+            raise ConnectionFailed("the backend answered more than it was asked")
 
     def on_header(self, name: bytes, value: bytes) -> None:
         self._headers.append((name.decode("latin-1"), value.decode("latin-1")))

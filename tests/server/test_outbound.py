@@ -157,6 +157,35 @@ def test_a_truncated_answer_and_garbage_are_connection_failures() -> None:
     assert "not valid HTTP" in asyncio.run(main(garbage))
 
 
+def test_bytes_after_an_answer_retire_the_connection() -> None:
+    # A backend that sends more than one answer per request (a body longer than its
+    # Content-Length that happens to read as an answer) is out of step: a connection
+    # reused after it would hand one caller's leftovers to the next caller.
+    connections: list[int] = []
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        connections.append(len(connections))
+        async for line, _, _ in requests(reader):
+            own = line.split(b" ")[1]
+            writer.write(answer(own, f"Content-Length: {len(own)}"))
+            if own == b"/first":
+                writer.write(answer(b"/smuggled", "Content-Length: 9"))
+            await writer.drain()
+
+    async def main() -> list[bytes]:
+        async with raw_server(handler) as address:
+            p = pool(address)
+            try:
+                first = await get(p, address, "/first")
+                await asyncio.sleep(0.05)  # let any leftover bytes arrive
+                return [first.body, (await get(p, address, "/second")).body]
+            finally:
+                await p.aclose()
+
+    assert asyncio.run(main()) == [b"/first", b"/second"]
+    assert len(connections) == 2  # the first connection was not reused
+
+
 def test_gzip_and_deflate_are_decoded_within_the_budget() -> None:
     text = b"sezzlee " * 200
     bodies = {
