@@ -26,8 +26,10 @@ Example::
 
 from __future__ import annotations
 
+import os.path
 import re
 from typing import Final, Literal
+from urllib.parse import urlsplit
 
 import msgspec
 
@@ -51,6 +53,7 @@ __all__ = [
     "VisibilityConfig",
     "decode_config",
     "default_namespace",
+    "with_files_from",
 ]
 
 DEFAULT_ALLOWED_HOSTS: Final = ("127.0.0.1", "localhost", "[::1]", "::1")
@@ -121,9 +124,16 @@ class SpecConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
     """Header name → name of the environment variable holding its value."""
     timeout_seconds: float | None = None
     ca_bundle: str | None = None
+    """PEM file of the CA certificates this backend's TLS certificate is checked against
+    (absent: the system's). Like every file the config names, a relative path is taken
+    from the config file's directory."""
     client_cert: str | None = None
+    """PEM file of the client certificate sent to this backend (mutual TLS)."""
     client_key: str | None = None
+    """Its private key, when not in ``client_cert``'s file."""
     proxy: str | None = None
+    """``http://[user:password@]host:port``: the HTTP proxy this backend is reached
+    through (a CONNECT tunnel for an https backend). Never read from the environment."""
     max_concurrency: int | None = None
     credentials: dict[str, str] = msgspec.field(default_factory=dict)
     """Security scheme name → caller header that carries it, when it is not the obvious
@@ -270,8 +280,51 @@ def decode_config(data: bytes, *, file: str) -> Config:
             raise ConfigError(
                 file, f"specs.{source!r}.jwt: set hs256_secret_env or jwks_file, not both"
             )
+        if spec.client_key and not spec.client_cert:
+            raise ConfigError(file, f"specs.{source!r}.client_key: set client_cert too")
+        if spec.proxy is not None and not _is_http_proxy(spec.proxy):
+            # Not the value itself in the message: it may hold the proxy's password.
+            raise ConfigError(
+                file, f"specs.{source!r}.proxy: not an http://[user:password@]host[:port] URL"
+            )
     _check_curation(config.curation, file)
     return config
+
+
+def _is_http_proxy(url: str) -> bool:
+    """``http://[user:password@]host[:port][/]``, what ``server.outbound`` can speak to."""
+    try:
+        parts = urlsplit(url)
+        port_ok = parts.port is None or parts.port > 0
+    except ValueError:  # a port that is no number, or out of range
+        return False
+    return (
+        parts.scheme == "http"
+        and bool(parts.hostname)
+        and port_ok
+        and parts.path in ("", "/")
+        and not (parts.query or parts.fragment)
+    )
+
+
+def with_files_from(config: Config, directory: str) -> Config:
+    """``config`` with the TLS files of each spec taken from ``directory`` when relative
+    (the config file's directory: where its author wrote them from). Pure: paths only.
+    """
+    specs = {
+        source: msgspec.structs.replace(
+            spec,
+            ca_bundle=_from(directory, spec.ca_bundle),
+            client_cert=_from(directory, spec.client_cert),
+            client_key=_from(directory, spec.client_key),
+        )
+        for source, spec in config.specs.items()
+    }
+    return msgspec.structs.replace(config, specs=specs)
+
+
+def _from(directory: str, path: str | None) -> str | None:
+    return None if path is None else os.path.join(directory, path)  # an absolute path wins
 
 
 def _check_curation(curation: CurationConfig, file: str) -> None:

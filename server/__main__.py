@@ -20,9 +20,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
-from catalog.config import DEFAULT_ALLOWED_HOSTS, Config, decode_config
+from catalog.config import DEFAULT_ALLOWED_HOSTS, Config, decode_config, with_files_from
 from catalog.errors import ConfigError
 from server.identity import resolve_secrets
+from server.tls import tls_problems
 
 if TYPE_CHECKING:
     from litestar import Litestar
@@ -84,7 +85,8 @@ def _configure_logging(level: str) -> None:
 def _load_config(path: str | None) -> Config:
     if not path:
         return Config()
-    return decode_config(Path(path).read_bytes(), file=path)
+    config = decode_config(Path(path).read_bytes(), file=path)
+    return with_files_from(config, str(Path(path).parent))
 
 
 def _limit_malloc_arenas() -> None:
@@ -151,6 +153,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         resolve_secrets(config, environ=os.environ, read_file=lambda n: (base / n).read_bytes())
     except (ConfigError, OSError) as exc:
         print(f"sezzlee-server: {exc}", file=sys.stderr)
+        return 2
+    problems = tls_problems(config)
+    for problem in problems:
+        print(f"sezzlee-server: {args.config}: {problem}", file=sys.stderr)
+    if problems:
         return 2
     os.environ[_ENV_INDEX] = str(Path(args.index).resolve())
     os.environ[_ENV_CONFIG] = str(Path(args.config).resolve()) if args.config else ""

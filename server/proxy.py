@@ -48,6 +48,7 @@ from server.invoke import (
     origin_of,
 )
 from server.outbound import ACCEPT_ENCODING, AnswerTooLarge, ConnectionFailed, Pool
+from server.tls import tls_context
 
 __all__ = ["MAX_REDIRECTS", "BackendSettings", "Invoker", "Proxy", "Targets"]
 
@@ -106,10 +107,7 @@ class _Backend:
 def _tls(settings: BackendSettings) -> ssl.SSLContext | None:
     if not settings.origin.startswith("https:"):
         return None
-    context = ssl.create_default_context(cafile=settings.ca_bundle)
-    if settings.client_cert:
-        context.load_cert_chain(settings.client_cert, settings.client_key)
-    return context
+    return tls_context(settings.ca_bundle, settings.client_cert, settings.client_key)
 
 
 class Proxy:
@@ -135,7 +133,10 @@ class Proxy:
         """
         if request.origin != settings.origin or origin_of(request.url) != settings.origin:
             raise BackendUnreachable(f"refusing to send to {origin_of(request.url)}")
-        backend = self._backend(settings)
+        try:
+            backend = self._backend(settings)
+        except OSError as exc:  # checked at start-up, but a file can go away since
+            raise BackendUnreachable(f"this backend's TLS files cannot be used ({exc})") from exc
         # The socket timeouts bound each connect or read; this bounds the whole call, so a
         # backend that drips its answer (or a queue for a connection slot) cannot hold
         # the caller past the configured time.

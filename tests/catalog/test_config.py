@@ -9,6 +9,7 @@ from catalog.config import (
     SpecConfig,
     decode_config,
     default_namespace,
+    with_files_from,
 )
 from catalog.errors import ConfigError
 
@@ -95,6 +96,39 @@ def test_jwt_secret_and_jwks_are_exclusive() -> None:
     text = b'[specs."a.json".jwt]\nhs256_secret_env = "S"\njwks_file = "k.json"\n'
     with pytest.raises(ConfigError, match="not both"):
         decode_config(text, file="f.toml")
+
+
+@pytest.mark.parametrize(
+    "proxy",
+    ["socks5://u:secret@p:1080", "https://p:3128", "http://p:3128/path", "http:///x", "http://p:x"],
+)
+def test_a_proxy_must_be_an_http_url_and_its_value_is_not_repeated(proxy: str) -> None:
+    text = f'[specs."a.json"]\nproxy = "{proxy}"\n'.encode()
+    with pytest.raises(ConfigError, match=r"specs\.'a\.json'\.proxy") as caught:
+        decode_config(text, file="f.toml")
+    assert proxy not in str(caught.value)  # it may carry the proxy's password
+
+
+@pytest.mark.parametrize(
+    "proxy", ["http://p:3128", "http://u:p%40ss@p.example:8080/", "http://[::1]:3128"]
+)
+def test_http_proxies_are_accepted(proxy: str) -> None:
+    text = f'[specs."a.json"]\nproxy = "{proxy}"\n'.encode()
+    assert decode_config(text, file="f.toml").spec("a.json").proxy == proxy
+
+
+def test_a_client_key_needs_its_certificate() -> None:
+    with pytest.raises(ConfigError, match="set client_cert too"):
+        decode_config(b'[specs."a.json"]\nclient_key = "k.pem"\n', file="f.toml")
+
+
+def test_tls_files_are_taken_from_the_config_files_directory() -> None:
+    text = b'[specs."a.json"]\nca_bundle = "certs/ca.pem"\nclient_cert = "/etc/c.pem"\n'
+    config = with_files_from(decode_config(text, file="f.toml"), "/srv/gateway")
+    spec = config.spec("a.json")
+    assert spec.ca_bundle == "/srv/gateway/certs/ca.pem"
+    assert spec.client_cert == "/etc/c.pem"  # an absolute path stays as written
+    assert spec.client_key is None
 
 
 @pytest.mark.parametrize(

@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from server.__main__ import _load_config
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -43,3 +45,23 @@ def test_an_unset_secret_variable_fails_at_start_up(tmp_path: Path) -> None:
     answer = run("--index", str(tmp_path / "index"), "--config", str(config))
     assert answer.returncode == 2
     assert "SEZZLEE_TEST_SECRET_THAT_IS_UNSET" in answer.stderr
+
+
+def test_an_unusable_tls_file_fails_at_start_up(tmp_path: Path) -> None:
+    config = tmp_path / "sezzlee.toml"
+    config.write_text('[specs."a.yaml"]\nca_bundle = "missing-ca.pem"\n', encoding="utf-8")
+    answer = run("--index", str(tmp_path / "index"), "--config", str(config))
+    assert answer.returncode == 2
+    # named by its spec, and looked for next to the config file, not in the working dir
+    assert "specs.'a.yaml'" in answer.stderr
+    assert str(tmp_path / "missing-ca.pem") in answer.stderr
+
+
+def test_tls_files_are_read_from_the_config_files_directory(tmp_path: Path) -> None:
+    (tmp_path / "sezzlee.toml").write_text(
+        '[specs."a.yaml"]\nca_bundle = "ca.pem"\nclient_cert = "/abs/client.pem"\n',
+        encoding="utf-8",
+    )
+    spec = _load_config(str(tmp_path / "sezzlee.toml")).spec("a.yaml")
+    assert spec.ca_bundle == str(tmp_path / "ca.pem")
+    assert spec.client_cert == "/abs/client.pem"

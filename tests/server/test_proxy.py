@@ -773,5 +773,11 @@ def test_tls_with_a_custom_ca_and_a_clientcertificate(tmp_path: Any) -> None:
         anonymous = Invoker(config=Config(specs={"orders.yaml": no_cert}), secrets=Secrets())
         error = outcome(anonymous, echo_tool(base), "echo", {"p": "x"})["error"]
         assert error["code"] == "backend_unreachable"
+        # a CA bundle gone since start-up: a clear envelope, not an internal error
+        gone = SpecConfig(ca_bundle=str(tmp_path / "gone.crt"))
+        lost = Invoker(config=Config(specs={"orders.yaml": gone}), secrets=Secrets())
+        error = outcome(lost, echo_tool(base), "echo", {"p": "x"})["error"]
+        assert error["code"] == "backend_unreachable"
+        assert "TLS files" in error["message"]
     finally:
         server.should_exit = True
