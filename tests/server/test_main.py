@@ -28,33 +28,29 @@ def test_help_names_every_flag() -> None:
         assert flag in answer.stdout
 
 
-def test_a_config_typo_fails_naming_the_key(tmp_path: Path) -> None:
+def refused(tmp_path: Path, config_text: str) -> str:
+    """The server's stderr when it refuses to start with this config (exit status 2)."""
     config = tmp_path / "sezzlee.toml"
-    config.write_text("[server]\nallowed_hostz = ['x']\n", encoding="utf-8")
+    config.write_text(config_text, encoding="utf-8")
     answer = run("--index", str(tmp_path / "index"), "--config", str(config))
     assert answer.returncode == 2
-    assert "allowed_hostz" in answer.stderr
+    return answer.stderr
+
+
+def test_a_config_typo_fails_naming_the_key(tmp_path: Path) -> None:
+    assert "allowed_hostz" in refused(tmp_path, "[server]\nallowed_hostz = ['x']\n")
 
 
 def test_an_unset_secret_variable_fails_at_start_up(tmp_path: Path) -> None:
-    config = tmp_path / "sezzlee.toml"
-    config.write_text(
-        '[specs."a.yaml".jwt]\nhs256_secret_env = "SEZZLEE_TEST_SECRET_THAT_IS_UNSET"\n',
-        encoding="utf-8",
-    )
-    answer = run("--index", str(tmp_path / "index"), "--config", str(config))
-    assert answer.returncode == 2
-    assert "SEZZLEE_TEST_SECRET_THAT_IS_UNSET" in answer.stderr
+    text = '[specs."a.yaml".jwt]\nhs256_secret_env = "SEZZLEE_TEST_SECRET_THAT_IS_UNSET"\n'
+    assert "SEZZLEE_TEST_SECRET_THAT_IS_UNSET" in refused(tmp_path, text)
 
 
 def test_an_unusable_tls_file_fails_at_start_up(tmp_path: Path) -> None:
-    config = tmp_path / "sezzlee.toml"
-    config.write_text('[specs."a.yaml"]\nca_bundle = "missing-ca.pem"\n', encoding="utf-8")
-    answer = run("--index", str(tmp_path / "index"), "--config", str(config))
-    assert answer.returncode == 2
+    stderr = refused(tmp_path, '[specs."a.yaml"]\nca_bundle = "missing-ca.pem"\n')
     # named by its spec, and looked for next to the config file, not in the working dir
-    assert "specs.'a.yaml'" in answer.stderr
-    assert str(tmp_path / "missing-ca.pem") in answer.stderr
+    assert "specs.'a.yaml'" in stderr
+    assert str(tmp_path / "missing-ca.pem") in stderr
 
 
 def test_tls_files_are_read_from_the_config_files_directory(tmp_path: Path) -> None:
