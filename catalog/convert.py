@@ -34,6 +34,7 @@ from catalog.curation import EXTENSION, apply_extension
 from catalog.errors import RefError, SpecError
 from catalog.fingerprint import with_version
 from catalog.model import (
+    GATEWAY_HEADERS,
     Annotations,
     CatalogTool,
     JSONSchema,
@@ -72,9 +73,6 @@ _METHOD_HINTS: Final[dict[str, frozenset[str]]] = {
     "PUT": frozenset(("idempotentHint",)),
     "DELETE": frozenset(("destructiveHint", "idempotentHint")),
 }
-# OpenAPI 3 §4.8.12.1: these header parameters "SHALL be ignored"; the gateway sets
-# Content-Type from the chosen media type and Authorization comes from the caller.
-_IGNORED_HEADERS: Final = frozenset(("accept", "content-type", "authorization"))
 _DEFAULT_STYLE: Final[dict[str, str]] = {
     "path": "simple",
     "query": "form",
@@ -454,7 +452,7 @@ class DocumentConverter:
         credentials: frozenset[tuple[str, str]],
     ) -> None:
         wire = cast(str, parameter["name"])
-        if location == "header" and wire.lower() in _IGNORED_HEADERS:
+        if location == "header" and wire.lower() in GATEWAY_HEADERS:
             return
         if (location, wire.lower() if location == "header" else wire) in credentials:
             return

@@ -69,9 +69,10 @@ __all__ = [
     "visibility_summary",
 ]
 
-SCHEMA_VERSION: Final = 4
-"""Bumped on any change to the fields below or to what they hold; an index recorded
-with another version is rebuilt from the specs, never opened as is."""
+SCHEMA_VERSION: Final = 5
+"""Bumped on any change to the fields below or to what they hold, a conversion rule's
+included (5: the gateway's own header parameters left out of inputSchemas); an index
+recorded with another version is rebuilt from the specs, never opened as is."""
 
 META_ID: Final = "__meta__"
 EDGE_TOKENIZER: Final = "sezzlee_edge"

@@ -11,11 +11,12 @@ when true).
 
 from __future__ import annotations
 
-from typing import Any, Literal, TypeAlias
+from typing import Any, Final, Literal, TypeAlias
 
 import msgspec
 
 __all__ = [
+    "GATEWAY_HEADERS",
     "Annotations",
     "Card",
     "CatalogTool",
@@ -36,6 +37,28 @@ JSONSchema: TypeAlias = dict[str, Any]
 """A JSON Schema (2020-12) as plain JSON data."""
 
 Location: TypeAlias = Literal["path", "query", "header", "cookie", "body"]
+
+GATEWAY_HEADERS: Final = frozenset(
+    {
+        "accept",  # OpenAPI 3 §4.8.12.1: header parameters with these three names are
+        "content-type",  # ignored; the gateway sets Content-Type from the media type and
+        "authorization",  # Authorization comes from the caller
+        "accept-encoding",  # the gateway decodes the answer, so it names the codings it can
+        "cookie",  # built from the cookie parameters and the caller's credentials
+        "host",  # the backend's, from its base URL: no argument may change it
+        "content-length",  # framing and hop-by-hop headers: the gateway's HTTP client's
+        "transfer-encoding",
+        "connection",
+        "keep-alive",
+        "upgrade",
+        "te",
+        "trailer",
+        "proxy-authorization",
+        "proxy-connection",
+    }
+)
+"""Header parameters (lower-cased) that are never arguments: conversion leaves them out of
+the inputSchema, and invoke_tool never sends one from a call's arguments."""
 
 
 class Annotations(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, rename="camel"):

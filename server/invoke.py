@@ -18,8 +18,9 @@ Theory of operation (the seed page, invoke_tool; design.md, Error envelope):
    change the scheme, host, port or the path's shape. Header values with a control
    character (CR, LF, NUL and the rest RFC 9110 §5.5 forbids) are refused. OpenAPI
    ignores header parameters named Accept, Content-Type and Authorization
-   (3.1 §4.8.12.1); hop-by-hop headers are never taken from arguments, nor is
-   Accept-Encoding (the proxy decodes the answer, so it says which codings it can).
+   (3.1 §4.8.12.1); neither are hop-by-hop headers, Host, Cookie and Accept-Encoding
+   (:data:`catalog.model.GATEWAY_HEADERS`: conversion leaves them out of the inputSchema,
+   and this module still never sends one from arguments: a second line of defence).
 4. :func:`interpret`: 2xx is ``{"status", "body"}`` (JSON parsed, text as a string,
    anything else base64 with ``contentType`` and ``encoding``); anything else is
    ``backend_error`` with ``status``, ``body``, ``retryAfter``.
@@ -41,7 +42,7 @@ import jsonschema
 import jsonschema_rs
 import msgspec
 
-from catalog.model import ParameterBinding, Route, ToolDefinition
+from catalog.model import GATEWAY_HEADERS, ParameterBinding, Route, ToolDefinition
 from server.errors import (
     BackendError,
     BackendNotConfigured,
@@ -235,25 +236,6 @@ def _pointer(path: Sequence[object]) -> str:
 # -- 2. the request -----------------------------------------------------------------------
 
 _PATH_PARAM: Final = re.compile(r"\{([^{}]+)\}")
-_IGNORED_HEADERS: Final = frozenset(
-    {
-        "accept",  # OpenAPI: header parameters with these three names are ignored
-        "content-type",
-        "authorization",
-        "accept-encoding",  # the gateway decodes the answer, so it names the codings it can
-        "host",  # hop-by-hop or framing: set by the client, never by an argument
-        "content-length",
-        "transfer-encoding",
-        "connection",
-        "keep-alive",
-        "upgrade",
-        "te",
-        "trailer",
-        "proxy-authorization",
-        "proxy-connection",
-        "cookie",
-    }
-)
 _RESERVED_KEPT: Final = ":/?[]@!$'()*,;"
 """allowReserved keeps RFC 3986 reserved characters, except those that would split the
 query (``&``, ``=``, ``+``) or end it (``#``)."""
@@ -365,7 +347,7 @@ def build_request(
         elif binding.location == "query":
             query_parts.extend(_query_pairs(binding, value))
         elif binding.location == "header":
-            if binding.wire_name.lower() in _IGNORED_HEADERS or not _TOKEN.match(binding.wire_name):
+            if binding.wire_name.lower() in GATEWAY_HEADERS or not _TOKEN.match(binding.wire_name):
                 continue
             header_list.append((binding.wire_name, _header_value(binding, value)))
         elif binding.location == "cookie":

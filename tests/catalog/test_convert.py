@@ -294,6 +294,23 @@ def test_security_credentials_are_never_arguments() -> None:
     assert tool.security.namespace == "ns"
 
 
+@pytest.mark.parametrize(
+    "name",
+    ["Host", "cookie", "Accept-Encoding", "Content-Length", "Transfer-Encoding", "Connection"],
+)
+def test_the_gateways_own_headers_are_never_arguments(name: str) -> None:
+    # The gateway's client writes these; an argument could only contradict it.
+    parameters = [
+        {"name": name, "in": "header", "required": True, "schema": {"type": "string"}},
+        {"name": "X-Trace", "in": "header", "schema": {"type": "string"}},
+    ]
+    doc = openapi({"/a": {"get": {"parameters": parameters, "responses": {}}}})
+    tool = only_tool(doc)
+    assert list(tool.definition.input_schema["properties"]) == ["X-Trace"]
+    assert "required" not in tool.definition.input_schema
+    assert [b.wire_name for b in tool.route.bindings] == ["X-Trace"]
+
+
 def test_an_undeclared_security_scheme_fails_closed() -> None:
     doc = openapi(
         {"/a": {"get": {"security": [{"nowhere": ["x"]}], "responses": {}}}},
