@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import hashlib
 import shutil
 from pathlib import Path
 
 import pytest
 
-from catalog.config import Config
+from catalog.config import Config, SpecConfig
+from catalog.index_schema import SCHEMA_VERSION
+from catalog.load import convert_document
+from catalog.visibility import visibility_key
+from indexer.plan import encode_fields
 from indexer.report import Reporter
 from indexer.session import Session
 from tests.indexer.helpers import read_index
@@ -38,3 +43,28 @@ def test_github_spec_builds_one_document_per_operation(
     assert view.meta.files["github.json"].operations == len(view.tools)
     folded_tags = {tag for tags in view.meta.tags.values() for tag in tags}
     assert {"repos", "issues", "pulls"} <= folded_tags
+
+
+# What the index holds of GitHub's spec (conversion, folding, cards, payloads), as the
+# indexer spools it, per index format. An index of another format is rebuilt at start-up;
+# one of the same format is trusted. So a change that moves this digest must bump
+# SCHEMA_VERSION (catalog/index_schema.py) and record the new digest here, or indexes
+# built before it would go on serving what the old code made of unchanged documents.
+# (A rule no GitHub operation meets moves nothing here: bump by hand then too.)
+_GITHUB_DIGESTS: dict[int, str] = {5: "c1ece6d0d1439e35d1bc5595a087942d"}
+
+
+@pytest.mark.corpus
+def test_a_change_to_what_the_index_holds_bumps_its_format(github_spec_path: Path) -> None:
+    result = convert_document(
+        "api.github.com.json",
+        github_spec_path.read_bytes(),
+        namespace="github",
+        spec_config=SpecConfig(),
+        load=lambda other: (github_spec_path.parent / other).read_bytes(),
+    )
+    keys = [visibility_key(tool.security) for tool in result.tools]
+    digest = hashlib.blake2b(encode_fields(result.tools, keys), digest_size=16).hexdigest()
+    assert _GITHUB_DIGESTS.get(SCHEMA_VERSION) == digest, (
+        f"what the index holds changed ({digest}): bump SCHEMA_VERSION and record it"
+    )
