@@ -16,10 +16,8 @@ import tantivy
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from catalog.config import SpecConfig
 from catalog.index_schema import META_ID, build_schema
-from catalog.load import convert_document
-from catalog.model import CatalogTool
+from catalog.model import CatalogTool, SpecResult
 from catalog.query import clamp_request
 from catalog.visibility import PUBLIC_KEY, Audience, visibility_key
 from server.errors import ResponseTooLarge, UnknownTool
@@ -470,16 +468,9 @@ def test_hidden_words_do_not_change_the_ranking(tmp_path: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def github(tmp_path_factory: pytest.TempPathFactory, github_spec_path: Path) -> CatalogView:
-    result = convert_document(
-        "github.json",
-        github_spec_path.read_bytes(),
-        namespace="github",
-        spec_config=SpecConfig(),
-        load=lambda other: (github_spec_path.parent / other).read_bytes(),
-    )
-    assert len(result.tools) > 1000
-    return build_view(tmp_path_factory.mktemp("github") / "index", result.tools)
+def github(tmp_path_factory: pytest.TempPathFactory, github_conversion: SpecResult) -> CatalogView:
+    assert len(github_conversion.tools) > 1000
+    return build_view(tmp_path_factory.mktemp("github") / "index", github_conversion.tools)
 
 
 def test_github_schema_page_at_the_default_limit_is_refused(github: CatalogView) -> None:
