@@ -137,9 +137,9 @@ class Proxy:
             backend = self._backend(settings)
         except OSError as exc:  # checked at start-up, but a file can go away since
             raise BackendUnreachable(f"this backend's TLS files cannot be used ({exc})") from exc
-        # The socket timeouts bound each connect or read; this bounds the whole call, so a
-        # backend that drips its answer (or a queue for a connection slot) cannot hold
-        # the caller past the configured time.
+        # The pool bounds opening a connection (connect_timeout_seconds); this bounds the
+        # whole call, so a backend that is slow to answer or drips its answer (or a queue
+        # for a connection slot) cannot hold the caller past the configured time.
         try:
             async with asyncio.timeout(settings.timeout_seconds), backend.limit:
                 return await self._follow(backend, request)
@@ -176,12 +176,13 @@ class Proxy:
     ) -> BackendResponse:
         given = {k.lower() for k, _ in headers}
         outgoing = [*(h for h in _DEFAULT_HEADERS if h[0].lower() not in given), *headers]
+        budget = backend.settings.max_response_bytes
         try:
-            return await backend.pool.request(
-                method, url, outgoing, body, budget=backend.settings.max_response_bytes
-            )
+            return await backend.pool.request(method, url, outgoing, body, budget=budget)
         except AnswerTooLarge as exc:
-            raise _too_large(backend.settings.max_response_bytes) from exc
+            raise ResponseTooLarge(
+                f"the backend's answer exceeds the {budget}-byte response budget"
+            ) from exc
         except TimeoutError as exc:  # the connection did not open in time
             raise BackendTimeout(
                 f"the backend did not answer in time ({type(exc).__name__})"
@@ -198,10 +199,6 @@ class Proxy:
         backends, self._backends = list(self._backends.values()), {}
         for backend in backends:
             await backend.pool.aclose()
-
-
-def _too_large(budget: int) -> ResponseTooLarge:
-    return ResponseTooLarge(f"the backend's answer exceeds the {budget}-byte response budget")
 
 
 class Invoker:

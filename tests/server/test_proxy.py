@@ -740,7 +740,7 @@ def test_outbound_proxy_from_config(echo: tuple[EchoApp, str]) -> None:
     assert payload["body"]["headers"]["host"] == "orders.internal:8001"
 
 
-def test_tls_with_a_custom_ca_and_a_clientcertificate(tmp_path: Any) -> None:
+def test_tls_with_a_custom_ca_and_a_client_certificate(tmp_path: Any) -> None:
     ca_key, server_key, client_key = (ec.generate_private_key(ec.SECP256R1()) for _ in range(3))
     ca = certificate("test CA", ca_key, ca=True)
     write_pem(tmp_path / "ca", ca, ca_key)
