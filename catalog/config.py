@@ -308,8 +308,9 @@ def _is_http_proxy(url: str) -> bool:
 
 
 def with_files_from(config: Config, directory: str) -> Config:
-    """``config`` with the TLS files of each spec taken from ``directory`` when relative
-    (the config file's directory: where its author wrote them from). Pure: paths only.
+    """``config`` with every file a spec names (TLS files, ``jwt.jwks_file``) taken from
+    ``directory`` when relative (the config file's directory: where its author wrote them
+    from). Pure: paths only.
     """
     specs = {
         source: msgspec.structs.replace(
@@ -317,10 +318,17 @@ def with_files_from(config: Config, directory: str) -> Config:
             ca_bundle=_from(directory, spec.ca_bundle),
             client_cert=_from(directory, spec.client_cert),
             client_key=_from(directory, spec.client_key),
+            jwt=_jwt_from(directory, spec.jwt),
         )
         for source, spec in config.specs.items()
     }
     return msgspec.structs.replace(config, specs=specs)
+
+
+def _jwt_from(directory: str, jwt: JwtConfig | None) -> JwtConfig | None:
+    if jwt is None:
+        return None
+    return msgspec.structs.replace(jwt, jwks_file=_from(directory, jwt.jwks_file))
 
 
 def _from(directory: str, path: str | None) -> str | None:

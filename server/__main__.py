@@ -83,10 +83,15 @@ def _configure_logging(level: str) -> None:
 
 
 def _load_config(path: str | None) -> Config:
+    """The config file at ``path``, the files it names taken from its directory."""
     if not path:
         return Config()
     config = decode_config(Path(path).read_bytes(), file=path)
     return with_files_from(config, str(Path(path).parent))
+
+
+def _read_file(name: str) -> bytes:
+    return Path(name).read_bytes()
 
 
 def _limit_malloc_arenas() -> None:
@@ -118,12 +123,7 @@ def app_from_env() -> Litestar:
     _configure_logging(os.environ.get(_ENV_LOG_LEVEL, "info"))
     config_path = os.environ.get(_ENV_CONFIG) or None
     config = _load_config(config_path)
-    base = Path(config_path).parent if config_path else Path.cwd()
-    secrets = resolve_secrets(
-        config,
-        environ=os.environ,
-        read_file=lambda name: (base / name).read_bytes(),
-    )
+    secrets = resolve_secrets(config, environ=os.environ, read_file=_read_file)
     invoker = Invoker(config=config, secrets=secrets)
     return create_app(os.environ[_ENV_INDEX], config=config, secrets=secrets, invoker=invoker)
 
@@ -149,8 +149,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:  # fail at start-up, in the parent, with the file and key named
         config = _load_config(args.config)
-        base = Path(args.config).parent if args.config else Path.cwd()
-        resolve_secrets(config, environ=os.environ, read_file=lambda n: (base / n).read_bytes())
+        resolve_secrets(config, environ=os.environ, read_file=_read_file)
     except (ConfigError, OSError) as exc:
         print(f"sezzlee-server: {exc}", file=sys.stderr)
         return 2

@@ -122,13 +122,20 @@ def test_a_client_key_needs_its_certificate() -> None:
         decode_config(b'[specs."a.json"]\nclient_key = "k.pem"\n', file="f.toml")
 
 
-def test_tls_files_are_taken_from_the_config_files_directory() -> None:
-    text = b'[specs."a.json"]\nca_bundle = "certs/ca.pem"\nclient_cert = "/etc/c.pem"\n'
+def test_files_a_spec_names_are_taken_from_the_config_files_directory() -> None:
+    text = (
+        b'[specs."a.json"]\nca_bundle = "certs/ca.pem"\nclient_cert = "/etc/c.pem"\n'
+        b'[specs."a.json".jwt]\njwks_file = "keys.json"\n'
+        b'[specs."b.json"]\nnamespace = "b"\n'
+    )
     config = with_files_from(decode_config(text, file="f.toml"), "/srv/gateway")
     spec = config.spec("a.json")
     assert spec.ca_bundle == "/srv/gateway/certs/ca.pem"
     assert spec.client_cert == "/etc/c.pem"  # an absolute path stays as written
     assert spec.client_key is None
+    assert spec.jwt is not None
+    assert spec.jwt.jwks_file == "/srv/gateway/keys.json"
+    assert config.spec("b.json").jwt is None
 
 
 @pytest.mark.parametrize(
