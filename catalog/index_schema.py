@@ -31,7 +31,7 @@ from typing import Final, Literal
 import msgspec
 import tantivy
 
-from catalog.fold import MAX_GRAM, WordFolder, fold_tag, fold_words
+from catalog.fold import WordFolder, edge_grams, fold_tag, fold_words
 from catalog.model import CatalogTool, Problem, Route, SecurityPolicy
 from catalog.visibility import visibility_hash, visibility_key
 
@@ -54,6 +54,7 @@ __all__ = [
     "decode_invoke",
     "decode_meta",
     "decode_payloads",
+    "edge_analyzer",
     "encode_payloads",
     "fields_document",
     "json_document",
@@ -69,13 +70,15 @@ __all__ = [
     "visibility_summary",
 ]
 
-SCHEMA_VERSION: Final = 5
+SCHEMA_VERSION: Final = 6
 """Bumped on any change to the fields below or to what they hold, a conversion rule's
-included (5: the gateway's own header parameters left out of inputSchemas); an index
-recorded with another version is rebuilt from the specs, never opened as is."""
+included (6: edge fields hold their n-grams as one text; 5: the gateway's own header
+parameters left out of inputSchemas); an index recorded with another version is rebuilt
+from the specs, never opened as is."""
 
 META_ID: Final = "__meta__"
-EDGE_TOKENIZER: Final = "sezzlee_edge"
+EDGE_TOKENIZER: Final = "sezzlee_grams"
+"""The edge fields' analyzer: splits :func:`catalog.fold.edge_grams` text at spaces."""
 PAYLOAD: Final = "payload"
 """The raw field that names the tools a payload document holds."""
 PAYLOAD_GROUP: Final = 16
@@ -163,12 +166,14 @@ def build_schema() -> tantivy.Schema:
     return sb.build()
 
 
+def edge_analyzer() -> tantivy.TextAnalyzer:
+    """The analyzer registered as :data:`EDGE_TOKENIZER`."""
+    return tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.whitespace()).build()
+
+
 def register_analyzers(index: tantivy.Index) -> None:
     """Register the custom analyzers; needed after every open, in every process."""
-    edge = tantivy.TextAnalyzerBuilder(
-        tantivy.Tokenizer.ngram(1, MAX_GRAM, prefix_only=True)
-    ).build()
-    index.register_tokenizer(EDGE_TOKENIZER, edge)
+    index.register_tokenizer(EDGE_TOKENIZER, edge_analyzer())
 
 
 _JSON: Final = msgspec.json.Encoder()
@@ -188,7 +193,7 @@ class ToolFields(msgspec.Struct, frozen=True, kw_only=True, array_like=True):
 
     id: str
     source: str
-    words: tuple[tuple[str, tuple[str, ...]], ...]  # (edge field, folded words)
+    grams: tuple[tuple[str, str], ...]  # (edge field, its edge_grams text), `any` last
     exact: tuple[str, ...]
     tags: tuple[str, ...]
     visibility_key: str
@@ -206,6 +211,7 @@ def tool_fields(
     (the same result, much faster: folding is the costliest part of a document).
     """
     fold = folder.words if folder is not None else fold_words
+    expand = folder.edge_grams if folder is not None else edge_grams
     search = tool.search
     texts = {
         "name": [search.name],
@@ -215,12 +221,14 @@ def tool_fields(
         "route": [search.route],
         "desc": [search.description],
     }
-    words: list[tuple[str, tuple[str, ...]]] = []
+    grams: list[tuple[str, str]] = []
     exact: set[str] = set()
     for field, values in texts.items():
         folded = [word for value in values for word in fold(value)]
-        words.append((field, tuple(folded)))
+        grams.append((field, expand(folded)))
         exact.update(folded)
+    words = tuple(sorted(exact))
+    grams.append((_ANY, expand(words)))
     record = InvokeRecord(
         namespace=tool.namespace,
         source=tool.source,
@@ -231,8 +239,8 @@ def tool_fields(
     return ToolFields(
         id=tool.definition.name,
         source=tool.source,
-        words=tuple(words),
-        exact=tuple(sorted(exact)),
+        grams=tuple(grams),
+        exact=words,
         tags=tuple(sorted({fold_tag(t) for t in search.tags} - {""})),
         visibility_key=visibility_key,
         card=_JSON.encode(tool.card),
@@ -247,12 +255,10 @@ def fields_document(fields: ToolFields, *, ordinal: int) -> tantivy.Document:
     doc.add_text("id", fields.id)
     doc.add_text("source", fields.source)
     doc.add_unsigned("ord", ordinal)  # add_unsigned: a Python int would be i64 (notes §8.1)
-    for field, words in fields.words:
-        for word in words:
-            doc.add_text(field, word)  # one value per word: grams never cross words
+    for field, grams in fields.grams:
+        doc.add_text(field, grams)
     for word in fields.exact:
         doc.add_text(_EXACT, word)
-        doc.add_text(_ANY, word)
     for tag in fields.tags:
         doc.add_text("tags", tag)
     doc.add_text("vis", fields.visibility_key)
@@ -332,14 +338,14 @@ class JsonDocument(msgspec.Struct, frozen=True, kw_only=True):
 
     id: str
     source: str
-    name: tuple[str, ...]
-    terms: tuple[str, ...]
-    tagtext: tuple[str, ...]
-    args: tuple[str, ...]
-    route: tuple[str, ...]
-    desc: tuple[str, ...]
+    name: str
+    terms: str
+    tagtext: str
+    args: str
+    route: str
+    desc: str
     exact: tuple[str, ...]
-    any: tuple[str, ...]
+    any: str
     tags: tuple[str, ...]
     vis: str
     visk: int
@@ -348,18 +354,18 @@ class JsonDocument(msgspec.Struct, frozen=True, kw_only=True):
 
 def json_document(fields: ToolFields) -> JsonDocument:
     """The :class:`JsonDocument` of ``fields``."""
-    words = dict(fields.words)
+    grams = dict(fields.grams)
     return JsonDocument(
         id=fields.id,
         source=fields.source,
-        name=words["name"],
-        terms=words["terms"],
-        tagtext=words["tagtext"],
-        args=words["args"],
-        route=words["route"],
-        desc=words["desc"],
+        name=grams["name"],
+        terms=grams["terms"],
+        tagtext=grams["tagtext"],
+        args=grams["args"],
+        route=grams["route"],
+        desc=grams["desc"],
         exact=fields.exact,
-        any=fields.exact,
+        any=grams[_ANY],
         tags=fields.tags,
         vis=fields.visibility_key,
         visk=visibility_hash(fields.visibility_key),

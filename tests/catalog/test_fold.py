@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import pytest
+import tantivy
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from catalog.fold import MAX_GRAM, WordFolder, fold_tag, fold_words, prefold
+from catalog.fold import MAX_GRAM, WordFolder, edge_grams, fold_tag, fold_words, prefold
+from catalog.index_schema import edge_analyzer
+
+_TEXTS = st.text() | st.text(alphabet=st.sampled_from(list("aAbZ09_ -❶ßİǆ½Łé\u0301")), max_size=24)
 
 
 @pytest.mark.parametrize(
@@ -50,8 +54,24 @@ def test_fold_tag_is_whole(tag: str, folded: str) -> None:
     assert fold_tag(tag) == folded
 
 
-def test_max_gram_matches_the_edge_analyzer() -> None:
-    assert MAX_GRAM == 20
+_NGRAMS = tantivy.TextAnalyzerBuilder(
+    tantivy.Tokenizer.ngram(1, MAX_GRAM, prefix_only=True)
+).build()
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_TEXTS, max_size=4))
+def test_edge_fields_index_each_words_edge_ngrams(texts: list[str]) -> None:
+    # The edge field's analyzer, splitting edge_grams' text, yields exactly the tokens
+    # tantivy's edge n-gram tokenizer yields word by word (and so the same frequencies).
+    words = [word for text in texts for word in fold_words(text)]
+    expected = [gram for word in words for gram in _NGRAMS.analyze(word)]
+    assert edge_analyzer().analyze(edge_grams(words)) == expected
+
+
+def test_edge_grams_stop_at_max_gram() -> None:
+    assert edge_grams(["ab", "x" * 25]) == "a ab " + " ".join("x" * n for n in range(1, 21))
+    assert edge_grams([]) == ""
 
 
 @settings(max_examples=400, deadline=None)
@@ -78,13 +98,7 @@ _FOLDER = WordFolder()  # shared across examples, as it is across one document's
 
 
 @settings(max_examples=400, deadline=None)
-@given(
-    st.lists(
-        st.text() | st.text(alphabet=st.sampled_from(list("aAbZ09_ -❶ßİǆ½Łé\u0301")), max_size=24),
-        min_size=1,
-        max_size=4,
-    )
-)
+@given(st.lists(_TEXTS, min_size=1, max_size=4))
 def test_word_folder_folds_like_fold_words(texts: list[str]) -> None:
     # Remembered runs give exactly the uncached result, whatever was folded before,
     # including the letter/digit parts added once per text.
@@ -92,5 +106,7 @@ def test_word_folder_folds_like_fold_words(texts: list[str]) -> None:
         expected = fold_words(text)
         assert _FOLDER.words(text) == expected
         assert _FOLDER.words(text) == expected
+        assert _FOLDER.edge_grams(expected) == edge_grams(expected)
+        assert _FOLDER.edge_grams(expected) == edge_grams(expected)
     joined = " ".join(texts)
     assert _FOLDER.words(joined) == fold_words(joined)
