@@ -292,26 +292,32 @@ def assign_names(
             touched.add(files[source].namespace)
         if source in conversions:
             touched.add(conversions[source].namespace)
-    members: dict[str, list[tuple[str, tuple[str, ...]]]] = {}
+    # namespace → (source, names, fixed), sorted by source path
+    members: dict[str, list[tuple[str, tuple[str, ...], bool]]] = {}
     for source in sorted((set(files) | set(conversions)) - gone):
         conv = conversions.get(source)
         if conv is not None and conv.ok:
             if conv.namespace in touched:
                 raws = tuple(t.raw_name for t in conv.tools)
-                members.setdefault(conv.namespace, []).append((source, raws))
+                members.setdefault(conv.namespace, []).append((source, raws, False))
             continue
         entry = files.get(source)
         # Broken and never indexed: claims no names. A broken file keeps its last good
-        # tools, so it keeps their names too.
+        # tools exactly as indexed, published names included: they cannot move, so every
+        # other file's names are chosen around them.
         if entry is not None and entry.namespace in touched:
-            raws = tuple(t.raw_name for t in entry.tools)
-            members.setdefault(entry.namespace, []).append((source, raws))
+            kept = conv is not None or entry.state is FileState.BROKEN_KEPT_LAST_GOOD
+            names = tuple(t.name if kept else t.raw_name for t in entry.tools)
+            members.setdefault(entry.namespace, []).append((source, names, kept))
     finals: dict[str, tuple[str, ...]] = {}
     warnings: dict[str, tuple[Problem, ...]] = {}
     reconvert: set[str] = set()
     for group in members.values():
-        taken: set[str] = set()
-        for source, raws in group:  # sorted by source path
+        taken = {name for _, names, fixed in group if fixed for name in names}
+        for source, raws, fixed in group:
+            if fixed:
+                finals[source] = raws
+                continue
             own = set(raws)
             names: list[str] = []
             problems: list[Problem] = []

@@ -396,3 +396,35 @@ def test_missing_manifest_means_full_rebuild(
     assert result.full
     assert result.commit == 2
     assert len(read_index(index).tools) == 3
+
+
+def test_a_broken_documents_kept_names_are_never_given_to_another(
+    tmp_path: Path, quiet_reporter: Reporter
+) -> None:
+    # b.yaml was published as shared.foo_2, then broke (its tools kept as indexed). Once
+    # a.yaml is gone, c.yaml's foo must not become foo_2 again: two tools, one name.
+    specs = tmp_path / "specs"
+    specs.mkdir()
+    config = decode_config(
+        b'[specs."a.yaml"]\nnamespace = "shared"\n[specs."b.yaml"]\nnamespace = "shared"\n'
+        b'[specs."c.yaml"]\nnamespace = "shared"\n',
+        file="sezzlee.toml",
+    )
+    (specs / "a.yaml").write_text(spec_yaml("A", ["foo"]))
+    (specs / "b.yaml").write_text(spec_yaml("B", ["foo"]))
+    session = _session(specs, tmp_path / "index", quiet_reporter, config)
+    try:
+        session.sync()
+        (specs / "b.yaml").write_text("openapi: 3.0.3\npaths: [broken\n")
+        session.sync(["b.yaml"])
+        (specs / "a.yaml").unlink()
+        session.sync(["a.yaml"])
+        (specs / "c.yaml").write_text(spec_yaml("C", ["foo"]))
+        session.sync(["c.yaml"])
+    finally:
+        session.close()
+    view = read_index(tmp_path / "index")  # fails on two documents with one id
+    assert {name: tool["source"] for name, tool in view.tools.items()} == {
+        "shared.foo_2": "b.yaml",
+        "shared.foo": "c.yaml",
+    }
