@@ -307,13 +307,13 @@ def assign_names(
         # other file's names are chosen around them.
         if entry is not None and entry.namespace in touched:
             kept = conv is not None or entry.state is FileState.BROKEN_KEPT_LAST_GOOD
-            names = tuple(t.name if kept else t.raw_name for t in entry.tools)
-            members.setdefault(entry.namespace, []).append((source, names, kept))
+            claimed = tuple(t.name if kept else t.raw_name for t in entry.tools)
+            members.setdefault(entry.namespace, []).append((source, claimed, kept))
     finals: dict[str, tuple[str, ...]] = {}
     warnings: dict[str, tuple[Problem, ...]] = {}
     reconvert: set[str] = set()
     for group in members.values():
-        taken = {name for _, names, fixed in group if fixed for name in names}
+        taken = {name for _, claimed, fixed in group if fixed for name in claimed}
         for source, raws, fixed in group:
             if fixed:
                 finals[source] = raws

@@ -10,25 +10,22 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Iterable, Mapping
+import stat
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Final
 
 import msgspec
 
-__all__ = [
-    "SPEC_EXTENSIONS",
-    "ScannedFile",
-    "hash_bytes",
-    "is_spec_path",
-    "read_source",
-    "relative_source",
-    "scan",
-    "scan_paths",
-]
+__all__ = ["SPEC_EXTENSIONS", "UNREADABLE", "ScannedFile", "hash_bytes", "relative_source", "scan"]
 
 SPEC_EXTENSIONS: Final = (".json", ".yaml", ".yml")
+UNREADABLE: Final = ""
+"""The content hash of a file that exists but cannot be read (permissions, a symlink
+loop). It equals what a failed read records in the manifest, so the file is converted
+once, reported and its last good tools kept; it is never trusted from an earlier scan,
+so the file is read again as soon as it can be."""
 _HASH_THREADS: Final = 2
 
 
@@ -45,14 +42,6 @@ def hash_bytes(data: bytes) -> str:
     return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
-def is_spec_path(source: str) -> bool:
-    """Whether a relative path names a spec document (hidden files and dirs are not)."""
-    parts = source.split("/")
-    if any(part.startswith(".") or not part for part in parts):
-        return False
-    return parts[-1].lower().endswith(SPEC_EXTENSIONS)
-
-
 def relative_source(specs_dir: Path, path: Path) -> str | None:
     """``path`` relative to ``specs_dir`` with forward slashes, or None outside it."""
     try:
@@ -62,59 +51,98 @@ def relative_source(specs_dir: Path, path: Path) -> str | None:
     return rel.as_posix()
 
 
-def read_source(specs_dir: Path, source: str) -> bytes:
-    """The bytes of the file ``source`` (a path relative to ``specs_dir``)."""
-    return (specs_dir / source).read_bytes()
-
-
-def _scan_one(
-    specs_dir: Path, source: str, previous: Mapping[str, ScannedFile]
-) -> ScannedFile | None:
+def _scan_one(specs_dir: Path, source: str) -> ScannedFile | None:
     path = os.path.join(specs_dir, source)
     try:
         st = os.stat(path)
-        before = previous.get(source)
-        if before is not None and before.size == st.st_size and before.mtime_ns == st.st_mtime_ns:
-            return before
+    except (FileNotFoundError, NotADirectoryError):
+        return None  # gone since it was listed
+    except OSError:
+        return ScannedFile(content_hash=UNREADABLE, size=0, mtime_ns=0)
+    if not stat.S_ISREG(st.st_mode):
+        return None
+    try:
         with open(path, "rb") as fh:
             data = fh.read()
     except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
         return None
+    except OSError:
+        return ScannedFile(content_hash=UNREADABLE, size=st.st_size, mtime_ns=st.st_mtime_ns)
     return ScannedFile(content_hash=hash_bytes(data), size=st.st_size, mtime_ns=st.st_mtime_ns)
 
 
-def _walk(root: str, prefix: str, found: list[tuple[str, os.stat_result]]) -> None:
+def _walk(
+    root: str, prefix: str, seen: set[tuple[int, int]], found: list[tuple[str, os.stat_result]]
+) -> None:
     # scandir with string paths: the stat comes with the listing on most systems, and a
     # 2,600-file tree is listed in a few milliseconds (pathlib costs ten times more).
     try:
-        entries = list(os.scandir(root))
-    except (FileNotFoundError, NotADirectoryError):
+        entries = sorted(os.scandir(root), key=lambda e: e.name)
+    except OSError:
         return
     for entry in entries:
         if entry.name.startswith("."):
             continue
         source = f"{prefix}{entry.name}"
         try:
-            if entry.is_dir():
-                _walk(entry.path, f"{source}/", found)
-            elif entry.name.lower().endswith(SPEC_EXTENSIONS) and entry.is_file():
-                found.append((source, entry.stat()))
+            is_dir = entry.is_dir()
+        except OSError:  # a looping link: no telling what it was meant to be
+            is_dir = False
+        try:
+            if is_dir:
+                # Each directory once, by identity: a symlink back up the tree would
+                # otherwise be walked until the path is too long, every file many times.
+                st = entry.stat()
+                if (st.st_dev, st.st_ino) not in seen:
+                    seen.add((st.st_dev, st.st_ino))
+                    _walk(entry.path, f"{source}/", seen, found)
+            elif entry.name.lower().endswith(SPEC_EXTENSIONS):
+                try:
+                    st = entry.stat()
+                except OSError:
+                    # A link that cannot be followed: _scan_one drops a dangling one like
+                    # a deleted file and reports a looping one as unreadable.
+                    found.append((source, entry.stat(follow_symlinks=False)))
+                    continue
+                if stat.S_ISREG(st.st_mode):  # not a FIFO, whose read would block
+                    found.append((source, st))
         except OSError:
             continue
 
 
 def scan(
-    specs_dir: Path, previous: Mapping[str, ScannedFile] | None = None
+    specs_dir: Path,
+    previous: Mapping[str, ScannedFile] | None = None,
+    *,
+    skip: Path | None = None,
 ) -> dict[str, ScannedFile]:
-    """Every spec file under ``specs_dir``, sorted by relative path."""
+    """Every spec file under ``specs_dir``, sorted by relative path.
+
+    ``skip`` is a directory never entered: the index, when it lives under the spec
+    directory (its own files are not specs). Symlinked files are followed, wherever they
+    point; a directory is entered once, however many links lead to it.
+    """
     before = previous or {}
+    seen: set[tuple[int, int]] = set()
+    for directory in (specs_dir, skip):
+        try:
+            st = os.stat(directory) if directory is not None else None
+        except OSError:
+            continue
+        if st is not None:
+            seen.add((st.st_dev, st.st_ino))
     found: list[tuple[str, os.stat_result]] = []
-    _walk(str(specs_dir), "", found)
+    _walk(str(specs_dir), "", seen, found)
     result: dict[str, ScannedFile | None] = {}
     unknown: list[str] = []
     for source, st in sorted(found, key=lambda f: f[0]):
         known = before.get(source)
-        if known is not None and known.size == st.st_size and known.mtime_ns == st.st_mtime_ns:
+        if (
+            known is not None
+            and known.content_hash != UNREADABLE
+            and known.size == st.st_size
+            and known.mtime_ns == st.st_mtime_ns
+        ):
             result[source] = known
         else:
             result[source] = None
@@ -123,24 +151,6 @@ def scan(
         # Reading and BLAKE2b both release the GIL: two threads hashed APIs.guru's 425 MB
         # in 0.43 s where one took 0.68 s (2.1 s against 0.48 s with a cold page cache).
         with ThreadPoolExecutor(_HASH_THREADS) as pool:
-            hashed = pool.map(lambda source: _scan_one(specs_dir, source, {}), unknown)
+            hashed = pool.map(lambda source: _scan_one(specs_dir, source), unknown)
             result.update(zip(unknown, hashed, strict=True))
     return {source: scanned for source, scanned in result.items() if scanned is not None}
-
-
-def scan_paths(
-    specs_dir: Path, sources: Iterable[str], current: Mapping[str, ScannedFile]
-) -> dict[str, ScannedFile]:
-    """``current`` updated for the given sources only (a watch batch): a vanished file is
-    dropped, a new or changed one (re)hashed.
-    """
-    result = dict(current)
-    for source in sources:
-        if not is_spec_path(source):
-            continue
-        scanned = _scan_one(specs_dir, source, {})
-        if scanned is None:
-            result.pop(source, None)
-        else:
-            result[source] = scanned
-    return dict(sorted(result.items()))

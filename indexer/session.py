@@ -171,7 +171,8 @@ class Session:
         if config is not None:
             self.config = config
         stale = set(touched)
-        scanned = scan(self.specs_dir, {s: f for s, f in self.scanned.items() if s not in stale})
+        previous = {s: f for s, f in self.scanned.items() if s not in stale}
+        scanned = scan(self.specs_dir, previous, skip=self.index_dir)
         hashes = {s: f.content_hash for s, f in scanned.items()}
         config_hashes = self._config_hashes(scanned)
         full = self._full
