@@ -128,9 +128,16 @@ def coerce_arguments(arguments: object) -> tuple[dict[str, Any], bool]:
     if isinstance(arguments, dict):
         return arguments, False
     if isinstance(arguments, str):
+        # Read as strictly as the request body (msgspec): no NaN, no lone surrogates, a
+        # depth bound. json.loads took NaN, and its surrogates and recursion reached the
+        # request encoder as a crash.
         try:
-            parsed = json.loads(arguments)
-        except ValueError:
+            parsed = msgspec.json.decode(arguments)
+        except msgspec.ValidationError as exc:  # JSON, with a number out of range
+            raise InvalidType(
+                f"arguments must be an object; got a string holding JSON that cannot be read: {exc}"
+            ) from None
+        except (msgspec.DecodeError, RecursionError):
             raise InvalidType(
                 "arguments must be an object; got a string that is not JSON"
             ) from None
@@ -402,6 +409,10 @@ def _scalar(value: Any) -> str:
         return value
     if type(value) is int:  # most path and query values: str() is JSON's spelling
         return str(value)
+    if isinstance(value, float) and value.is_integer():
+        # 1.0 is a valid "integer" in JSON Schema, so it passed validation as one; the
+        # backend must get the integer it validated as, not "1.0".
+        return str(int(value))
     if isinstance(value, int | float):
         return json.dumps(value)
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
@@ -606,7 +617,9 @@ def interpret(response: BackendResponse) -> dict[str, Any]:
     retry_after = response.header("retry-after")
     if retry_after is not None:
         stripped = retry_after.strip()
-        extra["retryAfter"] = int(stripped) if stripped.isdigit() else stripped
+        # isascii: "²".isdigit() is true, and int("²") raises
+        digits = stripped.isascii() and stripped.isdigit()
+        extra["retryAfter"] = int(stripped) if digits else stripped
     if 300 <= response.status < 400 and response.header("location") is not None:
         extra["location"] = response.header("location")
     raise BackendError(f"the backend answered HTTP {response.status}", **extra)

@@ -269,6 +269,9 @@ class Invoker:
         except ToolError as error:
             outcome = error.code
             raise
+        except Exception:
+            outcome = "internal_error"  # the server answers -32603 and logs the traceback
+            raise
         finally:
             _AUDIT.info(
                 "invoke tool=%s version=%s outcome=%s status=%s latency_ms=%.1f caller=%s",

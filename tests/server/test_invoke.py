@@ -74,6 +74,10 @@ def test_string_holding_an_object_is_unwrapped_and_reported() -> None:
     ("value", "kind"),
     [
         ("not json", "a string that is not JSON"),
+        ("NaN", "a string that is not JSON"),  # json.loads took it
+        ('{"id": "\\ud800"}', "a string that is not JSON"),  # a lone surrogate
+        ("[" * 3000, "a string that is not JSON"),  # json.loads raised RecursionError
+        ("1" * 5000, "a string holding JSON that cannot be read"),
         ("[1, 2]", "a string holding JSON an array"),
         ("3", "a string holding JSON a number"),
         ([1, 2], "an array"),
@@ -273,6 +277,12 @@ def test_path_parameter_is_percent_encoded_whole() -> None:
 def test_dot_segments_are_escaped(value: str) -> None:
     request = build_request(path_route(), {"id": value}, base_url=BASE)
     assert request.url == f"{BASE}/orders/" + "%2E" * len(value)
+
+
+def test_whole_floats_are_sent_as_the_integers_they_validated_as() -> None:
+    # 1.0 is a JSON Schema integer: the backend must get /orders/1, not /orders/1.0.
+    assert build_request(path_route(), {"id": 1.0}, base_url=BASE).url == f"{BASE}/orders/1"
+    assert build_request(path_route(), {"id": 2.5}, base_url=BASE).url == f"{BASE}/orders/2.5"
 
 
 def test_path_styles() -> None:
@@ -606,3 +616,6 @@ def test_retry_after_is_passed_through() -> None:
     with pytest.raises(BackendError) as dated:
         interpret(response(503, b"", None, retry_after="Wed, 21 Oct 2026 07:28:00 GMT"))
     assert dated.value.envelope()["error"]["retryAfter"] == "Wed, 21 Oct 2026 07:28:00 GMT"
+    with pytest.raises(BackendError) as odd:  # "²".isdigit() is true; int("²") raises
+        interpret(response(429, b"", None, retry_after="\u00b2"))
+    assert odd.value.envelope()["error"]["retryAfter"] == "\u00b2"
