@@ -246,12 +246,13 @@ def dirty_sources(
         files: the manifest's entries.
         scanned: source → content hash of every spec file now present.
         config_hashes: source → hash of its config inputs (namespace and section).
-        forced: sources to convert whatever their hashes say.
+        forced: sources to convert whatever their hashes say (or delete, when gone: after
+            a crash the index can hold a file the manifest never recorded).
 
     Returns:
         (to convert, deleted).
     """
-    deleted = frozenset(files) - frozenset(scanned)
+    deleted = (frozenset(files) | frozenset(forced)) - frozenset(scanned)
     dirty: set[str] = set(forced) & set(scanned)
     for source, content_hash in scanned.items():
         entry = files.get(source)
@@ -584,8 +585,10 @@ def make_plan(
     files = dict(before)
     delete_sources: set[str] = set()
     for source in deleted:
-        if files.pop(source, None) is not None:
-            delete_sources.add(source)
+        # Whether or not the manifest knew it: a file can be in the index and not in the
+        # manifest after a crash between the commit and the manifest's rename.
+        files.pop(source, None)
+        delete_sources.add(source)
     referenced = {dep for conv in conversions.values() for dep in conv.dependencies}
     referenced |= {dep for e in files.values() for dep in e.dependencies}
     pending: dict[str, Conversion] = {}

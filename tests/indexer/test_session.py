@@ -428,3 +428,29 @@ def test_a_broken_documents_kept_names_are_never_given_to_another(
         "shared.foo_2": "b.yaml",
         "shared.foo": "c.yaml",
     }
+
+
+def test_a_file_added_before_a_crash_and_deleted_while_stopped_leaves_the_index(
+    specs: Path, tmp_path: Path, quiet_reporter: Reporter
+) -> None:
+    """The manifest never recorded it (killed before the rename); the index did."""
+    index = tmp_path / "index"
+    session = _session(specs, index, quiet_reporter)
+    session.sync()
+    stale = load_manifest(index)
+    (specs / "extra.yaml").write_text(spec_yaml("Extra", ["orphan"]))
+    session.sync(["extra.yaml"])
+    session.close()
+    assert stale is not None
+    save_manifest(index, stale)  # as if the rename never happened
+    (specs / "extra.yaml").unlink()
+    session = _session(specs, index, quiet_reporter)
+    try:
+        result = session.sync()
+    finally:
+        session.close()
+    assert result.committed
+    view = read_index(index)
+    assert set(view.tools) == {"pets.list_pets", "pets.get_pet", "shop.list_orders"}
+    assert view.meta is not None
+    assert "extra.yaml" not in view.meta.files
