@@ -18,6 +18,7 @@ __all__ = [
     "ConfigError",
     "CurationError",
     "InvalidSearchArguments",
+    "NotADocument",
     "RefError",
     "SpecError",
 ]
@@ -35,6 +36,12 @@ class SpecError(CatalogError):
         self.location = location
         self.reason = reason
         super().__init__(f"{file}: {location}: {reason}" if location else f"{file}: {reason}")
+
+
+class NotADocument(SpecError):
+    """The file parses, but holds no ``openapi`` or ``swagger`` field: not a document of
+    its own. The indexer treats it as a fragment when other documents ``$ref`` it.
+    """
 
 
 class RefError(SpecError):

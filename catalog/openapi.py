@@ -19,7 +19,7 @@ from typing import Any, Final, Literal, TypeAlias
 import msgspec
 import yaml
 
-from catalog.errors import SpecError
+from catalog.errors import NotADocument, SpecError
 
 __all__ = ["Document", "OpenAPIVersion", "parse_document", "parse_tree"]
 
@@ -127,7 +127,7 @@ def _version(source: str, tree: dict[str, Any]) -> OpenAPIVersion:
         raise SpecError(source, "/swagger", f"unsupported Swagger version {swagger!r}")
     if openapi is not None:
         raise SpecError(source, "/openapi", f"the version must be a string, not {openapi!r}")
-    raise SpecError(source, "/", "not an OpenAPI document: no 'openapi' or 'swagger' field")
+    raise NotADocument(source, "/", "not an OpenAPI document: no 'openapi' or 'swagger' field")
 
 
 def parse_document(source: str, data: bytes) -> Document:

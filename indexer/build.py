@@ -31,7 +31,7 @@ import msgspec
 
 from catalog.config import Config, CurationConfig, SpecConfig, default_namespace
 from catalog.curation import curate, for_namespace
-from catalog.errors import CurationError, SpecError
+from catalog.errors import CurationError, NotADocument, SpecError
 from catalog.fingerprint import with_version
 from catalog.index_schema import visibility_summary
 from catalog.load import convert_document
@@ -160,7 +160,10 @@ def convert_file(
         return _MSGPACK.encode(msgspec.structs.replace(failed, curation_error=True))
     except SpecError as exc:
         problem = Problem(file=exc.file or source, location=exc.location, reason=exc.reason)
-        return _MSGPACK.encode(_failed(source, content_hash, chash, namespace, problem))
+        failed = _failed(source, content_hash, chash, namespace, problem)
+        if isinstance(exc, NotADocument):
+            failed = msgspec.structs.replace(failed, fragment=True)
+        return _MSGPACK.encode(failed)
     except RecursionError:
         problem = Problem(file=source, location="", reason="document nested too deeply")
         return _MSGPACK.encode(_failed(source, content_hash, chash, namespace, problem))

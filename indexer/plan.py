@@ -195,6 +195,7 @@ class Conversion(msgspec.Struct, frozen=True, kw_only=True):
     policies: dict[str, SecurityPolicy] = msgspec.field(default_factory=dict)
     tags: dict[str, tuple[str, ...]] = msgspec.field(default_factory=dict)
     curation_error: bool = False  # not ok because a curation rule cannot be applied
+    fragment: bool = False  # not ok because it is no OpenAPI document (NotADocument)
 
 
 class FileAdd(msgspec.Struct, frozen=True, kw_only=True):
@@ -629,18 +630,23 @@ def make_plan(
                 problems=conv.problems,
                 dependencies=tuple(sorted(set(prev.dependencies) | set(conv.dependencies))),
             )
-        elif source in referenced:
-            # A fragment other documents $ref (not a document of its own): no tools.
-            problems = tuple(msgspec.structs.replace(p, severity="warning") for p in conv.problems)
-            state = check_transition(before_state, FileState.CHANGED)
-            files[source] = msgspec.structs.replace(base, state=state, problems=problems)
-            if prev is not None:
-                delete_sources.add(source)
         else:
+            # No tools: broken, or a fragment (decided below, with every other fragment).
             state = check_transition(before_state, FileState.BROKEN_NEVER_INDEXED)
-            files[source] = msgspec.structs.replace(base, state=state)
+            files[source] = msgspec.structs.replace(base, state=state, fragment=conv.fragment)
             if prev is not None:
                 delete_sources.add(source)
+    # A fragment is such only while some document $refs it: re-decided for every fragment,
+    # converted now or not, so that one added before its referrer (or outliving them)
+    # ends as a full build of the same directory would leave it.
+    refragmented: set[str] = set()
+    for source, entry in files.items():
+        if entry.fragment:
+            wanted = source in referenced
+            if source not in conversions and wanted != (entry.state in _GOOD):
+                refragmented.add(source)
+            state = FileState.CHANGED if wanted else FileState.BROKEN_NEVER_INDEXED
+            files[source] = _as_fragment(entry, state)
     for source, entry in files.items():
         if source not in conversions and entry.state is FileState.CHANGED:
             files[source] = msgspec.structs.replace(entry, state=FileState.FRESH)
@@ -687,8 +693,8 @@ def make_plan(
     fingerprint = catalog_fingerprint(_entry_sum(e) for e in files.values())
     operations = sum(len(e.tools) for e in files.values())
     statuses = {source: _status(entry) for source, entry in sorted(files.items())}
-    # Only files converted or deleted now can have a new status; compare just those.
-    touched = set(conversions) | set(deleted)
+    # Only files converted, deleted or re-decided as fragments now can have a new status.
+    touched = set(conversions) | set(deleted) | refragmented
     commit_needed = (
         full
         or force
@@ -730,6 +736,22 @@ def make_plan(
         meta=meta,
         operations_written=written,
         names=index,
+    )
+
+
+_GOOD: Final = frozenset({FileState.FRESH, FileState.CHANGED})
+
+
+def _as_fragment(entry: FileEntry, state: FileState) -> FileEntry:
+    """A fragment ``entry`` in ``state``: CHANGED (referenced; its problem a warning) or
+    BROKEN_NEVER_INDEXED (referenced by none; an error, as any file that is no document).
+    """
+    if entry.state in _GOOD and state is FileState.CHANGED:
+        return entry  # referenced before and now: unchanged
+    severity = "warning" if state is FileState.CHANGED else "error"
+    problems = tuple(msgspec.structs.replace(p, severity=severity) for p in entry.problems)
+    return msgspec.structs.replace(
+        entry, state=check_transition(entry.state, state), problems=problems
     )
 
 

@@ -454,3 +454,37 @@ def test_a_file_added_before_a_crash_and_deleted_while_stopped_leaves_the_index(
     assert set(view.tools) == {"pets.list_pets", "pets.get_pet", "shop.list_orders"}
     assert view.meta is not None
     assert "extra.yaml" not in view.meta.files
+
+
+def test_a_fragment_is_one_while_referenced_whatever_came_first(
+    specs: Path, tmp_path: Path, quiet_reporter: Reporter
+) -> None:
+    # Added before its referrer, it must end as a full build would leave it (a fragment,
+    # its problem a warning), and be broken again once nothing $refs it.
+    index = tmp_path / "index"
+    session = _session(specs, index, quiet_reporter)
+    api = spec_yaml("Api", ["getThing"]).replace(
+        "responses: {'200': {description: ok}}",
+        "responses: {'200': {description: ok, content: {application/json: "
+        "{schema: {$ref: 'schemas.yaml#/Thing'}}}}}",
+    )
+    try:
+        session.sync()
+        (specs / "schemas.yaml").write_text("Thing: {type: object}\n")
+        alone = session.sync(["schemas.yaml"])
+        (specs / "api.yaml").write_text(api)
+        referenced = session.sync(["api.yaml"])
+        status = read_index(index).meta.files["schemas.yaml"]  # type: ignore[union-attr]
+        (specs / "api.yaml").unlink()
+        orphaned = session.sync(["api.yaml"])
+    finally:
+        session.close()
+    assert alone.broken == 1
+    assert referenced.broken == 0
+    assert status.state in ("fresh", "changed")
+    assert [p.severity for p in status.problems] == ["warning"]
+    assert orphaned.committed
+    assert orphaned.broken == 1
+    final = read_index(index).meta.files["schemas.yaml"]  # type: ignore[union-attr]
+    assert final.state == "broken_never_indexed"
+    assert [p.severity for p in final.problems] == ["error"]
