@@ -29,12 +29,18 @@ class CatalogError(Exception):
 
 
 class SpecError(CatalogError):
-    """A document that cannot be converted, with the file, location and reason."""
+    """A document that cannot be converted, with the file, location and reason.
+
+    ``dependencies`` are the other files the conversion had tried to read by then (set by
+    :func:`catalog.load.convert_document`): a missing or broken one may be what failed
+    it, so its arrival or repair must convert the document again.
+    """
 
     def __init__(self, file: str, location: str, reason: str) -> None:
         self.file = file
         self.location = location
         self.reason = reason
+        self.dependencies: tuple[str, ...] = ()
         super().__init__(f"{file}: {location}: {reason}" if location else f"{file}: {reason}")
 
 

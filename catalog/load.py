@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 from catalog.config import SpecConfig
 from catalog.convert import DocumentConverter
+from catalog.errors import SpecError
 from catalog.model import SpecResult
 from catalog.openapi import parse_document
 
@@ -50,7 +51,11 @@ def convert_document(
     # fingerprint. The converter is made for this document only: its caches die with it.
     document = parse_document(source, data)
     converter = DocumentConverter(document, namespace=namespace, spec_config=spec_config, load=load)
-    tools = converter.tools()
+    try:
+        tools = converter.tools()
+    except SpecError as exc:
+        exc.dependencies = converter.dependencies
+        raise
     return SpecResult(
         source=source,
         tools=tuple(tools),

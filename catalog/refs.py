@@ -92,6 +92,9 @@ class Resolver:
     def _file(self, path: str, ref: str, base: str) -> Any:
         tree = self._files.get(path)
         if tree is None and path not in self._files:
+            # Before reading: a file that is missing or broken now is still one this
+            # document depends on, and its arrival or repair must convert it again.
+            self.dependencies.add(path)
             try:
                 data = self._load(path)
             except OSError as exc:
@@ -101,7 +104,6 @@ class Resolver:
             except SpecError as exc:
                 raise RefError(base, ref, f"{path}: {exc.location}: {exc.reason}") from exc
             self._files[path] = tree
-            self.dependencies.add(path)
         return tree
 
     def node(self, key: str, *, ref: str = "", base: str = "") -> Any:

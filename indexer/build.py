@@ -161,8 +161,10 @@ def convert_file(
     except SpecError as exc:
         problem = Problem(file=exc.file or source, location=exc.location, reason=exc.reason)
         failed = _failed(source, content_hash, chash, namespace, problem)
-        if isinstance(exc, NotADocument):
-            failed = msgspec.structs.replace(failed, fragment=True)
+        dependencies = tuple(sorted(set(exc.dependencies) - {source}))
+        failed = msgspec.structs.replace(
+            failed, fragment=isinstance(exc, NotADocument), dependencies=dependencies
+        )
         return _MSGPACK.encode(failed)
     except RecursionError:
         problem = Problem(file=source, location="", reason="document nested too deeply")

@@ -488,3 +488,26 @@ def test_a_fragment_is_one_while_referenced_whatever_came_first(
     final = read_index(index).meta.files["schemas.yaml"]  # type: ignore[union-attr]
     assert final.state == "broken_never_indexed"
     assert [p.severity for p in final.problems] == ["error"]
+
+
+def test_a_missing_referenced_file_converts_its_referrer_again_when_it_arrives(
+    specs: Path, tmp_path: Path, quiet_reporter: Reporter
+) -> None:
+    index = tmp_path / "index"
+    (specs / "api.yaml").write_text(
+        spec_yaml("Api", ["getThing"]).replace(
+            "responses: {'200': {description: ok}}",
+            "responses: {'200': {description: ok, content: {application/json: "
+            "{schema: {$ref: 'schemas.yaml#/Thing'}}}}}",
+        )
+    )
+    session = _session(specs, index, quiet_reporter)
+    try:
+        before = session.sync()
+        (specs / "schemas.yaml").write_text("Thing: {type: object}\n")
+        after = session.sync(["schemas.yaml"])  # what the watcher reports
+    finally:
+        session.close()
+    assert before.broken == 1
+    assert after.broken == 0
+    assert "api.get_thing" in read_index(index).tools
