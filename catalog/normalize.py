@@ -297,8 +297,9 @@ class Normalizer:
                     node, sub_has = self._norm(value, base, d)
                     out["items"] = node
                     has = has or sub_has
-                elif isinstance(value, list):
-                    # Draft 4 tuple form → 2020-12 prefixItems.
+                elif isinstance(value, list) and value:
+                    # Draft 4 tuple form → 2020-12 prefixItems (which must not be empty:
+                    # an empty tuple constrains nothing and is dropped).
                     result = self._norm_list(value, base, d)
                     if result is not None:
                         out["prefixItems"], sub_has = result
@@ -309,6 +310,9 @@ class Normalizer:
                     out[key], sub_has = result
                     has = has or sub_has
             elif key in _SCHEMA_MAPS:
+                if key == "patternProperties" and isinstance(value, dict):
+                    # Each key is a regex: one re cannot read goes, as an invalid pattern does.
+                    value = {name: sub for name, sub in value.items() if _valid_regex(name)}
                 result = self._norm_map(value, base, d)
                 if result is not None:
                     out[key], sub_has = result
@@ -345,8 +349,9 @@ class Normalizer:
             elif key in _ANY:
                 out[key] = value
             elif key == "dependentRequired" and isinstance(value, dict):
+                # The metaschema wants each list's names unique (as in "required").
                 out[key] = {
-                    name: [n for n in names if isinstance(n, str)]
+                    name: list(dict.fromkeys(n for n in names if isinstance(n, str)))
                     for name, names in value.items()
                     if isinstance(names, list)
                 }

@@ -41,6 +41,7 @@ from urllib.parse import quote, urlsplit
 import jsonschema
 import jsonschema_rs
 import msgspec
+import referencing.exceptions
 
 from catalog.model import GATEWAY_HEADERS, ParameterBinding, Route, ToolDefinition
 from server.errors import (
@@ -178,7 +179,10 @@ class ArgumentValidator:
     Only a call it refuses goes to the jsonschema package, whose errors (every failing
     path, with its message) make the ``invalid_arguments`` envelope; a call that package
     then finds valid is let through, so a refusal always comes with its reasons. A schema
-    jsonschema-rs cannot compile is checked by the jsonschema package alone.
+    jsonschema-rs cannot compile is checked by the jsonschema package alone. A schema the
+    jsonschema package cannot read (a regex ``re`` refuses, an unresolvable ``$ref``) is
+    explained by jsonschema-rs's own errors; one neither can read refuses every call,
+    saying so: no call goes to the backend unchecked.
 
     One per Invoker (never a module global): a process holds a bounded number of
     compiled schemas, the most recently used.
@@ -199,14 +203,19 @@ class ArgumentValidator:
         compiled = self._compiled(definition)
         if compiled.fast is not None and compiled.fast.is_valid(arguments):
             return
-        failures = sorted(
-            compiled.full.iter_errors(arguments), key=lambda e: [str(p) for p in e.absolute_path]
-        )
-        if not failures:
+        try:
+            failures = sorted(
+                compiled.full.iter_errors(arguments),
+                key=lambda e: [str(p) for p in e.absolute_path],
+            )
+            errors = [
+                {"path": _pointer(error.absolute_path), "message": error.message}
+                for error in failures
+            ]
+        except _UNREADABLE as exc:
+            errors = _fast_errors(compiled.fast, arguments, exc)
+        if not errors:
             return
-        errors = [
-            {"path": _pointer(error.absolute_path), "message": error.message} for error in failures
-        ]
         listed = "; ".join(f"{e['path'] or '/'}: {e['message']}" for e in errors[:5])
         raise InvalidArguments(
             f"arguments do not match the inputSchema of {definition.name}: {listed}",
@@ -225,6 +234,36 @@ class ArgumentValidator:
         else:
             self._cache.move_to_end(key)
         return compiled
+
+
+# What the jsonschema package raises, while checking, on a schema it cannot read. It
+# compiles lazily, so these come from iter_errors, not from the constructor.
+_UNREADABLE: Final = (
+    re.error,
+    referencing.exceptions.Unresolvable,
+    jsonschema.exceptions.UnknownType,
+    TypeError,
+    ValueError,
+    KeyError,
+    AttributeError,
+    RecursionError,
+)
+
+
+def _fast_errors(
+    fast: jsonschema_rs.Validator | None,
+    arguments: Mapping[str, Any],
+    unreadable: Exception,
+) -> list[dict[str, str]]:
+    """Why jsonschema-rs refused the call, for a schema the jsonschema package cannot read."""
+    if fast is None:
+        return [{"path": "", "message": f"the inputSchema cannot be checked: {unreadable}"}]
+    return [
+        {"path": _pointer(error.instance_path), "message": error.message}
+        for error in sorted(
+            fast.iter_errors(arguments), key=lambda e: [str(p) for p in e.instance_path]
+        )
+    ]
 
 
 def _fast(schema: dict[str, Any]) -> jsonschema_rs.Validator | None:

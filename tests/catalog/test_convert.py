@@ -666,6 +666,31 @@ def test_openapi_30_idioms_become_2020_12() -> None:
     }
 
 
+@pytest.mark.parametrize(
+    ("schema", "published"),
+    [
+        ({"type": "array", "items": []}, {"type": "array"}),
+        (
+            {"type": "object", "patternProperties": {"[a-": {"type": "string"}, "^x": {}}},
+            {"type": "object", "patternProperties": {"^x": {}}},
+        ),
+        (
+            {"type": "object", "dependentRequired": {"a": ["c", "b", "c", "b"]}},
+            {"type": "object", "dependentRequired": {"a": ["c", "b"]}},
+        ),
+    ],
+)
+def test_what_2020_12_rejects_is_never_published(
+    schema: dict[str, Any], published: dict[str, Any]
+) -> None:
+    # Were: prefixItems [], a patternProperties key re cannot compile, repeated names.
+    parameter = {"name": "p", "in": "query", "schema": schema}
+    doc = openapi30({"/a": {"get": {"parameters": [parameter], "responses": {}}}})
+    input_schema = only_tool(doc).definition.input_schema
+    assert input_schema["properties"]["p"] == published
+    _CHECK(input_schema)
+
+
 def test_openapi_31_ref_siblings_apply() -> None:
     schema = {
         "type": "object",

@@ -237,6 +237,42 @@ def test_a_schema_jsonschema_rs_cannot_compile_is_still_checked() -> None:
         validator.validate(definition, {"a": "xx"})
 
 
+def test_a_schema_the_jsonschema_package_cannot_read_is_explained_by_jsonschema_rs() -> None:
+    # ``\\p{L}`` (ECMA-262's letters) is a regex Python's re refuses: the jsonschema
+    # package raised re.error instead of explaining the refusal.
+    schema = {
+        "type": "object",
+        "properties": {
+            "p": {"type": "object", "patternProperties": {"\\p{L}": {"type": "string"}}}
+        },
+    }
+    definition = ToolDefinition(name="t", description="", input_schema=schema, version="x")
+    validator = ArgumentValidator()
+    assert validator._compiled(definition).fast is not None
+    validator.validate(definition, {"p": {"k": "v"}})
+    with pytest.raises(InvalidArguments) as caught:
+        validator.validate(definition, {"p": {"k": 1}})
+    (error,) = caught.value.envelope()["error"]["errors"]
+    assert error["path"] == "/p/k"
+    assert "string" in error["message"]
+
+
+def test_a_schema_neither_validator_can_read_refuses_the_calls_it_cannot_check() -> None:
+    schema = {
+        "type": "object",
+        "properties": {"p": {"type": "object", "patternProperties": {"[a-": {"type": "string"}}}},
+    }
+    definition = ToolDefinition(name="t", description="", input_schema=schema, version="y")
+    validator = ArgumentValidator()
+    assert validator._compiled(definition).fast is None
+    validator.validate(definition, {})  # the unreadable regex is never reached
+    with pytest.raises(InvalidArguments) as caught:
+        validator.validate(definition, {"p": {"k": 1}})
+    (error,) = caught.value.envelope()["error"]["errors"]
+    assert error["path"] == ""
+    assert "cannot be checked" in error["message"]
+
+
 # -- base URL ---------------------------------------------------------------------------
 
 
