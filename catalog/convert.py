@@ -572,10 +572,10 @@ class DocumentConverter:
         """Object members become arguments; any other body is the one argument ``body``
         (returns True then: the body is sent whole).
         """
+        if self._normalizer.flagged(raw, base, "readOnly"):
+            return True  # a read-only body, object or not, is nothing the caller can send
         members = self._members(raw, base, 0)
         if members is None:
-            if self._normalizer.flagged(raw, base, "readOnly"):
-                return True  # a read-only body is nothing the caller can send
             schema = self._normalizer.schema(raw, base, "in")
             arguments.add("body", "body", schema, required=required, wire_name="")
             return True

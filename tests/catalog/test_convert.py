@@ -368,6 +368,39 @@ def test_read_only_leaves_input_and_write_only_leaves_output() -> None:
     }
 
 
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"$ref": "#/components/schemas/Stamp"},
+        {"type": "object", "readOnly": True, "properties": {"at": {"type": "string"}}},
+        {"type": "string", "readOnly": True},
+    ],
+)
+def test_a_read_only_body_is_no_argument(body: dict[str, Any]) -> None:
+    # An object body's members became arguments though the body itself was read-only.
+    stamp = {
+        "type": "object",
+        "readOnly": True,
+        "properties": {"at": {"type": "string"}},
+        "required": ["at"],
+    }
+    doc = openapi30(
+        {
+            "/s": {
+                "post": {"requestBody": {"required": True, "content": _json(body)}, "responses": {}}
+            }
+        },
+        components={"schemas": {"Stamp": stamp}},
+    )
+    tool = only_tool(doc)
+    assert tool.definition.input_schema == {
+        "type": "object",
+        "properties": {},
+        "additionalProperties": False,
+    }
+    assert tool.route.bindings == ()
+
+
 def test_deprecated_parameters_are_kept_and_marked() -> None:
     doc = openapi(
         {
