@@ -75,6 +75,9 @@ _STRINGS: Final = frozenset(
     ("title", "description", "format", "contentMediaType", "contentEncoding")
 )
 _ANY: Final = frozenset(("const", "default"))
+_ANNOTATIONS: Final = frozenset(
+    ("title", "description", "deprecated", "readOnly", "writeOnly", "default", "examples")
+)
 _FLAG_OF: Final[dict[str, str]] = {"in": "readOnly", "out": "writeOnly"}
 
 
@@ -415,7 +418,9 @@ class Normalizer:
         elif isinstance(kind, list):
             if "null" not in kind:
                 out["type"] = [*kind, "null"]
-        elif any(k in out for k in ("allOf", "anyOf", "oneOf", "$ref")):
+        elif any(k not in _ANNOTATIONS and k != "enum" for k in out):
+            # Without a type, null needs a branch of its own: a typeless object
+            # (properties) gets "type": "object" at an outputSchema root, which refuses null.
             wrapped: dict[str, Any] = {}
             for key in ("description", "title", "deprecated", "readOnly", "writeOnly"):
                 if key in out:

@@ -586,6 +586,22 @@ def test_non_object_roots_are_wrapped_as_result(root: dict[str, Any]) -> None:
     assert schema == {"type": "object", "properties": {"result": root}, "required": ["result"]}
 
 
+def test_a_nullable_object_root_without_type_keeps_null() -> None:
+    # It was taken for an object root and given "type": "object": null was refused.
+    root = {"properties": {"id": {"type": "integer"}}, "nullable": True}
+    schema = only_tool(
+        openapi30({"/a": {"get": {"responses": _ok(root)}}})
+    ).definition.output_schema
+    assert schema == {
+        "type": "object",
+        "properties": {
+            "result": {"anyOf": [{"properties": {"id": {"type": "integer"}}}, {"type": "null"}]}
+        },
+        "required": ["result"],
+    }
+    assert jsonschema.Draft202012Validator(schema).is_valid({"result": None})
+
+
 def test_object_root_without_type_gets_type_object() -> None:
     schema = only_tool(
         openapi({"/a": {"get": {"responses": _ok({"properties": {"a": {"type": "string"}}})}}})
