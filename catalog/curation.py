@@ -268,7 +268,7 @@ def _variant(tool: CatalogTool, variant: Variant, rule: str) -> CatalogTool:
     for argument in variant.fixed:
         del properties[argument]
     for argument, value in variant.defaults.items():
-        properties[argument] = {**properties[argument], "default": value}
+        properties[argument] = {**_schema_object(properties[argument]), "default": value}
     required = [r for r in required if r not in variant.fixed and r not in variant.defaults]
     if required:
         schema["required"] = required
@@ -317,7 +317,7 @@ def _check_value(
 ) -> None:
     # Validate against the argument's schema with the root's $defs in reach, so a fixed
     # value the backend would reject is caught when the rule is written, not on invoke.
-    subject = {**schema, "$defs": root["$defs"]} if "$defs" in root else schema
+    subject = {**_schema_object(schema), "$defs": root["$defs"]} if "$defs" in root else schema
     errors = sorted(
         jsonschema.Draft202012Validator(subject).iter_errors(value), key=lambda e: e.path
     )
@@ -325,3 +325,12 @@ def _check_value(
         raise CurationError(
             rule, f"variant {variant!r}: value for {argument!r} is invalid: {errors[0].message}"
         )
+
+
+def _schema_object(schema: dict[str, Any] | bool) -> dict[str, Any]:
+    """A schema as an object, so keywords can be added: OpenAPI 3.1 allows the boolean
+    schemas ``true`` (anything) and ``false`` (nothing).
+    """
+    if isinstance(schema, bool):
+        return {} if schema else {"not": {}}
+    return schema

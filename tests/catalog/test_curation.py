@@ -201,6 +201,34 @@ def test_fixed_value_must_fit_the_argument_schema() -> None:
         curate([tool], rules)
 
 
+@pytest.mark.parametrize("with_defs", [False, True])
+def test_variants_on_boolean_argument_schemas(with_defs: bool) -> None:
+    # OpenAPI 3.1 allows the schemas true and false; merging a default into one (or
+    # adding the root's $defs to check a value) raised TypeError: the whole document
+    # failed as an internal error.
+    tool = make_tool(properties={"q": True, "r": False})
+    if with_defs:
+        schema = {**tool.definition.input_schema, "$defs": {"s": {"type": "string"}}}
+        definition = msgspec.structs.replace(tool.definition, input_schema=schema)
+        tool = msgspec.structs.replace(tool, definition=with_version(definition))
+
+    def variant(**defaults: object) -> CurationConfig:
+        return CurationConfig(
+            variants=(
+                VariantRule(
+                    match=Match(operation_id="repos/get"),
+                    tools=(Variant(name="v", description="d", defaults=defaults),),
+                ),
+            )
+        )
+
+    (published,) = curate([tool], variant(q="hello"))
+    assert published.definition.input_schema["properties"]["q"] == {"default": "hello"}
+    assert published.definition.input_schema["required"] == ["r"]
+    with pytest.raises(CurationError, match="value for 'r' is invalid"):
+        curate([tool], variant(r=1))
+
+
 def test_document_extension_excludes_overrides_and_declares_variants() -> None:
     tool = make_tool()
     assert apply_extension(tool, {"exclude": True}, file="github.json") == ()
