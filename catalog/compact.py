@@ -12,7 +12,8 @@ passes over a template from ``catalog.normalize``:
    reference inside a hoisted schema counts once, as it will appear once). A recursive
    reference is met again through its own body, so it always counts at least two.
 2. *emit*: copy the template spine; a target used once is inlined in place (keywords
-   written beside the ``$ref`` in 3.1 are merged over it), a target used more often
+   written beside the ``$ref`` in 3.1 are merged over it, or beside an ``allOf`` of it
+   when merging would change what they mean), a target used more often
    becomes ``{"$ref": "#/$defs/<name>"}`` and its body is emitted once under ``$defs``.
    Plain (reference-free) subtrees are shared, never copied.
 
@@ -43,6 +44,7 @@ import re
 from typing import Any, Final
 
 from catalog.normalize import (
+    ANNOTATIONS,
     Direction,
     Normalizer,
     Ref,
@@ -63,6 +65,19 @@ _TEMPLATES: Final = frozenset((Ref, TemplateDict, TemplateList))
 _INLINE: Final = ""  # the decision about a reference emitted in place
 _CUT: Final = "\0"  # the decision about a reference not expanded (no $defs name has NUL)
 _UNSAFE: Final = re.compile(r"[^A-Za-z0-9_.-]+")
+_READS_NEIGHBOURS: Final = frozenset(
+    (
+        "additionalProperties",
+        "unevaluatedProperties",
+        "items",
+        "unevaluatedItems",
+        "minContains",
+        "maxContains",
+        "then",
+        "else",
+    )
+)
+"""Keywords whose meaning depends on other keywords of the same schema object."""
 
 
 def _refs_in(node: Any) -> list[str]:
@@ -188,7 +203,7 @@ class _Compactor:
                 self._trail[-1][node.key] = _INLINE
             body = self._body(node.key)
             if node.extra is not None and isinstance(body, dict):
-                return {**body, **self.emit(node.extra)}
+                return _beside(body, self.emit(node.extra))
             return body
         # Plain children are final and shared; testing the type here saves a call each.
         if kind is TemplateDict:
@@ -232,6 +247,19 @@ class _Compactor:
             defs = {self._names[key]: self._body(key) for key in hoisted}
             out = {**out, "$defs": defs} if isinstance(out, dict) else out
         return out
+
+
+def _beside(body: dict[str, Any], siblings: dict[str, Any]) -> dict[str, Any]:
+    """An inlined target with the keywords written beside its ``$ref`` (3.1): what the
+    hoisted ``{"$ref": ..., **siblings}`` means, where both apply.
+    """
+    asserting = {key for key in siblings if key not in ANNOTATIONS}
+    if asserting and (asserting & body.keys() or _READS_NEIGHBOURS & (asserting | body.keys())):
+        # Merged, a sibling would replace the target's keyword (a "required" of its own)
+        # or change what a neighbour reads (additionalProperties and new properties).
+        return {"allOf": [body], **siblings}
+    # Annotations are written over the target's: the document's local description wins.
+    return {**body, **siblings}
 
 
 def compact(

@@ -31,6 +31,7 @@ from catalog.openapi import OpenAPIVersion
 from catalog.refs import Resolver, split_key
 
 __all__ = [
+    "ANNOTATIONS",
     "Direction",
     "Normalizer",
     "Ref",
@@ -75,9 +76,10 @@ _STRINGS: Final = frozenset(
     ("title", "description", "format", "contentMediaType", "contentEncoding")
 )
 _ANY: Final = frozenset(("const", "default"))
-_ANNOTATIONS: Final = frozenset(
+ANNOTATIONS: Final = frozenset(
     ("title", "description", "deprecated", "readOnly", "writeOnly", "default", "examples")
 )
+"""Keywords that only describe: they never refuse a value."""
 _FLAG_OF: Final[dict[str, str]] = {"in": "readOnly", "out": "writeOnly"}
 
 
@@ -418,7 +420,7 @@ class Normalizer:
         elif isinstance(kind, list):
             if "null" not in kind:
                 out["type"] = [*kind, "null"]
-        elif any(k not in _ANNOTATIONS and k != "enum" for k in out):
+        elif any(k not in ANNOTATIONS and k != "enum" for k in out):
             # Without a type, null needs a branch of its own: a typeless object
             # (properties) gets "type": "object" at an outputSchema root, which refuses null.
             wrapped: dict[str, Any] = {}

@@ -755,6 +755,45 @@ def test_openapi_31_ref_siblings_apply() -> None:
     }
 
 
+@pytest.mark.parametrize("uses", [1, 2])
+def test_openapi_31_ref_siblings_mean_the_same_inlined_or_hoisted(uses: int) -> None:
+    # Inlined, a sibling "required" replaced the target's: x was no longer required.
+    base = {
+        "type": "object",
+        "properties": {"x": {"type": "string"}, "y": {"type": "string"}},
+        "required": ["x"],
+        "additionalProperties": False,
+    }
+    properties: dict[str, Any] = {
+        "a": {
+            "$ref": "#/components/schemas/Base",
+            "required": ["y"],
+            "description": "Local",
+        },
+        "b": {"$ref": "#/components/schemas/Extra", "properties": {"z": {}}},
+    }
+    if uses == 2:
+        properties["c"] = {"$ref": "#/components/schemas/Base"}
+    extra = {"properties": {"x": {}}, "additionalProperties": False}
+    doc = openapi(
+        {"/a": {"get": {"responses": _ok({"type": "object", "properties": properties})}}},
+        components={"schemas": {"Base": base, "Extra": extra}},
+    )
+    schema = only_tool(doc).definition.output_schema
+    assert schema is not None
+    if uses == 1:
+        assert schema["properties"]["a"] == {
+            "allOf": [base],
+            "required": ["y"],
+            "description": "Local",
+        }
+    validator = jsonschema.Draft202012Validator(schema)
+    assert validator.is_valid({"a": {"x": "1", "y": "2"}})
+    assert not validator.is_valid({"a": {"y": "2"}})  # the target's required x
+    assert not validator.is_valid({"a": {"x": "1"}})  # the sibling's required y
+    assert not validator.is_valid({"b": {"z": 1}})  # Extra's additionalProperties
+
+
 def test_swagger_20_body_formdata_file_and_servers() -> None:
     doc = swagger(
         {
