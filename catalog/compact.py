@@ -21,8 +21,9 @@ A size budget keeps pathological reference graphs publishable (Microsoft Graph's
 entities reach thousands of schemas; a definition must stay a few dozen KB, not MB).
 Before counting, the references are explored breadth-first, level by level of ``$ref``
 nesting, adding each new target's own size (estimated JSON bytes); the first level that
-would take the total over :data:`MAX_SCHEMA_BYTES` is not expanded: its references
-become ``{"description": "<name>: not expanded ..."}`` (any value is accepted there).
+would take the total over :data:`MAX_SCHEMA_BYTES` (or lie deeper than
+:data:`MAX_REF_DEPTH` levels) is not expanded: its references become
+``{"description": "<name>: not expanded ..."}`` (any value is accepted there).
 Whole levels are cut, so the result is deterministic and the same for every replica; of
 GitHub's schemas only the issue timeline's is cut.
 
@@ -53,13 +54,18 @@ from catalog.normalize import (
 )
 from catalog.refs import unescape_token
 
-__all__ = ["MAX_SCHEMA_BYTES", "compact", "is_object_schema"]
+__all__ = ["MAX_REF_DEPTH", "MAX_SCHEMA_BYTES", "compact", "is_object_schema"]
 
 MAX_SCHEMA_BYTES: Final = 64 * 1024
 """Budget of what references pull into one published schema, in (estimated) bytes of
 JSON. Of GitHub's 1,223 operations only ``issues/list-events-for-timeline`` reaches it
 (its deepest level, 17 references, is cut; the definition is 48 KB instead of 80 KB);
 the largest GitHub definition is then 55 KB."""
+
+MAX_REF_DEPTH: Final = 64
+"""Levels of reference nesting expanded at most; deeper levels are cut like the budget
+cuts. APIs.guru's deepest is 16 levels. Emitting recurses a few frames per level, so a
+valid chain of ~165 references failed the operation with a RecursionError."""
 
 _TEMPLATES: Final = frozenset((Ref, TemplateDict, TemplateList))
 _INLINE: Final = ""  # the decision about a reference emitted in place
@@ -140,13 +146,15 @@ class _Compactor:
         # wrote for this operation); only what references pull in is.
         total, frontier = 0, list(dict.fromkeys(self._root_refs))
         seen: set[str] = set()
+        depth = 0
         while frontier:
             level = [key for key in dict.fromkeys(frontier) if key not in seen]
             if not level:
                 return
             shapes = [self._normalizer.shape(key, self._direction) for key in level]
             size = sum(own for own, _ in shapes)
-            if total + size > budget:
+            depth += 1
+            if total + size > budget or depth > MAX_REF_DEPTH:
                 self._stubbed.update(level)
                 return
             total += size

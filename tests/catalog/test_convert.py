@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from catalog.compact import MAX_SCHEMA_BYTES
+from catalog.compact import MAX_REF_DEPTH, MAX_SCHEMA_BYTES
 from catalog.convert import choose_status
 from catalog.model import Annotations, ParameterBinding
 from catalog.visibility import Verdict, decide
@@ -526,6 +526,32 @@ def test_huge_reference_graphs_are_cut_at_a_whole_level() -> None:
     text = msgspec.json.encode(schema)
     assert len(text) < MAX_SCHEMA_BYTES * 2
     assert b"not expanded" in text
+    _CHECK(schema)
+
+
+def test_a_long_reference_chain_is_cut_at_the_depth_limit_not_skipped() -> None:
+    # Small schemas, far under the budget: ~165 levels used to fail with RecursionError.
+    length = 300
+    schemas: dict[str, Any] = {
+        f"S{i}": {
+            "type": "object",
+            "properties": {"next": {"$ref": f"#/components/schemas/S{i + 1}"}},
+        }
+        for i in range(length)
+    }
+    schemas[f"S{length}"] = {"type": "string"}
+    doc = openapi(
+        {"/a": {"get": {"responses": _ok({"$ref": "#/components/schemas/S0"})}}},
+        components={"schemas": schemas},
+    )
+    schema = only_tool(doc).definition.output_schema
+    assert schema is not None
+    depth, node = 0, schema
+    while "properties" in node:
+        node = node["properties"]["next"]
+        depth += 1
+    assert depth == MAX_REF_DEPTH
+    assert "not expanded" in node["description"]
     _CHECK(schema)
 
 
