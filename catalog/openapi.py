@@ -5,9 +5,11 @@ Pure: no I/O (the caller hands over bytes). JSON goes through ``msgspec.json`` (
 ``CSafeLoader``. Parser exceptions become :class:`~catalog.errors.SpecError` here, once,
 naming the file and the line (style.md rule 8).
 
-YAML's implicit typing would turn a response code ``200:`` into an ``int`` key and
-``2024-01-01`` into a ``date``; both are turned back into the strings a JSON document
-would hold, so that the rest of the catalog only ever sees JSON data.
+OpenAPI documents are YAML 1.2, so plain scalars are typed by the YAML 1.2 core schema
+rather than PyYAML's YAML 1.1 one: ``on``, ``no`` and ``1_000`` stay strings. Implicit
+typing still turns a response code ``200:`` into an ``int`` key and ``2024-01-01`` into
+a ``date``; both are turned back into the strings a JSON document would hold, so that
+the rest of the catalog only ever sees JSON data.
 """
 
 from __future__ import annotations
@@ -29,6 +31,45 @@ _JSON: Final = msgspec.json.Decoder()
 _BYTE_OFFSET: Final = re.compile(r"byte (\d+)")
 _BOM: Final = b"\xef\xbb\xbf"
 _YAML_SUFFIXES: Final = (".yaml", ".yml")
+_BOOL_TAG: Final = "tag:yaml.org,2002:bool"
+_INT_TAG: Final = "tag:yaml.org,2002:int"
+_FLOAT_TAG: Final = "tag:yaml.org,2002:float"
+# PyYAML's YAML 1.1 readings that YAML 1.2 does not have: on/off/yes/no booleans,
+# 0b/sexagesimal/underscored/0-prefixed-octal numbers, and `=` (the "value" tag, for
+# which PyYAML has no constructor, so a plain `=` made the document unreadable).
+# Merge keys `<<`, null and timestamps keep PyYAML's readings.
+_YAML11_ONLY_TAGS: Final = frozenset({_BOOL_TAG, _INT_TAG, _FLOAT_TAG, "tag:yaml.org,2002:value"})
+_CORE_BOOL: Final = re.compile(r"(?:true|True|TRUE|false|False|FALSE)\Z")
+_CORE_INT: Final = re.compile(r"(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)\Z")
+_CORE_FLOAT: Final = re.compile(
+    r"(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
+    r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))\Z"
+)
+_DECIMAL: Final = re.compile(r"[-+]?[0-9]+\Z")
+
+
+class _CoreSchemaLoader(yaml.CSafeLoader):
+    """libyaml's safe loader, typing plain scalars by the YAML 1.2 core schema."""
+
+
+def _construct_int(loader: _CoreSchemaLoader, node: yaml.ScalarNode) -> int:
+    text = loader.construct_scalar(node)
+    # YAML 1.2 has no 0-prefixed octal: `017` is seventeen (PyYAML would say fifteen).
+    if _DECIMAL.match(text):
+        return int(text, 10)
+    # 0o/0x, or an explicit `!!int` in a YAML 1.1 form, which PyYAML still reads.
+    return loader.construct_yaml_int(node)
+
+
+_CoreSchemaLoader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag not in _YAML11_ONLY_TAGS]
+    for first, resolvers in yaml.CSafeLoader.yaml_implicit_resolvers.items()
+}
+# PyYAML tries a scalar's resolvers in order; int before float, as `12` matches both.
+_CoreSchemaLoader.add_implicit_resolver(_BOOL_TAG, _CORE_BOOL, list("tTfF"))
+_CoreSchemaLoader.add_implicit_resolver(_INT_TAG, _CORE_INT, list("-+0123456789"))
+_CoreSchemaLoader.add_implicit_resolver(_FLOAT_TAG, _CORE_FLOAT, list("-+.0123456789"))
+_CoreSchemaLoader.add_constructor(_INT_TAG, _construct_int)
 
 
 class Document(msgspec.Struct, frozen=True, kw_only=True):
@@ -75,8 +116,8 @@ def _scalar_key(key: Any) -> str:
 
 def _parse_yaml(source: str, data: bytes) -> Any:
     try:
-        # CSafeLoader builds plain Python data only; no arbitrary object construction.
-        tree = yaml.load(data, Loader=yaml.CSafeLoader)
+        # A CSafeLoader: plain Python data only, no arbitrary object construction.
+        tree = yaml.load(data, Loader=_CoreSchemaLoader)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         where = f"line {mark.line + 1}" if mark is not None else "line 1"

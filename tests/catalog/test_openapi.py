@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from catalog.errors import SpecError
 from catalog.openapi import parse_document, parse_tree
-from tests.catalog.conftest import convert
+from tests.catalog.conftest import convert, only_tool
 
 
 def test_json_document_and_version() -> None:
@@ -35,6 +35,76 @@ def test_yaml_keys_and_dates_become_json_strings() -> None:
     responses = doc.tree["paths"]["/a"]["get"]["responses"]
     assert list(responses) == ["200"]
     assert responses["200"]["description"] == "2024-01-02"
+
+
+def test_yaml_1_1_booleans_stay_strings() -> None:
+    # OpenAPI documents are YAML 1.2: `on`, `off`, `no` are strings there, not booleans.
+    data = b"""openapi: 3.0.3
+info: {title: t, version: '1'}
+paths:
+  /lights:
+    put:
+      operationId: setLight
+      parameters:
+        - {name: on, in: query, schema: {type: boolean, default: true}}
+      requestBody:
+        content:
+          application/json:
+            schema:
+              type: object
+              properties:
+                mode: {type: string, enum: [on, off, auto, yes, No, Y, n]}
+                no: {type: integer}
+      responses:
+        '200': {description: ok}
+"""
+    tool = only_tool(data, source="api.yaml")
+    properties = tool.definition.input_schema["properties"]
+    assert list(properties) == ["on", "mode", "no"]
+    assert properties["on"]["default"] is True
+    assert properties["mode"]["enum"] == ["on", "off", "auto", "yes", "No", "Y", "n"]
+
+
+@pytest.mark.parametrize(
+    ("scalar", "value"),
+    [
+        ("true", True),
+        ("False", False),
+        ("TRUE", True),
+        ("tRue", "tRue"),
+        ("ON", "ON"),
+        ("12", 12),
+        ("-7", -7),
+        ("017", 17),
+        ("09", 9),
+        ("0o17", 15),
+        ("0x1F", 31),
+        ("-0x1F", "-0x1F"),
+        ("0b101", "0b101"),
+        ("1_000", "1_000"),
+        ("1:20", "1:20"),
+        ("1.5", 1.5),
+        ("1e3", 1000.0),
+        (".5", 0.5),
+        ("1:20.5", "1:20.5"),
+        ("=", "="),
+        ("~", None),
+        ("2024-01-02", "2024-01-02"),
+    ],
+)
+def test_yaml_plain_scalars_follow_the_yaml_1_2_core_schema(scalar: str, value: object) -> None:
+    tree = parse_tree("a.yaml", f"a: {scalar}\n".encode())
+    assert tree["a"] == value
+    assert type(tree["a"]) is type(value)
+
+
+def test_yaml_1_1_boolean_keys_keep_their_text() -> None:
+    tree = parse_tree("a.yaml", b"{no: 1, on: 2, Off: 3, 1_000: 4, true: 5, 200: 6}")
+    assert list(tree) == ["no", "on", "Off", "1_000", "true", "200"]
+
+
+def test_yaml_explicit_int_tags_keep_their_yaml_1_1_forms() -> None:
+    assert parse_tree("a.yaml", b"a: !!int 0b101\nb: !!int 1_000\n") == {"a": 5, "b": 1000}
 
 
 def test_invalid_json_names_the_line() -> None:
