@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import datetime
 import re
+from collections.abc import Iterable
 from typing import Any, Final, Literal, TypeAlias
 
 import msgspec
@@ -31,6 +32,10 @@ _JSON: Final = msgspec.json.Decoder()
 _BYTE_OFFSET: Final = re.compile(r"byte (\d+)")
 _BOM: Final = b"\xef\xbb\xbf"
 _YAML_SUFFIXES: Final = (".yaml", ".yml")
+# YAML aliases are copied out into a tree (the rest of the catalog walks trees), so
+# nested aliases can turn a few hundred bytes into billions of nodes. An alias-free
+# document holds at most one node per two bytes, so this bound refuses none of them.
+_MIN_EXPANDED_NODES: Final = 1_000_000
 _BOOL_TAG: Final = "tag:yaml.org,2002:bool"
 _INT_TAG: Final = "tag:yaml.org,2002:int"
 _FLOAT_TAG: Final = "tag:yaml.org,2002:float"
@@ -88,6 +93,27 @@ def _json_line(data: bytes, message: str) -> str:
     return f"line {line}"
 
 
+def _expanded_size(node: Any, sizes: dict[int, int]) -> int:
+    """The number of nodes ``node`` becomes once aliases are copied out; each shared
+    container is counted once (memoised by id), so the walk costs the document's size,
+    not the expansion's.
+    """
+    children: Iterable[Any]
+    if isinstance(node, dict):
+        children = node.values()
+    elif isinstance(node, list):
+        children = node
+    else:
+        return 1
+    size = sizes.get(id(node))
+    if size is None:
+        size = 1
+        for child in children:
+            size += _expanded_size(child, sizes)
+        sizes[id(node)] = size
+    return size
+
+
 def _jsonify(node: Any) -> Any:
     """YAML scalars and keys as JSON would hold them (str keys, ISO dates)."""
     if isinstance(node, dict):
@@ -127,6 +153,13 @@ def _parse_yaml(source: str, data: bytes) -> Any:
     except (UnicodeDecodeError, RecursionError, ValueError) as exc:
         raise SpecError(source, "line 1", f"invalid YAML: {exc}") from exc
     try:
+        limit = max(_MIN_EXPANDED_NODES, len(data))
+        if _expanded_size(tree, {}) > limit:
+            raise SpecError(
+                source,
+                "/",
+                f"YAML aliases expand too far: the document would exceed {limit:,} nodes",
+            )
         return _jsonify(tree)
     except RecursionError as exc:
         raise SpecError(source, "line 1", "the document is nested too deeply") from exc

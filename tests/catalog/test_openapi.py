@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -172,3 +174,32 @@ def test_absurdly_deep_documents_are_a_spec_error() -> None:
     deep_json = b'{"openapi": "3.0.0", "paths": ' + b"[" * 5000 + b"]" * 5000 + b"}"
     with pytest.raises(SpecError):
         parse_document("deep.json", deep_json)
+
+
+def _alias_bomb(levels: int) -> bytes:
+    """An unused `x-notes` block where each anchor lists the previous one ten times."""
+    lines = ["openapi: 3.0.3", "info: {title: t, version: '1'}", "paths: {}", "x-notes:"]
+    lines.append("  a0: &a0 [x, x, x, x, x, x, x, x, x, x]")
+    for level in range(1, levels):
+        lines.append(f"  a{level}: &a{level} [" + ", ".join([f"*a{level - 1}"] * 10) + "]")
+    return ("\n".join(lines) + "\n").encode()
+
+
+def test_yaml_alias_bombs_are_refused_quickly() -> None:
+    # 10 million nodes from 472 bytes (unbounded: 4 s and 240 MB; at 9 levels, out of memory).
+    started = time.perf_counter()
+    with pytest.raises(SpecError) as err:
+        parse_document("bomb.yaml", _alias_bomb(7))
+    assert time.perf_counter() - started < 1.0
+    assert err.value.file == "bomb.yaml"
+    assert "aliases expand too far" in err.value.reason
+
+
+def test_yaml_aliases_within_bounds_are_copied_out() -> None:
+    # 111,111 nodes once expanded: reuse, not abuse.
+    tree = parse_document("a.yaml", _alias_bomb(5)).tree
+    notes = tree["x-notes"]
+    assert len(notes["a4"][3][2][1]) == 10
+    # Copies, not shared objects: the rest of the catalog walks (and builds on) trees.
+    assert notes["a4"][0] is not notes["a4"][1]
+    assert notes["a4"][0] == notes["a3"]
