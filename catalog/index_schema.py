@@ -70,11 +70,11 @@ __all__ = [
     "visibility_summary",
 ]
 
-SCHEMA_VERSION: Final = 6
+SCHEMA_VERSION: Final = 7
 """Bumped on any change to the fields below or to what they hold, a conversion rule's
-included (6: edge fields hold their n-grams as one text; 5: the gateway's own header
-parameters left out of inputSchemas); an index recorded with another version is rebuilt
-from the specs, never opened as is."""
+included (7: YAML 1.2 scalars, read-only object bodies, typeless nullables, 3.1 $ref
+siblings, reference depth; 6: edge fields hold their n-grams as one text); an index
+recorded with another version is rebuilt from the specs, never opened as is."""
 
 META_ID: Final = "__meta__"
 EDGE_TOKENIZER: Final = "sezzlee_grams"
