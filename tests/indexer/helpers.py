@@ -98,8 +98,12 @@ def spec_yaml(
     summary: str = "Do it",
     extra_paths: str = "",
     secured: bool = False,
+    response_ref: str = "",
 ) -> str:
-    """A small OpenAPI 3.0 document with one GET operation per operationId."""
+    """A small OpenAPI 3.0 document with one GET operation per operationId.
+
+    ``response_ref``: each operation's 200 answer is JSON of that ``$ref``.
+    """
     lines = [
         "openapi: 3.0.3",
         f"info: {{title: {title}, version: '1'}}",
@@ -120,7 +124,10 @@ def spec_yaml(
             f"      operationId: {op}",
             f"      summary: {summary} {op}",
             f"      tags: [{tag}]",
-            "      responses: {'200': {description: ok}}",
+            "      responses: {'200': {description: ok, "
+            f"content: {{application/json: {{schema: {{$ref: '{response_ref}'}}}}}}}}}}"
+            if response_ref
+            else "      responses: {'200': {description: ok}}",
         ]
     if extra_paths:
         lines.append(extra_paths)

@@ -96,19 +96,10 @@ def test_check_exit_codes(specs: Path, tmp_path: Path) -> None:
 
     # A document is broken even when another $refs it: only a file that is no OpenAPI
     # document at all is a fragment, whose problem is a warning.
-    common = spec_yaml("Common", ["listWidgets"]).replace(
-        "responses: {'200': {description: ok}}",
-        "responses: {'200': {description: ok, content: {application/json: "
-        "{schema: {$ref: '#/components/schemas/Missing'}}}}}",
-    )
+    common = spec_yaml("Common", ["listWidgets"], response_ref="#/components/schemas/Missing")
     (specs / "common.yaml").write_text(common + "components: {schemas: {Good: {type: object}}}\n")
-    (specs / "api.yaml").write_text(
-        spec_yaml("Api", ["getThing"]).replace(
-            "responses: {'200': {description: ok}}",
-            "responses: {'200': {description: ok, content: {application/json: "
-            "{schema: {$ref: 'common.yaml#/components/schemas/Good'}}}}}",
-        )
-    )
+    good = "common.yaml#/components/schemas/Good"
+    (specs / "api.yaml").write_text(spec_yaml("Api", ["getThing"], response_ref=good))
     referenced = _run("--check", "--specs", specs)
     assert referenced.returncode == 1
     check = next(e for e in _events(referenced.stderr) if e["event"] == "check")

@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
+
 from catalog.config import Config
 from indexer.report import Reporter
 from indexer.scan import UNREADABLE, scan
@@ -15,6 +17,14 @@ from tests.indexer.helpers import read_index, spec_yaml
 
 def _session(specs: Path, index: Path, reporter: Reporter) -> Session:
     return Session(specs, index, Config(), reporter, workers=1, heap_bytes=20_000_000)
+
+
+@pytest.fixture
+def specs(tmp_path: Path) -> Path:
+    d = tmp_path / "specs"
+    d.mkdir()
+    (d / "pets.yaml").write_text(spec_yaml("Pets", ["listPets"]))
+    return d
 
 
 def test_each_directory_is_walked_once_however_many_links_lead_to_it(tmp_path: Path) -> None:
@@ -38,13 +48,10 @@ def test_a_looping_link_is_unreadable_and_a_dangling_one_is_gone(tmp_path: Path)
 
 
 def test_an_unreadable_file_is_reported_and_its_last_good_tools_kept(
-    tmp_path: Path, quiet_reporter: Reporter
+    specs: Path, tmp_path: Path, quiet_reporter: Reporter
 ) -> None:
     # A symlink loop stands in for a file the indexer may not read (tests run as root,
     # where permissions do not stop a read): both are an OSError from the filesystem.
-    specs = tmp_path / "specs"
-    specs.mkdir()
-    (specs / "pets.yaml").write_text(spec_yaml("Pets", ["listPets"]))
     index = tmp_path / "index"
     session = _session(specs, index, quiet_reporter)
     try:
@@ -66,11 +73,8 @@ def test_an_unreadable_file_is_reported_and_its_last_good_tools_kept(
 
 
 def test_an_index_under_the_spec_directory_is_not_a_spec(
-    tmp_path: Path, quiet_reporter: Reporter
+    specs: Path, quiet_reporter: Reporter
 ) -> None:
-    specs = tmp_path / "specs"
-    specs.mkdir()
-    (specs / "pets.yaml").write_text(spec_yaml("Pets", ["listPets"]))
     session = _session(specs, specs / "index", quiet_reporter)
     try:
         first = session.sync()

@@ -20,12 +20,21 @@ from catalog.index_schema import (
 from indexer.errors import IndexBusyError
 from indexer.manifest import MANIFEST_NAME, load_manifest, save_manifest
 from indexer.report import Reporter
-from indexer.session import Session
+from indexer.session import Session, SyncResult
 from tests.indexer.helpers import read_index, spec_yaml
 
 
 def _session(specs: Path, index: Path, reporter: Reporter, config: Config | None = None) -> Session:
     return Session(specs, index, config or Config(), reporter, workers=1, heap_bytes=20_000_000)
+
+
+def _sync_once(specs: Path, index: Path, reporter: Reporter) -> SyncResult:
+    """Start an indexer, sync, stop: what a restart does."""
+    session = _session(specs, index, reporter)
+    try:
+        return session.sync()
+    finally:
+        session.close()
 
 
 @pytest.fixture
@@ -261,11 +270,7 @@ def test_restart_reconciles_changes_made_while_stopped(
     session.close()
     (specs / "shop.yaml").unlink()
     (specs / "extra.yaml").write_text(spec_yaml("Extra", ["doIt"]))
-    session = _session(specs, index, quiet_reporter)
-    try:
-        result = session.sync()
-    finally:
-        session.close()
+    result = _sync_once(specs, index, quiet_reporter)
     assert result.committed
     assert not result.full
     assert result.converted == 1
@@ -313,11 +318,7 @@ def test_other_schema_version_is_rebuilt(
     writer.commit()
     writer.wait_merging_threads()
     del writer, idx
-    session = _session(specs, index, quiet_reporter)
-    try:
-        result = session.sync()
-    finally:
-        session.close()
+    result = _sync_once(specs, index, quiet_reporter)
     assert result.full
     assert result.committed
     view = read_index(index)
@@ -341,13 +342,24 @@ def test_foreign_tantivy_schema_is_wiped_and_rebuilt(
     w.commit()
     w.wait_merging_threads()
     del w, old
-    session = _session(specs, index, quiet_reporter)
-    try:
-        result = session.sync()
-    finally:
-        session.close()
+    result = _sync_once(specs, index, quiet_reporter)
     assert result.full
     assert len(read_index(index).tools) == 3
+
+
+def _crash_before_the_manifest(
+    specs: Path, index: Path, reporter: Reporter, source: str, text: str
+) -> None:
+    """Build, then write ``source`` and commit it, then lose that commit's manifest: as
+    if killed between the tantivy commit and the manifest's rename."""
+    session = _session(specs, index, reporter)
+    session.sync()
+    stale = load_manifest(index)
+    (specs / source).write_text(text)
+    session.sync([source])
+    session.close()
+    assert stale is not None
+    save_manifest(index, stale)
 
 
 def test_manifest_behind_the_index_is_reconciled(
@@ -355,19 +367,9 @@ def test_manifest_behind_the_index_is_reconciled(
 ) -> None:
     """A crash between the tantivy commit and the manifest rename."""
     index = tmp_path / "index"
-    session = _session(specs, index, quiet_reporter)
-    session.sync()
-    stale = load_manifest(index)
-    (specs / "pets.yaml").write_text(spec_yaml("Pets", ["listPets", "feedPet"]))
-    session.sync(["pets.yaml"])
-    session.close()
-    assert stale is not None
-    save_manifest(index, stale)  # as if the rename never happened
-    session = _session(specs, index, quiet_reporter)
-    try:
-        result = session.sync()
-    finally:
-        session.close()
+    text = spec_yaml("Pets", ["listPets", "feedPet"])
+    _crash_before_the_manifest(specs, index, quiet_reporter, "pets.yaml", text)
+    result = _sync_once(specs, index, quiet_reporter)
     view = read_index(index)
     assert result.committed
     assert result.converted == 1
@@ -388,11 +390,7 @@ def test_missing_manifest_means_full_rebuild(
     session.sync()
     session.close()
     (index / MANIFEST_NAME).unlink()
-    session = _session(specs, index, quiet_reporter)
-    try:
-        result = session.sync()
-    finally:
-        session.close()
+    result = _sync_once(specs, index, quiet_reporter)
     assert result.full
     assert result.commit == 2
     assert len(read_index(index).tools) == 3
@@ -435,20 +433,10 @@ def test_a_file_added_before_a_crash_and_deleted_while_stopped_leaves_the_index(
 ) -> None:
     """The manifest never recorded it (killed before the rename); the index did."""
     index = tmp_path / "index"
-    session = _session(specs, index, quiet_reporter)
-    session.sync()
-    stale = load_manifest(index)
-    (specs / "extra.yaml").write_text(spec_yaml("Extra", ["orphan"]))
-    session.sync(["extra.yaml"])
-    session.close()
-    assert stale is not None
-    save_manifest(index, stale)  # as if the rename never happened
+    text = spec_yaml("Extra", ["orphan"])
+    _crash_before_the_manifest(specs, index, quiet_reporter, "extra.yaml", text)
     (specs / "extra.yaml").unlink()
-    session = _session(specs, index, quiet_reporter)
-    try:
-        result = session.sync()
-    finally:
-        session.close()
+    result = _sync_once(specs, index, quiet_reporter)
     assert result.committed
     view = read_index(index)
     assert set(view.tools) == {"pets.list_pets", "pets.get_pet", "shop.list_orders"}
@@ -463,11 +451,7 @@ def test_a_fragment_is_one_while_referenced_whatever_came_first(
     # its problem a warning), and be broken again once nothing $refs it.
     index = tmp_path / "index"
     session = _session(specs, index, quiet_reporter)
-    api = spec_yaml("Api", ["getThing"]).replace(
-        "responses: {'200': {description: ok}}",
-        "responses: {'200': {description: ok, content: {application/json: "
-        "{schema: {$ref: 'schemas.yaml#/Thing'}}}}}",
-    )
+    api = spec_yaml("Api", ["getThing"], response_ref="schemas.yaml#/Thing")
     try:
         session.sync()
         (specs / "schemas.yaml").write_text("Thing: {type: object}\n")
@@ -495,11 +479,7 @@ def test_a_missing_referenced_file_converts_its_referrer_again_when_it_arrives(
 ) -> None:
     index = tmp_path / "index"
     (specs / "api.yaml").write_text(
-        spec_yaml("Api", ["getThing"]).replace(
-            "responses: {'200': {description: ok}}",
-            "responses: {'200': {description: ok, content: {application/json: "
-            "{schema: {$ref: 'schemas.yaml#/Thing'}}}}}",
-        )
+        spec_yaml("Api", ["getThing"], response_ref="schemas.yaml#/Thing")
     )
     session = _session(specs, index, quiet_reporter)
     try:
