@@ -234,8 +234,12 @@ class Normalizer:
             base = split_key(key)[0]
         return False
 
-    def _norm(self, raw: Any, base: str, d: Direction) -> tuple[Any, bool]:
-        """(template, holds a reference)."""
+    def _norm(
+        self, raw: Any, base: str, d: Direction, absent: frozenset[str] = frozenset()
+    ) -> tuple[Any, bool]:
+        """(template, holds a reference). ``absent``: members the object this schema
+        applies to leaves out for its direction, elsewhere than in this schema.
+        """
         if isinstance(raw, bool):
             return raw, False
         if not isinstance(raw, dict):
@@ -247,16 +251,21 @@ class Normalizer:
             if not self._legacy and len(raw) > 1:
                 # 3.1: keywords beside $ref apply too; in 2.0/3.0 they are ignored.
                 siblings, _ = self._norm_dict(
-                    {k: v for k, v in raw.items() if k != "$ref"}, base, d
+                    {k: v for k, v in raw.items() if k != "$ref"},
+                    base,
+                    d,
+                    absent | self._absent(raw, base, _FLAG_OF[d], set()),
                 )
                 extra = siblings or None
             return Ref(key, extra), True
-        return self._norm_dict(raw, base, d)
+        return self._norm_dict(raw, base, d, absent)
 
-    def _norm_list(self, raw: Any, base: str, d: Direction) -> tuple[Any, bool] | None:
+    def _norm_list(
+        self, raw: Any, base: str, d: Direction, absent: frozenset[str] = frozenset()
+    ) -> tuple[Any, bool] | None:
         if not isinstance(raw, list):
             return None
-        items = [self._norm(item, base, d) for item in raw]
+        items = [self._norm(item, base, d, absent) for item in raw]
         if any(has for _, has in items):
             return TemplateList(node for node, _ in items), True
         return [node for node, _ in items], False
@@ -272,10 +281,16 @@ class Normalizer:
             has = has or sub_has
         return (TemplateDict(out) if has else out), has
 
-    def _norm_dict(self, raw: dict[str, Any], base: str, d: Direction) -> tuple[Any, bool]:
+    def _norm_dict(
+        self, raw: dict[str, Any], base: str, d: Direction, absent: frozenset[str] = frozenset()
+    ) -> tuple[Any, bool]:
         out: dict[str, Any] = {}
         has = False
         dropped: set[str] = set()
+        if isinstance(raw.get("allOf"), list):
+            # All branches describe one object: a member one of them (or this schema)
+            # leaves out cannot be required by another, or no valid call would exist.
+            absent = absent | self._absent(raw, base, _FLAG_OF[d], set())
         for key, value in raw.items():
             # Most frequent keywords first: this loop is the conversion's hot path.
             if key in _STRINGS:
@@ -310,7 +325,7 @@ class Normalizer:
                         out["prefixItems"], sub_has = result
                         has = has or sub_has
             elif key in _SCHEMA_LISTS:
-                result = self._norm_list(value, base, d)
+                result = self._norm_list(value, base, d, absent if key == "allOf" else frozenset())
                 if result is not None and result[0]:
                     out[key], sub_has = result
                     has = has or sub_has
@@ -362,6 +377,7 @@ class Normalizer:
                 }
         if "exclusiveMinimum" in raw or "exclusiveMaximum" in raw or "format" not in out:
             self._legacy_idioms(raw, out)
+        dropped |= absent
         if dropped and "required" in out:
             # A member left out for its direction (readOnly in, writeOnly out) is not
             # required either.
@@ -373,6 +389,31 @@ class Normalizer:
         if self._legacy and (raw.get("nullable") is True or raw.get("x-nullable") is True):
             out, has = self._nullable(out, has)
         return (TemplateDict(out) if has else out), has
+
+    def _absent(self, raw: Any, base: str, flag: str, seen: set[str]) -> frozenset[str]:
+        """Members a raw schema leaves out for ``flag``, in its ``properties``, its
+        ``allOf`` branches and its reference target.
+        """
+        if not isinstance(raw, dict):
+            return frozenset()
+        names: set[str] = set()
+        ref = raw.get("$ref")
+        if isinstance(ref, str):
+            key, target = self._resolver.resolve(ref, base)
+            if key not in seen:
+                seen.add(key)
+                names |= self._absent(target, split_key(key)[0], flag, seen)
+            if self._legacy:
+                # 2.0/3.0 ignore the keywords beside $ref.
+                return frozenset(names)
+        members = raw.get("properties")
+        if isinstance(members, dict):
+            names.update(n for n, sub in members.items() if self.flagged(sub, base, flag))
+        branches = raw.get("allOf")
+        if isinstance(branches, list):
+            for branch in branches:
+                names |= self._absent(branch, base, flag, seen)
+        return frozenset(names)
 
     def _properties(self, value: Any, base: str, d: Direction) -> tuple[Any, bool, set[str]] | None:
         if not isinstance(value, dict):

@@ -401,6 +401,50 @@ def test_a_read_only_body_is_no_argument(body: dict[str, Any]) -> None:
     assert tool.route.bindings == ()
 
 
+_PET = {"$ref": "#/components/schemas/Pet"}
+
+
+@pytest.mark.parametrize(
+    "pet",
+    [
+        {**_PET, "required": ["id", "name"]},
+        {"allOf": [_PET], "required": ["id", "name"]},
+        {"allOf": [_PET, {"required": ["id", "name"]}]},
+        {"allOf": [{"allOf": [_PET]}, {"required": ["id"]}], "required": ["name"]},
+    ],
+)
+def test_a_member_dropped_as_read_only_is_required_by_no_other_branch(
+    pet: dict[str, Any],
+) -> None:
+    # Pet's read-only id left its properties but stayed required beside it: no valid
+    # call existed.
+    schemas = {
+        "Pet": {
+            "type": "object",
+            "properties": {"id": {"type": "integer", "readOnly": True}, "name": {"type": "string"}},
+        }
+    }
+    body = {"type": "object", "properties": {"pet": pet}}
+    doc = openapi(
+        {
+            "/pets": {
+                "post": {
+                    "requestBody": {"required": True, "content": _json(body)},
+                    "responses": _ok(body),
+                }
+            }
+        },
+        components={"schemas": schemas},
+    )
+    definition = only_tool(doc).definition
+    given = jsonschema.Draft202012Validator(definition.input_schema)
+    assert given.is_valid({"pet": {"name": "rex"}})
+    assert not given.is_valid({"pet": {}})  # name stays required
+    assert definition.output_schema is not None
+    returned = jsonschema.Draft202012Validator(definition.output_schema)
+    assert not returned.is_valid({"pet": {"name": "rex"}})  # id is required in output
+
+
 def test_deprecated_parameters_are_kept_and_marked() -> None:
     doc = openapi(
         {
