@@ -70,11 +70,12 @@ __all__ = [
     "visibility_summary",
 ]
 
-SCHEMA_VERSION: Final = 7
+SCHEMA_VERSION: Final = 8
 """Bumped on any change to the fields below or to what they hold, a conversion rule's
-included (7: YAML 1.2 scalars, read-only object bodies, typeless nullables, 3.1 $ref
-siblings, reference depth; 6: edge fields hold their n-grams as one text); an index
-recorded with another version is rebuilt from the specs, never opened as is."""
+included (8: a member dropped as read-only is required by no allOf sibling; 7: YAML 1.2
+scalars, read-only object bodies, typeless nullables, 3.1 $ref siblings, reference
+depth); an index recorded with another version is rebuilt from the specs, never opened
+as is."""
 
 META_ID: Final = "__meta__"
 EDGE_TOKENIZER: Final = "sezzlee_grams"
