@@ -125,12 +125,13 @@ def scan(
     before = previous or {}
     seen: set[tuple[int, int]] = set()
     for directory in (specs_dir, skip):
-        try:
-            st = os.stat(directory) if directory is not None else None
-        except OSError:
+        if directory is None:
             continue
-        if st is not None:
-            seen.add((st.st_dev, st.st_ino))
+        try:
+            st = os.stat(directory)
+        except OSError:
+            continue  # not there (yet): nothing to skip
+        seen.add((st.st_dev, st.st_ino))
     found: list[tuple[str, os.stat_result]] = []
     _walk(str(specs_dir), "", seen, found)
     result: dict[str, ScannedFile | None] = {}

@@ -34,7 +34,7 @@ import json
 import re
 import uuid
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final
 from urllib.parse import quote, urlsplit
 
@@ -204,14 +204,7 @@ class ArgumentValidator:
         if compiled.fast is not None and compiled.fast.is_valid(arguments):
             return
         try:
-            failures = sorted(
-                compiled.full.iter_errors(arguments),
-                key=lambda e: [str(p) for p in e.absolute_path],
-            )
-            errors = [
-                {"path": _pointer(error.absolute_path), "message": error.message}
-                for error in failures
-            ]
+            errors = _listed(compiled.full.iter_errors(arguments), lambda e: e.absolute_path)
         except _UNREADABLE as exc:
             errors = _fast_errors(compiled.fast, arguments, exc)
         if not errors:
@@ -258,12 +251,15 @@ def _fast_errors(
     """Why jsonschema-rs refused the call, for a schema the jsonschema package cannot read."""
     if fast is None:
         return [{"path": "", "message": f"the inputSchema cannot be checked: {unreadable}"}]
-    return [
-        {"path": _pointer(error.instance_path), "message": error.message}
-        for error in sorted(
-            fast.iter_errors(arguments), key=lambda e: [str(p) for p in e.instance_path]
-        )
-    ]
+    return _listed(fast.iter_errors(arguments), lambda e: e.instance_path)
+
+
+def _listed(errors: Iterable[Any], path: Callable[[Any], Sequence[object]]) -> list[dict[str, str]]:
+    """``{"path", "message"}`` per validation error, in path order; ``path`` reads an
+    error's instance path (the two libraries name it differently).
+    """
+    ordered = sorted(errors, key=lambda e: [str(p) for p in path(e)])
+    return [{"path": _pointer(path(error)), "message": error.message} for error in ordered]
 
 
 def _fast(schema: dict[str, Any]) -> jsonschema_rs.Validator | None:
