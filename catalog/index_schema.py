@@ -32,7 +32,7 @@ import msgspec
 import tantivy
 
 from catalog.fold import WordFolder, edge_grams, fold_tag, fold_words
-from catalog.model import CatalogTool, Problem, Route, SecurityPolicy
+from catalog.model import CatalogTool, Problem, Route, SearchFields, SecurityPolicy
 from catalog.visibility import visibility_hash, visibility_key
 
 __all__ = [
@@ -65,17 +65,18 @@ __all__ = [
     "payload_groups",
     "payload_record",
     "register_analyzers",
+    "stored_fields",
     "tool_documents",
     "tool_fields",
     "visibility_summary",
 ]
 
-SCHEMA_VERSION: Final = 8
+SCHEMA_VERSION: Final = 9
 """Bumped on any change to the fields below or to what they hold, a conversion rule's
-included (8: a member dropped as read-only is required by no allOf sibling; 7: YAML 1.2
-scalars, read-only object bodies, typeless nullables, 3.1 $ref siblings, reference
-depth); an index recorded with another version is rebuilt from the specs, never opened
-as is."""
+included (9: payloads keep each tool's search fields; 8: a member dropped as read-only
+is required by no allOf sibling; 7: YAML 1.2 scalars, read-only object bodies, typeless
+nullables, 3.1 $ref siblings, reference depth); an index recorded with another version
+is rebuilt from the specs, never opened as is."""
 
 META_ID: Final = "__meta__"
 EDGE_TOKENIZER: Final = "sezzlee_grams"
@@ -141,6 +142,9 @@ class ToolPayload(msgspec.Struct, frozen=True, array_like=True):
     name: str
     definition: bytes  # ToolDefinition JSON, served as is
     invoke: bytes  # InvokeRecord msgpack
+    # SearchFields msgpack: what the tool's card was folded from, so that the indexer can
+    # rewrite the card (under a new ordinal) when the tool's file cannot be read again.
+    search: bytes
 
 
 def build_schema() -> tantivy.Schema:
@@ -182,6 +186,7 @@ _MSGPACK: Final = msgspec.msgpack.Encoder()
 _INVOKE: Final = msgspec.msgpack.Decoder(InvokeRecord)
 _PAYLOADS: Final = msgspec.msgpack.Decoder(tuple[ToolPayload, ...])
 _META: Final = msgspec.json.Decoder(IndexMeta)
+_SEARCH: Final = msgspec.msgpack.Decoder(SearchFields)
 
 
 class ToolFields(msgspec.Struct, frozen=True, kw_only=True, array_like=True):
@@ -201,6 +206,7 @@ class ToolFields(msgspec.Struct, frozen=True, kw_only=True, array_like=True):
     card: bytes
     definition: bytes
     invoke: bytes
+    search: bytes
 
 
 def tool_fields(
@@ -211,9 +217,57 @@ def tool_fields(
     ``folder``, shared by the tools of one document, remembers the words it has folded
     (the same result, much faster: folding is the costliest part of a document).
     """
+    record = InvokeRecord(
+        namespace=tool.namespace,
+        source=tool.source,
+        route=tool.route,
+        security=tool.security,
+        visibility_key=visibility_key,
+    )
+    return _fields(
+        ToolPayload(
+            name=tool.definition.name,
+            definition=_JSON.encode(tool.definition),
+            invoke=_MSGPACK.encode(record),
+            search=_MSGPACK.encode(tool.search),
+        ),
+        tool.search,
+        source=tool.source,
+        visibility_key=visibility_key,
+        card=_JSON.encode(tool.card),
+        folder=folder,
+    )
+
+
+def stored_fields(
+    part: ToolPayload, card: bytes, *, folder: WordFolder | None = None
+) -> ToolFields:
+    """The :class:`ToolFields` of a tool as the index stores it: its payload part and its
+    stored card. The same fields :func:`tool_fields` gave when the tool was indexed, so an
+    indexed tool can be rewritten (renumbered) without its spec file.
+    """
+    record = decode_invoke(part.invoke)
+    return _fields(
+        part,
+        _SEARCH.decode(part.search),
+        source=record.source,
+        visibility_key=record.visibility_key,
+        card=card,
+        folder=folder,
+    )
+
+
+def _fields(
+    part: ToolPayload,
+    search: SearchFields,
+    *,
+    source: str,
+    visibility_key: str,
+    card: bytes,
+    folder: WordFolder | None,
+) -> ToolFields:
     fold = folder.words if folder is not None else fold_words
     expand = folder.edge_grams if folder is not None else edge_grams
-    search = tool.search
     texts = {
         "name": [search.name],
         "terms": list(search.terms),
@@ -230,23 +284,17 @@ def tool_fields(
         exact.update(folded)
     words = tuple(sorted(exact))
     grams.append((_ANY, expand(words)))
-    record = InvokeRecord(
-        namespace=tool.namespace,
-        source=tool.source,
-        route=tool.route,
-        security=tool.security,
-        visibility_key=visibility_key,
-    )
     return ToolFields(
-        id=tool.definition.name,
-        source=tool.source,
+        id=part.name,
+        source=source,
         grams=tuple(grams),
         exact=words,
         tags=tuple(sorted({fold_tag(t) for t in search.tags} - {""})),
         visibility_key=visibility_key,
-        card=_JSON.encode(tool.card),
-        definition=_JSON.encode(tool.definition),
-        invoke=_MSGPACK.encode(record),
+        card=card,
+        definition=part.definition,
+        invoke=part.invoke,
+        search=part.search,
     )
 
 
@@ -298,7 +346,7 @@ def encode_payloads(parts: Sequence[ToolPayload]) -> bytes:
 
 
 def _payloads(group: Sequence[ToolFields]) -> bytes:
-    return encode_payloads([ToolPayload(f.id, f.definition, f.invoke) for f in group])
+    return encode_payloads([ToolPayload(f.id, f.definition, f.invoke, f.search) for f in group])
 
 
 class PayloadRecord(msgspec.Struct, frozen=True, kw_only=True, array_like=True):

@@ -20,7 +20,9 @@ Pure: no I/O, no tantivy. Theory of operation:
 Ordinals follow tool-name order with gaps: a full build spaces them ``ORDINAL_GAP``
 apart; an incremental insert takes evenly spaced points inside the gap between its
 neighbours, and when a gap is exhausted the plan asks for a full rebuild (renumbering).
-So an incremental index lists tools in the same relative order as a full build.
+So an incremental index lists tools in the same relative order as a full build. A file
+that cannot be converted at that point keeps its last good tools through the rebuild:
+the session reads their documents back from the index (``stored_documents``).
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ from catalog.index_schema import (
     payload_count,
     payload_groups,
     payload_record,
+    stored_fields,
     tool_fields,
 )
 from catalog.model import Card, CatalogTool, Problem, SecurityPolicy, ToolDefinition
@@ -74,6 +77,7 @@ __all__ = [
     "encode_tools",
     "file_documents",
     "make_plan",
+    "stored_documents",
     "tools_sum",
 ]
 
@@ -126,6 +130,29 @@ def encode_fields(tools: Sequence[CatalogTool], keys: Sequence[str]) -> bytes:
     fields = [
         tool_fields(t, visibility_key=k, folder=folder) for t, k in zip(tools, keys, strict=True)
     ]
+    return _encode_documents(
+        [json_document(f) for f in fields], [payload_record(g) for g in payload_groups(fields)]
+    )
+
+
+def stored_documents(
+    names: Sequence[str], cards: Mapping[str, bytes], payloads: Iterable[bytes]
+) -> bytes:
+    """The :func:`encode_fields` bytes of a file's tools as the index stores them: its
+    stored cards (name → card) and its payload documents' ``payloads``, for the tools
+    ``names`` in that order. What renumbering writes for a file it cannot convert.
+
+    Raises:
+        ValueError: a tool's card or payload part is missing, or was written by a
+            version that did not store its search fields.
+    """
+    parts = {part.name: part for data in payloads for part in decode_payloads(data)}
+    folder = WordFolder()
+    fields = []
+    for name in names:
+        if name not in parts or name not in cards:
+            raise ValueError(f"the index holds no stored documents for {name!r}")
+        fields.append(stored_fields(parts[name], cards[name], folder=folder))
     return _encode_documents(
         [json_document(f) for f in fields], [payload_record(g) for g in payload_groups(fields)]
     )
@@ -410,7 +437,7 @@ def _renamed_fields(
         )
         card = msgspec.structs.replace(_CARD.decode(cards[i].card), name=name)
         cards[i] = msgspec.structs.replace(cards[i], id=name, card=_JSON.encode(card))
-        parts[i] = ToolPayload(name, _JSON.encode(definition), parts[i].invoke)
+        parts[i] = ToolPayload(name, _JSON.encode(definition), parts[i].invoke, parts[i].search)
         entries[i] = msgspec.structs.replace(entries[i], name=name, version=definition.version)
     payloads: list[PayloadRecord] = []
     start = 0
@@ -564,6 +591,7 @@ def make_plan(
     now: float,
     force: bool = False,
     names: NameIndex | None = None,
+    carried: Mapping[str, bytes] | None = None,
 ) -> IndexPlan:
     """Merge named conversions into ``previous`` and describe the commit.
 
@@ -578,11 +606,18 @@ def make_plan(
         names: ``NameIndex.of(previous.files)``, when the caller keeps it between plans;
             it is updated in place and returned as ``IndexPlan.names`` (the caller must
             rebuild it if the plan raises or is not applied).
+        carried: for a full build that renumbers a live index: source → the stored
+            documents (:func:`stored_documents`) of a file of ``previous`` that failed
+            to convert now. Its last good tools stay, rewritten under new ordinals.
 
     Raises:
         OrdinalsExhausted: an incremental insert found no room; plan a full build.
     """
-    before = {} if full else dict(previous.files)
+    carried = carried or {}
+    if full:
+        before = {s: previous.files[s] for s in carried if s in conversions}
+    else:
+        before = dict(previous.files)
     files = dict(before)
     delete_sources: set[str] = set()
     for source in deleted:
@@ -657,7 +692,14 @@ def make_plan(
         # Taken over, not copied (copying 125,000 names would cost a one-file change
         # more than the rest of its plan): the caller hands it in and gets plan.names back.
         index = names if names is not None else NameIndex.of(previous.files)
+    # Renumbering: a broken file's last good tools are written again, under new ordinals.
+    rewritten = {
+        source: fields
+        for source, fields in carried.items()
+        if full and source in before and files[source].state is FileState.BROKEN_KEPT_LAST_GOOD
+    }
     new_names = [t.name for conv in pending.values() for t in conv.tools]
+    new_names += [t.name for source in rewritten for t in files[source].tools]
     # A tool re-indexed under a name the catalog already had keeps its ordinal: previous
     # ordinals are in name order, so any subset of them still is.
     reuse = {n: index.ordinals[n] for n in new_names if n in index.ordinals}
@@ -677,17 +719,19 @@ def make_plan(
     for source, conv in pending.items():
         for t in conv.tools:
             index.add(t.name, ordinals[t.name], source)
+    for source in rewritten:
+        for t in files[source].tools:
+            index.add(t.name, ordinals[t.name], source)
     adds: list[FileAdd] = []
     written = 0
-    for source, conv in pending.items():
+    sources = {source: conv.fields for source, conv in pending.items()} | rewritten
+    for source, fields in sources.items():
         entry = files[source]
         tools = tuple(msgspec.structs.replace(t, ordinal=ordinals[t.name]) for t in entry.tools)
         files[source] = msgspec.structs.replace(
             entry, tools=tools, tools_sum=f"{tools_sum(tools):032x}"
         )
-        adds.append(
-            FileAdd(source=source, fields=conv.fields, ordinals=tuple(t.ordinal for t in tools))
-        )
+        adds.append(FileAdd(source=source, fields=fields, ordinals=tuple(t.ordinal for t in tools)))
         written += len(tools)
 
     fingerprint = catalog_fingerprint(_entry_sum(e) for e in files.values())

@@ -13,6 +13,10 @@ Start-up cases (the ``__meta__`` document is the truth, the manifest a cache):
 * they disagree (a crash between the tantivy commit and the manifest rename): the files
   whose status differs are re-converted and rewritten, and a commit is forced.
 
+A live index whose ordinal gaps run out (``OrdinalsExhausted``) is renumbered by a full
+build in one commit. The files that fail to convert then keep their last good tools:
+their documents are read back from the index first and written again under new ordinals.
+
 Curation runs with conversion (``build.convert_file``). A rule that cannot be applied is
 the config's fault when the config changed for that document since it was indexed: the
 sync commits nothing and the last config applied in full stays (``catalog/spec/
@@ -30,7 +34,7 @@ from typing import Final
 import msgspec
 
 from catalog.config import Config
-from catalog.index_schema import SCHEMA_VERSION, IndexMeta
+from catalog.index_schema import SCHEMA_VERSION, IndexMeta, payload_count
 from indexer.build import POOL_THRESHOLD, Converter, FieldsSpool, config_hash
 from indexer.manifest import FileEntry, FileState, Manifest, load_manifest, save_manifest
 from indexer.plan import (
@@ -42,6 +46,7 @@ from indexer.plan import (
     assign_names,
     dirty_sources,
     make_plan,
+    stored_documents,
 )
 from indexer.report import Reporter
 from indexer.scan import ScannedFile, scan
@@ -105,6 +110,7 @@ class Session:
         shutil.rmtree(index_dir / SPOOL_DIR, ignore_errors=True)
         self.converter = Converter(specs_dir, workers=workers)
         self._full = False
+        self._renumber = False  # the full build renumbers a live index: carry broken files
         self._force = False
         self._forced: set[str] = set()
         self._hash_cache: dict[str, str] = {}
@@ -210,6 +216,9 @@ class Session:
             return self._result(
                 full=False, plan=None, started=started, converted=0, config_error=rejected
             )
+        carried = self._carried(conversions) if full and self._renumber else {}
+        if carried:  # their last good tools keep their names, as in any sync
+            files = {source: self.manifest.files[source] for source in carried}
         names = assign_names(files, conversions, deleted)
         if names.reconvert:
             again = self._convert(sorted(names.reconvert), spool)
@@ -238,11 +247,13 @@ class Session:
                 now=time.time(),
                 force=self._force,
                 names=None if full else self._names,
+                carried=carried,
             )
         except OrdinalsExhausted:
             self.reporter.event("renumber", reason="no ordinal gap left; rebuilding")
             self._names = NameIndex.of({})
             self._full = True
+            self._renumber = True
             return self.sync()
         except BaseException:
             self._names = NameIndex.of(self.manifest.files)  # make_plan took it over
@@ -270,6 +281,7 @@ class Session:
         self.scanned = scanned
         self._trusted = self.config
         self._full = False
+        self._renumber = False
         self._force = False
         self._forced = set()
         return self._result(
@@ -280,6 +292,24 @@ class Session:
             commit_s=commit_s,
             committed_at=committed_at,
         )
+
+    def _carried(self, conversions: Mapping[str, Conversion]) -> dict[str, bytes]:
+        """Before a renumbering full build: the stored documents of each file whose tools
+        are in the index and which failed to convert now, so that its last good tools
+        are written again (bad input, nothing lost). Read before anything is written.
+        """
+        carried: dict[str, bytes] = {}
+        for source, conv in sorted(conversions.items()):
+            entry = self.manifest.files.get(source)
+            if conv.ok or entry is None or not entry.tools:
+                continue
+            names = [t.name for t in entry.tools]
+            cards, payloads = self.store.stored(source, len(names) + payload_count(len(names)))
+            try:
+                carried[source] = stored_documents(names, cards, payloads)
+            except ValueError as exc:  # msgspec.DecodeError is one too
+                self.reporter.event("renumber_lost", level="error", file=source, reason=str(exc))
+        return carried
 
     def _curation_errors(self, conversions: dict[str, Conversion]) -> str:
         """Handle conversions a curation rule failed; the config error, if it is one.

@@ -162,6 +162,23 @@ class IndexStore:
         except ValueError:  # msgspec.DecodeError: written by another version
             return None
 
+    def stored(self, source: str, limit: int) -> tuple[dict[str, bytes], list[bytes]]:
+        """What the last commit stores for one spec file's tools: their cards (by name)
+        and their payload documents' ``payloads``, at most ``limit`` documents.
+        """
+        self.index.reload()
+        searcher = self.index.searcher()
+        query = tantivy.Query.term_query(self.schema, "source", source)
+        cards: dict[str, bytes] = {}
+        payloads: list[bytes] = []
+        for _, address in searcher.search(query, limit).hits:
+            doc = searcher.doc(address)
+            card = doc.get_all("card")
+            if card:
+                cards[str(doc.get_first("id"))] = bytes(card[0])
+            payloads.extend(bytes(value) for value in doc.get_all("payloads"))
+        return cards, payloads
+
     def apply(
         self,
         plan: IndexPlan,

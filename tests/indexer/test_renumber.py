@@ -1,0 +1,134 @@
+"""Renumbering: when inserts exhaust an ordinal gap, the index is rebuilt in one commit and
+a broken file's last good tools, which no spec file can give again, come from the index.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import msgspec
+import pytest
+import tantivy
+
+from catalog.config import Config, SpecConfig
+from catalog.index_schema import PAYLOAD_GROUP
+from indexer.build import convert_file
+from indexer.plan import Conversion, stored_documents
+from indexer.report import Reporter
+from indexer.session import Session
+from tests.indexer.helpers import read_index, spec_yaml
+
+
+def _session(specs: Path, index: Path, reporter: Reporter) -> Session:
+    return Session(specs, index, Config(), reporter, workers=1, heap_bytes=20_000_000)
+
+
+def test_stored_documents_are_the_documents_the_conversion_wrote(
+    tmp_path: Path, quiet_reporter: Reporter
+) -> None:
+    specs = tmp_path / "specs"
+    specs.mkdir()
+    operations = [f"get{chr(ord('A') + i)}Thing" for i in range(PAYLOAD_GROUP + 3)]  # 2 groups
+    (specs / "many.yaml").write_text(spec_yaml("Many", operations, tag="Things", secured=True))
+    session = _session(specs, tmp_path / "index", quiet_reporter)
+    try:
+        session.sync()
+        entry = session.manifest.files["many.yaml"]
+        names = [t.name for t in entry.tools]
+        cards, payloads = session.store.stored("many.yaml", 100)
+    finally:
+        session.close()
+    assert len(cards) == len(operations)
+    assert len(payloads) == 2
+    conv = msgspec.msgpack.decode(
+        convert_file(str(specs), "many.yaml", entry.namespace, SpecConfig()), type=Conversion
+    )
+    assert conv.ok
+    assert [t.name for t in conv.tools] == names
+    assert stored_documents(names, cards, payloads) == conv.fields
+
+
+_EXHAUSTED = 33
+"""The insert that renumbers: a full build spaces ordinals 2**32 apart and each insert
+takes the middle of what is left of the same gap, so the 33rd finds no room."""
+
+_BROKEN = "openapi: 3.0.3\npaths: [unclosed\n"
+
+
+def _insert(specs: Path, session: Session, log: Path, *, count: int) -> None:
+    """Add one tool at a time to grow.yaml, each sorting just before the last one added,
+    so that every insert halves the same ordinal gap; the last one renumbers the index.
+    """
+    operations = ["getAaa", "getZzz"]
+    for n in range(1, count + 1):
+        operations.append(f"getM{99 - n:02d}")  # getM98, getM97, ...: each one earlier
+        (specs / "grow.yaml").write_text(spec_yaml("Grow", operations))
+        if n == count and (specs / "keep.yaml").read_text() != _BROKEN:
+            (specs / "keep.yaml").write_text(_BROKEN)  # keep breaks in the same sync
+        assert session.sync(["grow.yaml", "keep.yaml"]).committed
+        assert ('"event":"renumber"' in log.read_text()) == (n == _EXHAUSTED)
+
+
+@pytest.mark.parametrize("breaks", ["before", "with the renumbering insert"])
+def test_renumbering_keeps_a_broken_files_last_good_tools(
+    tmp_path: Path, quiet_reporter: Reporter, breaks: str
+) -> None:
+    specs = tmp_path / "specs"
+    specs.mkdir()
+    (specs / "grow.yaml").write_text(spec_yaml("Grow", ["getAaa", "getZzz"]))
+    (specs / "keep.yaml").write_text(
+        spec_yaml("Keep", ["listWombats", "getWombat"], tag="Marsupials", secured=True)
+    )
+    index = tmp_path / "index"
+    session = _session(specs, index, quiet_reporter)
+    try:
+        session.sync()
+        good = read_index(index).tools
+        if breaks == "before":
+            (specs / "keep.yaml").write_text(_BROKEN)
+            assert session.sync(["keep.yaml"]).broken == 1
+
+        _insert(specs, session, tmp_path / "indexer.log", count=_EXHAUSTED)
+
+        view = read_index(index)
+        assert view.meta is not None
+        status = view.meta.files["keep.yaml"]
+        assert status.state == "broken_kept_last_good"
+        assert status.operations == 2
+        assert status.problems
+        kept = {n: t for n, t in view.tools.items() if t["source"] == "keep.yaml"}
+        assert set(kept) == {n for n, t in good.items() if t["source"] == "keep.yaml"}
+        for name, tool in kept.items():
+            assert tool["definition"] == good[name]["definition"]
+            assert tool["vis"] == good[name]["vis"]
+        assert len(view.tools) == 2 + 2 + _EXHAUSTED
+        assert view.names_in_order() == sorted(view.tools)
+        assert session.manifest.files["keep.yaml"].tools == tuple(
+            msgspec.structs.replace(t, ordinal=view.tools[t.name]["ord"])
+            for t in session.manifest.files["keep.yaml"].tools
+        )
+        # The rewritten cards are searchable: by a word of their own, and by a prefix.
+        reader = tantivy.Index.open(str(index))
+        reader.reload()
+        searcher = reader.searcher()
+        schema = reader.schema
+        for field, term in (("exact", "wombats"), ("name", "womb"), ("tagtext", "marsu")):
+            hits = searcher.search(tantivy.Query.term_query(schema, field, term), 10).hits
+            found = {searcher.doc(address).get_first("id") for _, address in hits}
+            assert found == ({"keep.list_wombats"} if term == "wombats" else set(kept)), field
+    finally:
+        session.close()
+
+    # The renumbered index is a normal one: a restart has nothing to do, and fixing the
+    # file replaces the kept tools.
+    session = _session(specs, index, quiet_reporter)
+    try:
+        assert not session.sync().committed
+        (specs / "keep.yaml").write_text(spec_yaml("Keep", ["getWombat"]))
+        fixed = session.sync(["keep.yaml"])
+        assert fixed.committed
+        assert fixed.broken == 0
+        names = read_index(index).tools
+        assert {n for n, t in names.items() if t["source"] == "keep.yaml"} == {"keep.get_wombat"}
+    finally:
+        session.close()
