@@ -9,6 +9,9 @@ with a fixed 5 ms service time. Five paths, side by side (alternating rounds) at
   the server runs), forwarding the GET with aiohttp and doing nothing else;
 * ``forwarder-raw``: the same with a hand-written HTTP/1.1 client on asyncio streams,
   the cheapest outbound hop Python makes (no gateway can add less than it);
+* ``forwarder-post``: ``forwarder-raw`` sent what ``mcp`` sends: the invoke_tool POST,
+  its JSON-RPC body and its headers (the forwarder reads the body, then forwards its
+  GET). An MCP call is a POST with a body, so this is the floor ``mcp`` compares with;
 * ``invoker``: the :class:`~server.proxy.Invoker` in this process, as a server worker
   runs it per call: the caller's identity from the request headers (JWT verified), the
   tool looked up in a real index built by the indexer (``CatalogView.target``),
@@ -51,6 +54,8 @@ from server.reader import Reader
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = Path(__file__).resolve().parent / "results"
 SERVICE_MS = 5.0
+COMPARED = ("forwarder", "forwarder-raw", "forwarder-post", "invoker", "mcp")
+"""The paths measured against ``direct``, in the report's order."""
 
 
 def _free_port() -> int:
@@ -219,6 +224,12 @@ async def _run(port: int, workdir: Path, seconds: float, rounds: int) -> dict[st
             assert answer.status == 200
             await answer.json()
 
+    async def via_post_forwarder() -> None:
+        url = f"http://127.0.0.1:{raw_port}/orders/{order_id}"
+        async with direct.post(url, json=mcp_message, headers=mcp_headers) as answer:
+            assert answer.status == 200
+            await answer.json()
+
     async def via_invoker() -> None:
         caller = caller_from_headers(
             headers,
@@ -232,6 +243,15 @@ async def _run(port: int, workdir: Path, seconds: float, rounds: int) -> dict[st
         )
         assert result["status"] == 200
 
+    mcp_message = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {
+            "name": "invoke_tool",
+            "arguments": {"name": "get_order", "arguments": {"id": order_id}},
+        },
+    }
     mcp_headers = {
         "authorization": f"Bearer {token}",
         "accept": "application/json, text/event-stream",
@@ -240,16 +260,7 @@ async def _run(port: int, workdir: Path, seconds: float, rounds: int) -> dict[st
     }
 
     async def via_mcp() -> None:
-        message = {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "tools/call",
-            "params": {
-                "name": "invoke_tool",
-                "arguments": {"name": "get_order", "arguments": {"id": order_id}},
-            },
-        }
-        async with direct.post(mcp_url, json=message, headers=mcp_headers) as answer:
+        async with direct.post(mcp_url, json=mcp_message, headers=mcp_headers) as answer:
             result = (await answer.json())["result"]
         assert not result.get("isError"), result
 
@@ -257,10 +268,10 @@ async def _run(port: int, workdir: Path, seconds: float, rounds: int) -> dict[st
         "direct": via_direct,
         "forwarder": via_forwarder,
         "forwarder-raw": via_raw_forwarder,
+        "forwarder-post": via_post_forwarder,
         "invoker": via_invoker,
         "mcp": via_mcp,
     }
-    compared = ("forwarder", "forwarder-raw", "invoker", "mcp")
     results: dict[str, Any] = {"service_ms": SERVICE_MS, "levels": {}}
     try:
         for concurrency in (1, 16):
@@ -286,7 +297,7 @@ async def _run(port: int, workdir: Path, seconds: float, rounds: int) -> dict[st
                 }
                 for label in paths
             }
-            for label in compared:
+            for label in COMPARED:
                 level[label]["added_p50_ms"] = level[label]["p50_ms"] - level["direct"]["p50_ms"]
                 level[label]["throughput_ratio"] = level[label]["rps"] / level["direct"]["rps"]
             results["levels"][str(concurrency)] = level
@@ -295,7 +306,7 @@ async def _run(port: int, workdir: Path, seconds: float, rounds: int) -> dict[st
         pairs = max(200, int(seconds * 60))
         results["pairs"] = pairs
         results["paired_added_ms"] = {}
-        for label in compared:
+        for label in COMPARED:
             differences: list[float] = []
             for n in range(pairs):
                 a = await _timed(paths[label] if n % 2 else via_direct)
@@ -412,11 +423,12 @@ def main(argv: list[str] | None = None) -> int:
     print("## invoke_tool overhead\n")
     print(
         f"Demo backend with a fixed {SERVICE_MS:g} ms service time, GET one order with a "
-        "verified JWT, five ways from one pooled aiohttp session: `direct`; `forwarder` "
+        "verified JWT, six ways from one pooled aiohttp session: `direct`; `forwarder` "
         "(the floor: a bare ASGI app under granian, run as the server runs, that forwards "
         "the GET with aiohttp and nothing else); `forwarder-raw` (the same with a "
         "hand-written HTTP/1.1 client on asyncio streams: the cheapest Python hop); "
-        "`invoker` (the Invoker in the load "
+        "`forwarder-post` (`forwarder-raw` sent the invoke_tool POST with its JSON-RPC "
+        "body and headers: the floor of an MCP call); `invoker` (the Invoker in the load "
         "generator's process: identity, index lookup, validation, request building, send, "
         "interpretation); `mcp` (invoke_tool over HTTP through the real server, one granian "
         "worker). Goals: p50 added ≤ 1 ms; throughput at 16 callers ≥ 60% of direct.\n"
@@ -426,7 +438,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     print("|---:|---|---:|---:|---:|---:|---:|---:|---:|")
     for concurrency, level in results["levels"].items():
-        for label in ("direct", "forwarder", "forwarder-raw", "invoker", "mcp"):
+        for label in ("direct", *COMPARED):
             row = level[label]
             added = f"{row['added_p50_ms']:+.2f} ms" if "added_p50_ms" in row else ""
             ratio = f"{row['throughput_ratio']:.0%}" if "throughput_ratio" in row else ""
@@ -440,7 +452,8 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"- paired at 1 caller ({results['pairs']} pairs, median of per-pair differences): "
         f"forwarder {paired['forwarder']:+.2f} ms, forwarder-raw "
-        f"{paired['forwarder-raw']:+.2f} ms, invoker {paired['invoker']:+.2f} ms, "
+        f"{paired['forwarder-raw']:+.2f} ms, forwarder-post "
+        f"{paired['forwarder-post']:+.2f} ms, invoker {paired['invoker']:+.2f} ms, "
         f"mcp {paired['mcp']:+.2f} ms"
     )
     cpu = results["cpu_us"]
