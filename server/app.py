@@ -59,7 +59,7 @@ class ServerState:
         self.metrics = Metrics()
         self.encoder = msgspec.json.Encoder()
         self.guard = Guard(
-            allowed_hosts=config.server.allowed_hosts,
+            allowed_hosts=tuple(host.lower() for host in config.server.allowed_hosts),
             allowed_origins=config.server.allowed_origins,
         )
         self.namespaces: tuple[CatalogView, Mapping[str, str]] | None = None

@@ -172,12 +172,13 @@ class Listen(msgspec.Struct, frozen=True, kw_only=True):
 class Guard(msgspec.Struct, frozen=True, kw_only=True):
     """DNS-rebinding protection (§9): Host and Origin values accepted."""
 
-    allowed_hosts: tuple[str, ...]
+    allowed_hosts: tuple[str, ...]  # lower case: a host name matches whatever its case
     allowed_origins: tuple[str, ...] = ()
 
     def check(self, host: str | None, origin: str | None) -> Reply | None:
         """None when both headers pass; else the 421 (Host) or 403 (Origin) answer."""
-        if "*" not in self.allowed_hosts and _strip_port(host or "") not in self.allowed_hosts:
+        name = _strip_port(host or "").lower()
+        if "*" not in self.allowed_hosts and name not in self.allowed_hosts:
             return _error_reply(421, None, INVALID_REQUEST, "Invalid Host header")
         if origin is not None and not self._origin_allowed(origin):
             return _error_reply(403, None, INVALID_REQUEST, "Invalid Origin header")

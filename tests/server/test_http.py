@@ -10,6 +10,7 @@ from typing import Any
 import httpx
 import pytest
 
+from catalog.config import Config, ServerConfig
 from server.app import create_app
 from server.messages import GENERATION_KEY
 from server.protocol import MODERN_VERSION
@@ -96,6 +97,16 @@ def test_host_and_origin_allow_list(server: ServerThread) -> None:
     assert legacy_post(server, ping, origin="http://evil.example.com").status_code == 403
     assert legacy_post(server, ping, origin=f"http://localhost:{server.port}").status_code == 200
     assert legacy_post(server, ping, host=f"localhost:{server.port}").status_code == 200
+    assert legacy_post(server, ping, host=f"LocalHost:{server.port}").status_code == 200
+
+
+def test_configured_host_names_match_whatever_their_case(index_dir: Path) -> None:
+    config = Config(server=ServerConfig(allowed_hosts=("Gateway.Internal",)))
+    ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+    with serve(create_app(index_dir, config=config)) as thread:
+        thread.wait_ready()
+        assert legacy_post(thread, ping, host="gateway.INTERNAL:443").status_code == 200
+        assert legacy_post(thread, ping, host="localhost").status_code == 421
 
 
 def test_malformed_bodies(server: ServerThread) -> None:

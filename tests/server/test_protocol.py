@@ -123,6 +123,15 @@ def test_bad_host_is_421_and_bad_origin_is_403() -> None:
     assert error_of(parse("POST", headers, request("ping"), guard=GUARD))[0] == 403
 
 
+@pytest.mark.parametrize("host", ["LOCALHOST:8000", "LocalHost", "[::1]:8000", "127.0.0.1"])
+def test_a_host_name_is_allowed_whatever_its_case(host: str) -> None:
+    headers = legacy_headers()
+    headers["host"] = [host]
+    reply = parse("POST", headers, request("ping"), guard=GUARD)
+    assert isinstance(reply, Reply)
+    assert reply.status == 200
+
+
 @pytest.mark.parametrize(
     "origin", ["http://localhost:6274", "http://127.0.0.1", "https://[::1]:9000"]
 )
