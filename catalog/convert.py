@@ -231,6 +231,7 @@ class DocumentConverter:
         self._source = document.source
         self._tree = document.tree
         self._v2 = document.version == "2.0"
+        self._v31 = document.version == "3.1"
         self._namespace = namespace
         self._config = spec_config
         self._resolver = Resolver(document.source, document.tree, load)
@@ -437,6 +438,9 @@ class DocumentConverter:
                 parameter, parameter_base = self._resolver.follow(raw, base)
                 if not isinstance(parameter, dict):
                     continue
+                if self._v31 and isinstance(raw, dict) and isinstance(raw.get("description"), str):
+                    # A 3.1 Reference Object's description overrides its target's.
+                    parameter = {**parameter, "description": raw["description"]}
                 where, wire = parameter.get("in"), parameter.get("name")
                 if not isinstance(where, str) or not isinstance(wire, str):
                     continue

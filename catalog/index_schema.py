@@ -71,9 +71,10 @@ __all__ = [
     "visibility_summary",
 ]
 
-SCHEMA_VERSION: Final = 9
+SCHEMA_VERSION: Final = 10
 """Bumped on any change to the fields below or to what they hold, a conversion rule's
-included (9: payloads keep each tool's search fields; 8: a member dropped as read-only
+included (10: a 3.1 parameter reference's description; 9: payloads keep each tool's
+search fields; 8: a member dropped as read-only
 is required by no allOf sibling; 7: YAML 1.2 scalars, read-only object bodies, typeless
 nullables, 3.1 $ref siblings, reference depth); an index recorded with another version
 is rebuilt from the specs, never opened as is."""

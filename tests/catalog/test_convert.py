@@ -825,6 +825,26 @@ def test_openapi_31_ref_siblings_apply() -> None:
     }
 
 
+@pytest.mark.parametrize(("build", "described"), [(openapi, "Local"), (openapi30, "Shared")])
+def test_a_31_reference_objects_description_overrides_its_parameters(
+    build: Any, described: str
+) -> None:
+    shared = {"name": "q", "in": "query", "description": "Shared", "schema": {"type": "string"}}
+    doc = build(
+        {
+            "/a": {
+                "get": {
+                    "parameters": [{"$ref": "#/components/parameters/Q", "description": "Local"}],
+                    "responses": {},
+                }
+            }
+        },
+        components={"parameters": {"Q": shared}},
+    )
+    properties = only_tool(doc).definition.input_schema["properties"]
+    assert properties["q"] == {"type": "string", "description": described}
+
+
 @pytest.mark.parametrize("uses", [1, 2])
 def test_openapi_31_ref_siblings_mean_the_same_inlined_or_hoisted(uses: int) -> None:
     # Inlined, a sibling "required" replaced the target's: x was no longer required.
