@@ -6,9 +6,15 @@ to work incrementally: per file the content hash it last saw, the hash of the co
 its indexed tools came from (the last good one), the tools' names, ordinals, versions and
 digests, the files it ``$ref``s, and the visibility policies and tags it contributes.
 
-It is written atomically (temp file + rename) after the tantivy commit, so after a crash
-it can only lag behind the index; the caller compares its ``commit`` counter with the
-meta document's and rebuilds the files on which they disagree.
+Written ahead: before a tantivy commit, the manifest that commit will make true is saved
+as the *pending* manifest (``<index>/sezzlee-manifest.next.json``); once the commit
+returns, it is renamed over the manifest. A kill between the two leaves the pending one,
+and the next start adopts it if the index's last commit is its commit (and drops it
+otherwise): the manifest then describes the index exactly, renamed and renumbered tools
+included. Only a pending manifest lost with the commit kept (a power cut: neither is
+fsynced by us) leaves the manifest behind the index; the caller then compares its
+``commit`` counter with the meta document's and re-converts the files on which they
+disagree.
 
 States (``FileState``) and their legal transitions live here, in one table.
 """
@@ -27,16 +33,20 @@ from catalog.model import Problem, SecurityPolicy
 __all__ = [
     "MANIFEST_NAME",
     "MANIFEST_VERSION",
+    "PENDING_NAME",
     "FileEntry",
     "FileState",
     "Manifest",
     "ToolEntry",
     "check_transition",
+    "drop_pending",
     "load_manifest",
+    "promote_pending",
     "save_manifest",
 ]
 
 MANIFEST_NAME: Final = "sezzlee-manifest.json"
+PENDING_NAME: Final = "sezzlee-manifest.next.json"
 MANIFEST_VERSION: Final = 1
 
 
@@ -115,22 +125,35 @@ _DECODER: Final = msgspec.json.Decoder(Manifest)
 _ENCODER: Final = msgspec.json.Encoder()
 
 
-def load_manifest(index_dir: Path) -> Manifest | None:
-    """The manifest in ``index_dir``, or None when absent, unreadable or of another version."""
+def load_manifest(index_dir: Path, *, pending: bool = False) -> Manifest | None:
+    """The manifest in ``index_dir`` (or the pending one), or None when absent,
+    unreadable or of another version.
+    """
     try:
-        data = (index_dir / MANIFEST_NAME).read_bytes()
+        data = (index_dir / (PENDING_NAME if pending else MANIFEST_NAME)).read_bytes()
         manifest = _DECODER.decode(data)
     except (OSError, msgspec.DecodeError):
         return None
     return manifest if manifest.version == MANIFEST_VERSION else None
 
 
-def save_manifest(index_dir: Path, manifest: Manifest) -> None:
-    """Write the manifest atomically: a temp file in the same directory, then rename."""
-    target = index_dir / MANIFEST_NAME
-    tmp = index_dir / f".{MANIFEST_NAME}.tmp"
+def save_manifest(index_dir: Path, manifest: Manifest, *, pending: bool = False) -> None:
+    """Write the manifest (or the pending one) atomically: a temp file, then a rename."""
+    target = index_dir / (PENDING_NAME if pending else MANIFEST_NAME)
+    tmp = index_dir / f".{target.name}.tmp"
     with open(tmp, "wb") as fh:
         fh.write(_ENCODER.encode(manifest))
-    # No fsync: a manifest lost to a power cut is a cache miss (full rebuild), never a
-    # wrong index; fsyncing ~10 MB would cost a one-document commit its latency budget.
+    # No fsync: a manifest lost to a power cut is a cache miss (a reconcile or a full
+    # rebuild), never a wrong index; fsyncing ~10 MB would cost a one-document commit
+    # its latency budget.
     os.replace(tmp, target)
+
+
+def promote_pending(index_dir: Path) -> None:
+    """The pending manifest becomes the manifest: its commit went through."""
+    os.replace(index_dir / PENDING_NAME, index_dir / MANIFEST_NAME)
+
+
+def drop_pending(index_dir: Path) -> None:
+    """Forget a pending manifest whose commit never happened."""
+    (index_dir / PENDING_NAME).unlink(missing_ok=True)

@@ -9,9 +9,11 @@ Start-up cases (the ``__meta__`` document is the truth, the manifest a cache):
 
 * empty index, another ``SCHEMA_VERSION``, a wiped foreign-schema index, or no manifest:
   full build (delete all + add all, one commit);
-* manifest and meta from the same commit: incremental against the spec directory;
-* they disagree (a crash between the tantivy commit and the manifest rename): the files
-  whose status differs are re-converted and rewritten, and a commit is forced.
+* manifest and meta from the same commit: incremental against the spec directory; a
+  pending manifest of the index's last commit (a kill between the tantivy commit and
+  the manifest's rename) is adopted first, and is then that manifest;
+* they disagree (the pending manifest lost, a power cut): the files whose status
+  differs are re-converted and rewritten, and a commit is forced.
 
 A live index whose ordinal gaps run out (``OrdinalsExhausted``) is renumbered by a full
 build in one commit. The files that fail to convert then keep their last good tools:
@@ -36,7 +38,15 @@ import msgspec
 from catalog.config import Config
 from catalog.index_schema import SCHEMA_VERSION, IndexMeta, payload_count
 from indexer.build import POOL_THRESHOLD, Converter, FieldsSpool, config_hash
-from indexer.manifest import FileEntry, FileState, Manifest, load_manifest, save_manifest
+from indexer.manifest import (
+    FileEntry,
+    FileState,
+    Manifest,
+    drop_pending,
+    load_manifest,
+    promote_pending,
+    save_manifest,
+)
 from indexer.plan import (
     Conversion,
     IndexPlan,
@@ -116,7 +126,7 @@ class Session:
         self._hash_cache: dict[str, str] = {}
         self._hashed_config: Config | None = None
         meta = self.store.read_meta()
-        manifest = load_manifest(index_dir)
+        manifest = self._adopt_pending(meta) or load_manifest(index_dir)
         self.manifest = self._reconcile(meta, manifest)
         self._names = NameIndex.of(self.manifest.files)
         self.scanned: dict[str, ScannedFile] = {
@@ -126,6 +136,24 @@ class Session:
             for source, entry in self.manifest.files.items()
             if entry.size or entry.mtime_ns
         }
+
+    def _adopt_pending(self, meta: IndexMeta | None) -> Manifest | None:
+        """The pending manifest, made the manifest, when the index's last commit is its
+        commit (killed after the commit, before the rename); else None (and it is gone).
+        """
+        pending = load_manifest(self.index_dir, pending=True)
+        if (
+            pending is not None
+            and meta is not None
+            and pending.schema_version == meta.schema_version
+            and pending.commit == meta.commit
+            and pending.fingerprint == meta.fingerprint
+        ):
+            promote_pending(self.index_dir)
+            self.reporter.event("pending_manifest", reason="adopted", commit=meta.commit)
+            return pending
+        drop_pending(self.index_dir)
+        return None
 
     def _reconcile(self, meta: IndexMeta | None, manifest: Manifest | None) -> Manifest:
         base = max(meta.commit if meta else 0, manifest.commit if manifest else 0)
@@ -264,6 +292,8 @@ class Session:
         commit_s = 0.0
         committed_at = 0.0
         if plan.commit_needed:
+            # Written ahead (indexer/manifest.py): a kill after the commit leaves it.
+            save_manifest(self.index_dir, plan.manifest, pending=True)
             try:
                 # Two passes over the tools: cards, then payloads (IndexStore.apply).
                 passes = 2 * plan.operations_written
@@ -273,7 +303,7 @@ class Session:
                 self._names = NameIndex.of(self.manifest.files)  # the plan was not applied
                 raise
             committed_at = time.time()
-            save_manifest(self.index_dir, plan.manifest)
+            promote_pending(self.index_dir)
         elif conversions:
             save_manifest(self.index_dir, plan.manifest)  # new stat values; no new commit
         self.manifest = plan.manifest

@@ -43,7 +43,7 @@ from catalog.index_schema import (
     register_analyzers,
 )
 from indexer.errors import IndexBusyError, IndexStoreError
-from indexer.manifest import MANIFEST_NAME
+from indexer.manifest import MANIFEST_NAME, PENDING_NAME
 from indexer.plan import FileAdd, IndexPlan, card_texts, file_documents
 
 __all__ = ["WRITER_HEAP_BYTES", "IndexStore"]
@@ -140,7 +140,7 @@ class IndexStore:
         for path in self.index_dir.iterdir():
             if path.is_file() and (
                 path.suffix in _TANTIVY_FILES
-                or path.name in ("meta.json", ".managed.json", MANIFEST_NAME)
+                or path.name in ("meta.json", ".managed.json", MANIFEST_NAME, PENDING_NAME)
             ):
                 path.unlink()
         del writer, old

@@ -17,6 +17,7 @@ from indexer.plan import Conversion, stored_documents
 from indexer.report import Reporter
 from indexer.session import Session
 from tests.indexer.helpers import read_index, spec_yaml
+from tests.indexer.test_session import crash_after_the_commit
 
 
 def _session(specs: Path, index: Path, reporter: Reporter) -> Session:
@@ -55,18 +56,22 @@ takes the middle of what is left of the same gap, so the 33rd finds no room."""
 _BROKEN = "openapi: 3.0.3\npaths: [unclosed\n"
 
 
-def _insert(specs: Path, session: Session, log: Path, *, count: int) -> None:
-    """Add one tool at a time to grow.yaml, each sorting just before the last one added,
-    so that every insert halves the same ordinal gap; the last one renumbers the index.
+def _insert(
+    specs: Path, session: Session, log: Path, *, upto: int, first: int = 1, breaks: bool = True
+) -> None:
+    """Add tools ``first`` to ``upto`` to grow.yaml one at a time, each sorting just before
+    the last one added, so that every insert halves the same ordinal gap; the
+    ``_EXHAUSTED``th renumbers the index. ``breaks``: keep.yaml breaks with the last one
+    (if it is not broken yet).
     """
-    operations = ["getAaa", "getZzz"]
-    for n in range(1, count + 1):
+    operations = ["getAaa", "getZzz"] + [f"getM{99 - n:02d}" for n in range(1, first)]
+    for n in range(first, upto + 1):
         operations.append(f"getM{99 - n:02d}")  # getM98, getM97, ...: each one earlier
         (specs / "grow.yaml").write_text(spec_yaml("Grow", operations))
-        if n == count and (specs / "keep.yaml").read_text() != _BROKEN:
+        if breaks and n == upto and (specs / "keep.yaml").read_text() != _BROKEN:
             (specs / "keep.yaml").write_text(_BROKEN)  # keep breaks in the same sync
         assert session.sync(["grow.yaml", "keep.yaml"]).committed
-        assert ('"event":"renumber"' in log.read_text()) == (n == _EXHAUSTED)
+        assert ('"event":"renumber"' in log.read_text()) == (n >= _EXHAUSTED)
 
 
 @pytest.mark.parametrize("breaks", ["before", "with the renumbering insert"])
@@ -88,7 +93,7 @@ def test_renumbering_keeps_a_broken_files_last_good_tools(
             (specs / "keep.yaml").write_text(_BROKEN)
             assert session.sync(["keep.yaml"]).broken == 1
 
-        _insert(specs, session, tmp_path / "indexer.log", count=_EXHAUSTED)
+        _insert(specs, session, tmp_path / "indexer.log", upto=_EXHAUSTED)
 
         view = read_index(index)
         assert view.meta is not None
@@ -132,3 +137,44 @@ def test_renumbering_keeps_a_broken_files_last_good_tools(
         assert {n for n, t in names.items() if t["source"] == "keep.yaml"} == {"keep.get_wombat"}
     finally:
         session.close()
+
+
+def test_a_kill_right_after_the_renumbering_commit_leaves_the_index_in_order(
+    tmp_path: Path, quiet_reporter: Reporter
+) -> None:
+    # Renumbering moves ordinals. Reconciled by file status alone, a restart after a kill
+    # before the manifest's rename rewrote grow.yaml (changed) under the old manifest's
+    # ordinals, below aa.yaml's renumbered ones: out of name order.
+    specs = tmp_path / "specs"
+    specs.mkdir()
+    (specs / "grow.yaml").write_text(spec_yaml("Grow", ["getAaa", "getZzz"]))
+    (specs / "keep.yaml").write_text(spec_yaml("Keep", ["listWombats"]))
+    (specs / "aa.yaml").write_text(spec_yaml("Aa", ["getA1"]))
+    index = tmp_path / "index"
+    session = _session(specs, index, quiet_reporter)
+    try:
+        session.sync()
+        for k in range(2, 7):  # crowded after aa.get_a1: renumbering spreads them out
+            (specs / "aa.yaml").write_text(spec_yaml("Aa", [f"getA{i}" for i in range(1, k + 1)]))
+            session.sync(["aa.yaml"])
+        log = tmp_path / "indexer.log"
+        _insert(specs, session, log, upto=_EXHAUSTED - 1, breaks=False)
+        before = session.manifest, (specs / "grow.yaml").read_text()
+        _insert(specs, session, log, upto=_EXHAUSTED, first=_EXHAUSTED, breaks=False)
+    finally:
+        session.close()
+    crash_after_the_commit(index, before[0], pending_lost=False)
+    # While stopped, grow.yaml loses the insert that renumbered: no gap runs out again.
+    (specs / "grow.yaml").write_text(before[1])
+    session = _session(specs, index, quiet_reporter)
+    try:
+        session.sync()
+        manifest = session.manifest
+    finally:
+        session.close()
+    view = read_index(index)
+    assert view.names_in_order() == sorted(view.tools)
+    assert len({tool["ord"] for tool in view.tools.values()}) == len(view.tools)
+    assert {t.name: t.ordinal for e in manifest.files.values() for t in e.tools} == {
+        name: tool["ord"] for name, tool in view.tools.items()
+    }

@@ -18,7 +18,7 @@ from catalog.index_schema import (
     register_analyzers,
 )
 from indexer.errors import IndexBusyError
-from indexer.manifest import MANIFEST_NAME, load_manifest, save_manifest
+from indexer.manifest import MANIFEST_NAME, PENDING_NAME, Manifest, load_manifest, save_manifest
 from indexer.report import Reporter
 from indexer.session import Session, SyncResult
 from tests.indexer.helpers import read_index, spec_yaml
@@ -347,39 +347,115 @@ def test_foreign_tantivy_schema_is_wiped_and_rebuilt(
     assert len(read_index(index).tools) == 3
 
 
+def crash_after_the_commit(index: Path, before: Manifest, *, pending_lost: bool) -> None:
+    """Leave ``index`` as a kill between the tantivy commit and the manifest's rename
+    does: the manifest of the commit ``before`` it, and the committed one still pending
+    (or lost too, as a power cut could)."""
+    committed = load_manifest(index)
+    assert committed is not None
+    assert committed.commit == before.commit + 1
+    save_manifest(index, before)
+    if not pending_lost:
+        save_manifest(index, committed, pending=True)
+
+
 def _crash_before_the_manifest(
-    specs: Path, index: Path, reporter: Reporter, source: str, text: str
+    specs: Path, index: Path, reporter: Reporter, source: str, text: str, *, pending_lost: bool
 ) -> None:
-    """Build, then write ``source`` and commit it, then lose that commit's manifest: as
-    if killed between the tantivy commit and the manifest's rename."""
+    """Build, then write ``source`` and commit it, then crash before the manifest."""
     session = _session(specs, index, reporter)
     session.sync()
-    stale = load_manifest(index)
+    before = session.manifest
     (specs / source).write_text(text)
     session.sync([source])
     session.close()
-    assert stale is not None
-    save_manifest(index, stale)
+    crash_after_the_commit(index, before, pending_lost=pending_lost)
 
 
+@pytest.mark.parametrize("pending_lost", [False, True])
 def test_manifest_behind_the_index_is_reconciled(
-    specs: Path, tmp_path: Path, quiet_reporter: Reporter
+    specs: Path, tmp_path: Path, quiet_reporter: Reporter, pending_lost: bool
 ) -> None:
     """A crash between the tantivy commit and the manifest rename."""
     index = tmp_path / "index"
     text = spec_yaml("Pets", ["listPets", "feedPet"])
-    _crash_before_the_manifest(specs, index, quiet_reporter, "pets.yaml", text)
+    _crash_before_the_manifest(
+        specs, index, quiet_reporter, "pets.yaml", text, pending_lost=pending_lost
+    )
     result = _sync_once(specs, index, quiet_reporter)
     view = read_index(index)
-    assert result.committed
-    assert result.converted == 1
     assert set(view.tools) == {"pets.list_pets", "pets.feed_pet", "shop.list_orders"}
     assert view.meta is not None
-    assert view.meta.commit == 3
     manifest = load_manifest(index)
     assert manifest is not None
-    assert manifest.commit == 3
-    assert '"event":"reconcile"' in (tmp_path / "indexer.log").read_text()
+    assert manifest.commit == view.meta.commit
+    assert not (index / PENDING_NAME).exists()
+    log = (tmp_path / "indexer.log").read_text()
+    if pending_lost:  # re-converted and committed again
+        assert result.committed
+        assert result.converted == 1
+        assert view.meta.commit == 3
+        assert '"event":"reconcile"' in log
+    else:  # the pending manifest is exactly the index's: nothing to do
+        assert not result.committed
+        assert result.converted == 0
+        assert view.meta.commit == 2
+        assert '"event":"pending_manifest"' in log
+        assert '"event":"reconcile"' not in log
+
+
+def test_a_pending_manifest_whose_commit_never_happened_is_dropped(
+    specs: Path, tmp_path: Path, quiet_reporter: Reporter
+) -> None:
+    index = tmp_path / "index"
+    _sync_once(specs, index, quiet_reporter)
+    manifest = load_manifest(index)
+    assert manifest is not None
+    # Killed after writing the pending manifest, before (or during) the commit.
+    save_manifest(index, msgspec.structs.replace(manifest, commit=2), pending=True)
+    result = _sync_once(specs, index, quiet_reporter)
+    assert not result.committed
+    assert not (index / PENDING_NAME).exists()
+    assert load_manifest(index) == manifest
+
+
+def test_a_rename_committed_just_before_a_kill_survives_a_break(
+    tmp_path: Path, quiet_reporter: Reporter
+) -> None:
+    # a.yaml arrives and takes shared.get_thing; b.yaml's tool becomes shared.get_thing_2.
+    # The kill loses that rename from the manifest; then b.yaml breaks. Before the pending
+    # manifest, the restart kept b.yaml's tool under its old manifest name and gave that
+    # name to a.yaml: two documents with one id.
+    specs = tmp_path / "specs"
+    specs.mkdir()
+    config = decode_config(
+        b'[specs."a.yaml"]\nnamespace = "shared"\n[specs."b.yaml"]\nnamespace = "shared"\n',
+        file="sezzlee.toml",
+    )
+    index = tmp_path / "index"
+    (specs / "b.yaml").write_text(spec_yaml("B", ["getThing"]))
+    session = _session(specs, index, quiet_reporter, config)
+    try:
+        session.sync()
+        before = session.manifest
+        (specs / "a.yaml").write_text(spec_yaml("A", ["getThing"]))
+        session.sync(["a.yaml"])
+    finally:
+        session.close()
+    crash_after_the_commit(index, before, pending_lost=False)
+    (specs / "b.yaml").write_text("openapi: 3.0.3\npaths: [broken\n")
+    session = _session(specs, index, quiet_reporter, config)
+    try:
+        session.sync()
+    finally:
+        session.close()
+    view = read_index(index)  # fails on two documents with one id
+    assert {name: tool["source"] for name, tool in view.tools.items()} == {
+        "shared.get_thing": "a.yaml",
+        "shared.get_thing_2": "b.yaml",
+    }
+    assert view.meta is not None
+    assert view.meta.files["b.yaml"].state == "broken_kept_last_good"
 
 
 def test_missing_manifest_means_full_rebuild(
@@ -428,13 +504,16 @@ def test_a_broken_documents_kept_names_are_never_given_to_another(
     }
 
 
+@pytest.mark.parametrize("pending_lost", [False, True])
 def test_a_file_added_before_a_crash_and_deleted_while_stopped_leaves_the_index(
-    specs: Path, tmp_path: Path, quiet_reporter: Reporter
+    specs: Path, tmp_path: Path, quiet_reporter: Reporter, pending_lost: bool
 ) -> None:
     """The manifest never recorded it (killed before the rename); the index did."""
     index = tmp_path / "index"
     text = spec_yaml("Extra", ["orphan"])
-    _crash_before_the_manifest(specs, index, quiet_reporter, "extra.yaml", text)
+    _crash_before_the_manifest(
+        specs, index, quiet_reporter, "extra.yaml", text, pending_lost=pending_lost
+    )
     (specs / "extra.yaml").unlink()
     result = _sync_once(specs, index, quiet_reporter)
     assert result.committed
