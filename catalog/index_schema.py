@@ -54,6 +54,7 @@ __all__ = [
     "decode_invoke",
     "decode_meta",
     "decode_payloads",
+    "decode_search",
     "edge_analyzer",
     "encode_payloads",
     "fields_document",
@@ -250,7 +251,7 @@ def stored_fields(
     record = decode_invoke(part.invoke)
     return _fields(
         part,
-        _SEARCH.decode(part.search),
+        decode_search(part.search),
         source=record.source,
         visibility_key=record.visibility_key,
         card=card,
@@ -484,6 +485,11 @@ def decode_meta(data: bytes) -> IndexMeta:
 def decode_invoke(data: bytes) -> InvokeRecord:
     """Decode a :class:`ToolPayload`'s ``invoke`` bytes."""
     return _INVOKE.decode(data)
+
+
+def decode_search(data: bytes) -> SearchFields:
+    """Decode a :class:`ToolPayload`'s ``search`` bytes."""
+    return _SEARCH.decode(data)
 
 
 def decode_payloads(data: bytes) -> tuple[ToolPayload, ...]:

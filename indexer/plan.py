@@ -35,7 +35,7 @@ from typing import Final
 import msgspec
 
 from catalog.fingerprint import with_version
-from catalog.fold import WordFolder
+from catalog.fold import WordFolder, fold_tag
 from catalog.index_schema import (
     SCHEMA_VERSION,
     FileStatus,
@@ -43,7 +43,9 @@ from catalog.index_schema import (
     JsonDocument,
     PayloadRecord,
     ToolPayload,
+    decode_invoke,
     decode_payloads,
+    decode_search,
     encode_payloads,
     json_document,
     payload_count,
@@ -58,6 +60,7 @@ from indexer.manifest import FileEntry, FileState, Manifest, ToolEntry, check_tr
 __all__ = [
     "MAX_ORDINAL",
     "ORDINAL_GAP",
+    "Carried",
     "Conversion",
     "FileAdd",
     "FileDocuments",
@@ -76,6 +79,7 @@ __all__ = [
     "encode_fields",
     "encode_tools",
     "file_documents",
+    "indexed_entry",
     "make_plan",
     "stored_documents",
     "tools_sum",
@@ -135,12 +139,19 @@ def encode_fields(tools: Sequence[CatalogTool], keys: Sequence[str]) -> bytes:
     )
 
 
+class Carried(msgspec.Struct, frozen=True, kw_only=True):
+    """A file's tools as the index holds them, for a full build that cannot convert it."""
+
+    entry: FileEntry  # its manifest entry, or one rebuilt from the index (indexed_entry)
+    fields: bytes  # stored_documents(...) of the entry's tools, in its order
+
+
 def stored_documents(
     names: Sequence[str], cards: Mapping[str, bytes], payloads: Iterable[bytes]
 ) -> bytes:
     """The :func:`encode_fields` bytes of a file's tools as the index stores them: its
     stored cards (name → card) and its payload documents' ``payloads``, for the tools
-    ``names`` in that order. What renumbering writes for a file it cannot convert.
+    ``names`` in that order. What a full build writes for a file it cannot convert.
 
     Raises:
         ValueError: a tool's card or payload part is missing, or was written by a
@@ -155,6 +166,47 @@ def stored_documents(
         fields.append(stored_fields(parts[name], cards[name], folder=folder))
     return _encode_documents(
         [json_document(f) for f in fields], [payload_record(g) for g in payload_groups(fields)]
+    )
+
+
+def indexed_entry(
+    status: FileStatus,
+    cards: Mapping[str, bytes],
+    payloads: Iterable[bytes],
+    policies: Mapping[str, SecurityPolicy],
+) -> FileEntry:
+    """A file's manifest entry rebuilt from what the index holds (its meta ``status``, its
+    stored cards and payloads, the meta's ``policies``), for when the manifest is lost.
+
+    What the index does not keep is left out: the files it ``$ref``s (a failed
+    conversion reports its own) and each tool's raw name (the published one stands in:
+    a kept tool keeps its published name) and operation-level digest (a hash of the
+    stored documents stands in: the catalog fingerprint moves once, when it is rebuilt).
+    """
+    parts = [part for data in payloads for part in decode_payloads(data)]
+    tools: list[ToolEntry] = []
+    namespace = ""
+    tags: dict[str, set[str]] = {}
+    for part in sorted(parts, key=lambda p: p.name):
+        record = decode_invoke(part.invoke)
+        namespace = record.namespace
+        digest = hashlib.blake2b(digest_size=8)
+        for data in (part.definition, cards.get(part.name, b""), part.invoke, part.search):
+            digest.update(len(data).to_bytes(8, "big") + data)
+        version = _DEFINITION.decode(part.definition).version
+        key = record.visibility_key
+        tools.append(ToolEntry(part.name, part.name, 0, version, key, digest.hexdigest()))
+        search = decode_search(part.search)
+        tags.setdefault(key, set()).update(fold_tag(t) for t in search.tags)
+    keys = {t.visibility for t in tools}
+    return FileEntry(
+        content_hash=status.content_hash,
+        namespace=namespace,
+        state=FileState(status.state),
+        problems=status.problems,
+        tools=tuple(tools),
+        policies={k: policies[k] for k in sorted(keys) if k in policies},
+        tags={k: tuple(sorted(v - {""})) for k, v in sorted(tags.items()) if v - {""}},
     )
 
 
@@ -591,7 +643,7 @@ def make_plan(
     now: float,
     force: bool = False,
     names: NameIndex | None = None,
-    carried: Mapping[str, bytes] | None = None,
+    carried: Mapping[str, Carried] | None = None,
 ) -> IndexPlan:
     """Merge named conversions into ``previous`` and describe the commit.
 
@@ -606,16 +658,16 @@ def make_plan(
         names: ``NameIndex.of(previous.files)``, when the caller keeps it between plans;
             it is updated in place and returned as ``IndexPlan.names`` (the caller must
             rebuild it if the plan raises or is not applied).
-        carried: for a full build that renumbers a live index: source → the stored
-            documents (:func:`stored_documents`) of a file of ``previous`` that failed
-            to convert now. Its last good tools stay, rewritten under new ordinals.
+        carried: for a full build of a live index (renumbering, or a lost manifest):
+            each file that failed to convert now with the tools the index holds for it.
+            Its last good tools stay, rewritten under new ordinals.
 
     Raises:
         OrdinalsExhausted: an incremental insert found no room; plan a full build.
     """
     carried = carried or {}
     if full:
-        before = {s: previous.files[s] for s in carried if s in conversions}
+        before = {s: c.entry for s, c in carried.items() if s in conversions}
     else:
         before = dict(previous.files)
     files = dict(before)
@@ -694,8 +746,8 @@ def make_plan(
         index = names if names is not None else NameIndex.of(previous.files)
     # Renumbering: a broken file's last good tools are written again, under new ordinals.
     rewritten = {
-        source: fields
-        for source, fields in carried.items()
+        source: c.fields
+        for source, c in carried.items()
         if full and source in before and files[source].state is FileState.BROKEN_KEPT_LAST_GOOD
     }
     new_names = [t.name for conv in pending.values() for t in conv.tools]

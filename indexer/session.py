@@ -16,8 +16,10 @@ Start-up cases (the ``__meta__`` document is the truth, the manifest a cache):
   differs are re-converted and rewritten, and a commit is forced.
 
 A live index whose ordinal gaps run out (``OrdinalsExhausted``) is renumbered by a full
-build in one commit. The files that fail to convert then keep their last good tools:
-their documents are read back from the index first and written again under new ordinals.
+build in one commit. That build, and the one after a lost manifest, keep the last good
+tools of the files that fail to convert: their documents are read back from the index
+first (their manifest entries too, when the manifest is lost) and written again under
+new ordinals.
 
 Curation runs with conversion (``build.convert_file``). A rule that cannot be applied is
 the config's fault when the config changed for that document since it was indexed: the
@@ -48,6 +50,7 @@ from indexer.manifest import (
     save_manifest,
 )
 from indexer.plan import (
+    Carried,
     Conversion,
     IndexPlan,
     NameIndex,
@@ -55,6 +58,7 @@ from indexer.plan import (
     apply_names,
     assign_names,
     dirty_sources,
+    indexed_entry,
     make_plan,
     stored_documents,
 )
@@ -120,7 +124,9 @@ class Session:
         shutil.rmtree(index_dir / SPOOL_DIR, ignore_errors=True)
         self.converter = Converter(specs_dir, workers=workers)
         self._full = False
-        self._renumber = False  # the full build renumbers a live index: carry broken files
+        # The full build rewrites a live index, whose last commit (this meta) holds what
+        # the files that fail to convert now had: renumbering, or a lost manifest.
+        self._carry: IndexMeta | None = None
         self._force = False
         self._forced: set[str] = set()
         self._hash_cache: dict[str, str] = {}
@@ -166,6 +172,7 @@ class Session:
             reason = f"the index has schema version {meta.schema_version}, not {SCHEMA_VERSION}"
         elif manifest is None or manifest.schema_version != SCHEMA_VERSION:
             reason = "the indexer's manifest is missing"
+            self._carry = meta  # the index is whole: what fails to convert is carried
         if reason or meta is None or manifest is None:
             self._full = True
             self.reporter.event("full_build", reason=reason)
@@ -244,9 +251,9 @@ class Session:
             return self._result(
                 full=False, plan=None, started=started, converted=0, config_error=rejected
             )
-        carried = self._carried(conversions) if full and self._renumber else {}
+        carried = self._carried(conversions, self._carry) if full and self._carry else {}
         if carried:  # their last good tools keep their names, as in any sync
-            files = {source: self.manifest.files[source] for source in carried}
+            files = {source: c.entry for source, c in carried.items()}
         names = assign_names(files, conversions, deleted)
         if names.reconvert:
             again = self._convert(sorted(names.reconvert), spool)
@@ -281,7 +288,7 @@ class Session:
             self.reporter.event("renumber", reason="no ordinal gap left; rebuilding")
             self._names = NameIndex.of({})
             self._full = True
-            self._renumber = True
+            self._carry = self.store.read_meta()
             return self.sync()
         except BaseException:
             self._names = NameIndex.of(self.manifest.files)  # make_plan took it over
@@ -311,7 +318,7 @@ class Session:
         self.scanned = scanned
         self._trusted = self.config
         self._full = False
-        self._renumber = False
+        self._carry = None
         self._force = False
         self._forced = set()
         return self._result(
@@ -323,22 +330,32 @@ class Session:
             committed_at=committed_at,
         )
 
-    def _carried(self, conversions: Mapping[str, Conversion]) -> dict[str, bytes]:
-        """Before a renumbering full build: the stored documents of each file whose tools
-        are in the index and which failed to convert now, so that its last good tools
-        are written again (bad input, nothing lost). Read before anything is written.
+    def _carried(
+        self, conversions: Mapping[str, Conversion], meta: IndexMeta
+    ) -> dict[str, Carried]:
+        """Before a full build of a live index: each file whose tools are in the index and
+        which failed to convert now, with those tools' documents read back from the index
+        (bad input, nothing lost). Read before anything is written; ``meta`` is the last
+        commit's. A file the manifest no longer describes gets an entry rebuilt from the
+        index (``indexed_entry``).
         """
-        carried: dict[str, bytes] = {}
+        carried: dict[str, Carried] = {}
         for source, conv in sorted(conversions.items()):
-            entry = self.manifest.files.get(source)
-            if conv.ok or entry is None or not entry.tools:
+            status = meta.files.get(source)
+            if conv.ok or status is None or not status.operations:
                 continue
-            names = [t.name for t in entry.tools]
-            cards, payloads = self.store.stored(source, len(names) + payload_count(len(names)))
+            limit = status.operations + payload_count(status.operations)
+            cards, payloads = self.store.stored(source, limit)
             try:
-                carried[source] = stored_documents(names, cards, payloads)
+                entry = self.manifest.files.get(source) or indexed_entry(
+                    status, cards, payloads, meta.policies
+                )
+                names = [t.name for t in entry.tools]
+                fields = stored_documents(names, cards, payloads)
             except ValueError as exc:  # msgspec.DecodeError is one too
-                self.reporter.event("renumber_lost", level="error", file=source, reason=str(exc))
+                self.reporter.event("carry_lost", level="error", file=source, reason=str(exc))
+                continue
+            carried[source] = Carried(entry=entry, fields=fields)
         return carried
 
     def _curation_errors(self, conversions: dict[str, Conversion]) -> str:

@@ -13,7 +13,7 @@ import tantivy
 from catalog.config import Config, SpecConfig
 from catalog.index_schema import PAYLOAD_GROUP
 from indexer.build import convert_file
-from indexer.plan import Conversion, stored_documents
+from indexer.plan import Conversion, indexed_entry, stored_documents
 from indexer.report import Reporter
 from indexer.session import Session
 from tests.indexer.helpers import read_index, spec_yaml
@@ -24,7 +24,7 @@ def _session(specs: Path, index: Path, reporter: Reporter) -> Session:
     return Session(specs, index, Config(), reporter, workers=1, heap_bytes=20_000_000)
 
 
-def test_stored_documents_are_the_documents_the_conversion_wrote(
+def test_stored_documents_and_entries_are_what_the_conversion_wrote(
     tmp_path: Path, quiet_reporter: Reporter
 ) -> None:
     specs = tmp_path / "specs"
@@ -37,8 +37,21 @@ def test_stored_documents_are_the_documents_the_conversion_wrote(
         entry = session.manifest.files["many.yaml"]
         names = [t.name for t in entry.tools]
         cards, payloads = session.store.stored("many.yaml", 100)
+        meta = session.store.read_meta()
     finally:
         session.close()
+    assert meta is not None
+    rebuilt = indexed_entry(meta.files["many.yaml"], cards, payloads, meta.policies)
+    assert (rebuilt.namespace, rebuilt.policies, rebuilt.tags, rebuilt.state) == (
+        entry.namespace,
+        entry.policies,
+        entry.tags,
+        entry.state,
+    )
+    assert rebuilt.policies  # secured: one non-public visibility key
+    assert sorted((t.name, t.version, t.visibility) for t in rebuilt.tools) == sorted(
+        (t.name, t.version, t.visibility) for t in entry.tools
+    )
     assert len(cards) == len(operations)
     assert len(payloads) == 2
     conv = msgspec.msgpack.decode(

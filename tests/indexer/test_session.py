@@ -472,6 +472,52 @@ def test_missing_manifest_means_full_rebuild(
     assert len(read_index(index).tools) == 3
 
 
+@pytest.mark.parametrize("lost", ["deleted", "truncated"])
+def test_a_lost_manifest_keeps_a_broken_documents_last_good_tools(
+    specs: Path, tmp_path: Path, quiet_reporter: Reporter, lost: str
+) -> None:
+    # The full build that follows cannot convert pets.yaml: its tools come back from the
+    # index, which holds everything they were indexed from.
+    index = tmp_path / "index"
+    session = _session(specs, index, quiet_reporter)
+    try:
+        session.sync()
+        good = read_index(index).tools
+        (specs / "pets.yaml").write_text("openapi: 3.0.3\npaths: [unclosed\n")
+        session.sync(["pets.yaml"])
+    finally:
+        session.close()
+    if lost == "deleted":
+        (index / MANIFEST_NAME).unlink()
+    else:
+        (index / MANIFEST_NAME).write_bytes((index / MANIFEST_NAME).read_bytes()[:100])
+    (specs / "shop.yaml").write_text(spec_yaml("Shop", ["listOrders", "getOrder"], tag="Orders"))
+    result = _sync_once(specs, index, quiet_reporter)
+    assert result.full
+    view = read_index(index)
+    assert view.meta is not None
+    status = view.meta.files["pets.yaml"]
+    assert status.state == "broken_kept_last_good"
+    assert status.operations == 2
+    assert {n for n, t in view.tools.items() if t["source"] == "pets.yaml"} == {
+        "pets.list_pets",
+        "pets.get_pet",
+    }
+    for name in ("pets.list_pets", "pets.get_pet"):
+        assert view.tools[name]["definition"] == good[name]["definition"]
+    assert "shop.get_order" in view.tools
+    assert view.names_in_order() == sorted(view.tools)
+    assert view.meta.tags == {"public": ("orders", "pets")}
+    # A normal manifest again: a restart has nothing to do, a fix replaces the kept tools.
+    assert not _sync_once(specs, index, quiet_reporter).committed
+    (specs / "pets.yaml").write_text(spec_yaml("Pets", ["getPet"]))
+    fixed = _sync_once(specs, index, quiet_reporter)
+    assert fixed.committed
+    assert fixed.broken == 0
+    names = read_index(index).tools
+    assert {n for n, t in names.items() if t["source"] == "pets.yaml"} == {"pets.get_pet"}
+
+
 def test_a_broken_documents_kept_names_are_never_given_to_another(
     tmp_path: Path, quiet_reporter: Reporter
 ) -> None:
