@@ -3,8 +3,8 @@
 Pure: no I/O, no tantivy. Theory of operation:
 
 1. ``dirty_sources`` picks the files to (re)convert: new files, files whose content or
-   config inputs changed, files the caller forces (after a crash), and every file that
-   ``$ref``s one of those or a deleted file (transitively).
+   config inputs changed, and every file that ``$ref``s one of those or a deleted file
+   (transitively).
 2. The caller converts them (``build.py``). ``assign_names`` then resolves name clashes
    across documents that share a namespace: documents are taken in source-path order,
    the first claims a name, later ones get ``_2``, ``_3``, ... Only namespaces touched by
@@ -317,8 +317,6 @@ def dirty_sources(
     files: Mapping[str, FileEntry],
     scanned: Mapping[str, str],
     config_hashes: Mapping[str, str],
-    *,
-    forced: Iterable[str] = (),
 ) -> tuple[frozenset[str], frozenset[str]]:
     """The files to convert and the files deleted.
 
@@ -326,14 +324,12 @@ def dirty_sources(
         files: the manifest's entries.
         scanned: source → content hash of every spec file now present.
         config_hashes: source → hash of its config inputs (namespace and section).
-        forced: sources to convert whatever their hashes say (or delete, when gone: after
-            a crash the index can hold a file the manifest never recorded).
 
     Returns:
         (to convert, deleted).
     """
-    deleted = (frozenset(files) | frozenset(forced)) - frozenset(scanned)
-    dirty: set[str] = set(forced) & set(scanned)
+    deleted = frozenset(files) - frozenset(scanned)
+    dirty: set[str] = set()
     for source, content_hash in scanned.items():
         entry = files.get(source)
         if (
@@ -641,7 +637,6 @@ def make_plan(
     *,
     full: bool,
     now: float,
-    force: bool = False,
     names: NameIndex | None = None,
     carried: Mapping[str, Carried] | None = None,
 ) -> IndexPlan:
@@ -654,7 +649,6 @@ def make_plan(
         stats: source → (size, mtime_ns) vouching for each converted file's hash.
         full: rebuild the whole index (every present file must be in ``conversions``).
         now: the commit time (unix seconds).
-        force: commit even if nothing changed (reconciling after a crash).
         names: ``NameIndex.of(previous.files)``, when the caller keeps it between plans;
             it is updated in place and returned as ``IndexPlan.names`` (the caller must
             rebuild it if the plan raises or is not applied).
@@ -673,8 +667,6 @@ def make_plan(
     files = dict(before)
     delete_sources: set[str] = set()
     for source in deleted:
-        # Whether or not the manifest knew it: a file can be in the index and not in the
-        # manifest after a crash between the commit and the manifest's rename.
         files.pop(source, None)
         delete_sources.add(source)
     referenced = {dep for conv in conversions.values() for dep in conv.dependencies}
@@ -793,7 +785,6 @@ def make_plan(
     touched = set(conversions) | set(deleted) | refragmented
     commit_needed = (
         full
-        or force
         or fingerprint != previous.fingerprint
         or any(
             _normal_status(statuses.get(s)) != _normal_status(_status_of(previous.files.get(s)))

@@ -12,8 +12,8 @@ Start-up cases (the ``__meta__`` document is the truth, the manifest a cache):
 * manifest and meta from the same commit: incremental against the spec directory; a
   pending manifest of the index's last commit (a kill between the tantivy commit and
   the manifest's rename) is adopted first, and is then that manifest;
-* they disagree (the pending manifest lost, a power cut): the files whose status
-  differs are re-converted and rewritten, and a commit is forced.
+* they disagree (the pending manifest lost too, a power cut): full build, the index
+  being whole (see below).
 
 A live index whose ordinal gaps run out (``OrdinalsExhausted``) is renumbered by a full
 build in one commit. That build, and the one after a lost manifest, keep the last good
@@ -127,8 +127,6 @@ class Session:
         # The full build rewrites a live index, whose last commit (this meta) holds what
         # the files that fail to convert now had: renumbering, or a lost manifest.
         self._carry: IndexMeta | None = None
-        self._force = False
-        self._forced: set[str] = set()
         self._hash_cache: dict[str, str] = {}
         self._hashed_config: Config | None = None
         meta = self.store.read_meta()
@@ -162,44 +160,28 @@ class Session:
         return None
 
     def _reconcile(self, meta: IndexMeta | None, manifest: Manifest | None) -> Manifest:
-        base = max(meta.commit if meta else 0, manifest.commit if manifest else 0)
-        reason = ""
-        if self.store.wiped:
-            reason = "the index had another tantivy schema"
-        elif meta is None:
-            reason = "the index is empty"
-        elif meta.schema_version != SCHEMA_VERSION:
-            reason = f"the index has schema version {meta.schema_version}, not {SCHEMA_VERSION}"
+        if meta is None or self.store.wiped or meta.schema_version != SCHEMA_VERSION:
+            if self.store.wiped:
+                reason = "the index had another tantivy schema"
+            elif meta is None:
+                reason = "the index is empty"
+            else:
+                reason = f"the index has schema version {meta.schema_version}, not {SCHEMA_VERSION}"
         elif manifest is None or manifest.schema_version != SCHEMA_VERSION:
             reason = "the indexer's manifest is missing"
             self._carry = meta  # the index is whole: what fails to convert is carried
-        if reason or meta is None or manifest is None:
-            self._full = True
-            self.reporter.event("full_build", reason=reason)
-            return Manifest(schema_version=SCHEMA_VERSION, commit=base)
-        if manifest.commit == meta.commit and manifest.fingerprint == meta.fingerprint:
+        elif manifest.commit != meta.commit or manifest.fingerprint != meta.fingerprint:
+            # The manifest lags the index (its pending successor lost too: a power cut).
+            # That commit may have renamed or renumbered any file's tools, so no per-file
+            # repair is safe; the index is whole, and rebuilt as when the manifest is lost.
+            reason = "the manifest disagrees with the index's last commit"
+            self._carry = meta
+        else:
             return manifest
-        for source in set(meta.files) | set(manifest.files):
-            status = meta.files.get(source)
-            entry = manifest.files.get(source)
-            if (
-                status is None
-                or entry is None
-                or status.content_hash != entry.content_hash
-                or _normal(status.state) != _normal(entry.state.value)
-                or status.operations != len(entry.tools)
-            ):
-                self._forced.add(source)
-        self._force = True
-        self.reporter.event(
-            "reconcile",
-            level="warning",
-            reason="the manifest disagrees with the index's last commit",
-            manifest_commit=manifest.commit,
-            index_commit=meta.commit,
-            files=sorted(self._forced),
-        )
-        return msgspec.structs.replace(manifest, commit=base, fingerprint=meta.fingerprint)
+        self._full = True
+        self.reporter.event("full_build", reason=reason)
+        base = max(meta.commit if meta else 0, manifest.commit if manifest else 0)
+        return Manifest(schema_version=SCHEMA_VERSION, commit=base)
 
     def sync(self, touched: Iterable[str] = (), *, config: Config | None = None) -> SyncResult:
         """Bring the index up to date with the spec directory (and ``config``, if new).
@@ -220,10 +202,8 @@ class Session:
         if full:
             dirty, deleted = frozenset(scanned), frozenset[str]()
         else:
-            dirty, deleted = dirty_sources(
-                self.manifest.files, hashes, config_hashes, forced=self._forced
-            )
-        if not dirty and not deleted and not self._force:
+            dirty, deleted = dirty_sources(self.manifest.files, hashes, config_hashes)
+        if not dirty and not deleted:
             self.scanned = scanned
             self._trusted = self.config
             return self._result(full=False, plan=None, started=started, converted=0)
@@ -280,7 +260,6 @@ class Session:
                 stats,
                 full=full,
                 now=time.time(),
-                force=self._force,
                 names=None if full else self._names,
                 carried=carried,
             )
@@ -319,8 +298,6 @@ class Session:
         self._trusted = self.config
         self._full = False
         self._carry = None
-        self._force = False
-        self._forced = set()
         return self._result(
             full=full,
             plan=plan,
@@ -467,10 +444,6 @@ class Session:
         """Stop the pool and release the writer."""
         self.converter.close()
         self.store.close()
-
-
-def _normal(state: str) -> str:
-    return "fresh" if state == "changed" else state
 
 
 def _warnings(files: Mapping[str, FileEntry]) -> int:
