@@ -160,7 +160,7 @@ class _Connection(asyncio.Protocol):
             lowered = name.lower()
             if lowered == "content-length":
                 self._framed = True
-                if value.strip().isdigit() and int(value) > self._budget:
+                if value.strip().isdigit() and int(value) > self._budget and self._has_body():
                     raise AnswerTooLarge
             elif lowered == "transfer-encoding":
                 self._framed = True
@@ -237,6 +237,12 @@ class _Connection(asyncio.Protocol):
         if self._waiter is not None and not self._waiter.done():
             self._waiter.set_exception(exc)
         self.close()
+
+    def _has_body(self) -> bool:
+        # A HEAD answer, a 204 and a 304 end at their headers (RFC 9112 §6.3), though a
+        # HEAD answer or a 304 may declare the representation's Content-Length: no byte of
+        # it follows, so it says nothing about the budget.
+        return not self._head_only and self._status not in (204, 304)
 
 
 class Pool:

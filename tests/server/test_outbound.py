@@ -259,6 +259,30 @@ def test_head_interim_answers_and_declared_sizes() -> None:
     assert big == "too large"  # refused from the declared length, before any body
 
 
+def test_no_body_follows_a_head_a_204_or_a_304_whatever_their_declared_length() -> None:
+    # They end at their header section (RFC 9112 §6.3), and a HEAD answer or a 304 may
+    # declare the representation's length: here 50,000 bytes, over a budget of 10,000.
+    statuses = {"/204": "204 No Content", "/304": "304 Not Modified"}
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        async for line, _, _ in requests(reader):
+            status = statuses.get(line.split()[1].decode(), "200 OK")
+            writer.write(answer(b"", "Content-Length: 50000", status=status))
+            await writer.drain()
+
+    async def main() -> list[tuple[int, bytes]]:
+        async with raw_server(handler) as address:
+            p = pool(address)
+            try:
+                replies = [await get(p, address, method="HEAD")]
+                replies += [await get(p, address, path) for path in statuses]
+            finally:
+                await p.aclose()
+        return [(reply.status, reply.body) for reply in replies]
+
+    assert asyncio.run(main()) == [(200, b""), (204, b""), (304, b"")]
+
+
 def test_a_stale_keep_alive_connection_is_retried_only_when_idempotent() -> None:
     connections: list[int] = []
 
