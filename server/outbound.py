@@ -104,7 +104,7 @@ class _Connection(asyncio.Protocol):
         self._size = 0
         self._decoder: _Decoder | None = None
         self._started = False  # a byte of this exchange's answer arrived
-        self._framed = False  # Content-Length or chunked: the close does not end the body
+        self._framed = False  # Content-Length or a final chunked: the close does not end it
         self._headers_done = False
         self.reusable = False
 
@@ -163,7 +163,10 @@ class _Connection(asyncio.Protocol):
                 if value.strip().isdigit() and int(value) > self._budget and self._has_body():
                     raise AnswerTooLarge
             elif lowered == "transfer-encoding":
-                self._framed = True
+                # Only a final chunked coding frames the body; after any other (identity,
+                # gzip) it runs to the close (RFC 9112 §6.3), which is how llhttp reads it.
+                # The last field decides, as in llhttp: "chunked" then "gzip" is not framed.
+                self._framed = value.rsplit(",", 1)[-1].strip().lower() == "chunked"
             elif lowered == "content-encoding" and value.strip().lower() in _CODINGS:
                 self._decoder = _Decoder(value.strip().lower())
         if self._head_only:

@@ -131,6 +131,42 @@ def test_content_length_chunked_and_close_delimited_answers() -> None:
     assert len(sockets) == 1  # keep-alive: one connection for all three
 
 
+def test_a_transfer_coding_other_than_a_final_chunked_runs_to_the_close() -> None:
+    # RFC 9112 §6.3: only a final chunked coding frames a body; after any other, the body
+    # ends as the backend closes the connection, and the budget applies as it arrives.
+    replies = {
+        "/identity": answer(b"until the close", "Transfer-Encoding: identity"),
+        "/gzip-big": answer(b"x" * 10_001, "Transfer-Encoding: gzip"),
+        "/cut": answer(b"20\r\nonly part", "Transfer-Encoding: gzip, chunked"),
+    }
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        line, _, _ = await read_request(reader)
+        writer.write(replies[line.split()[1].decode()])
+        await writer.drain()
+        writer.close()
+
+    async def main() -> list[bytes | str]:
+        got: list[bytes | str] = []
+        async with raw_server(handler) as address:
+            p = pool(address)
+            try:
+                for path in replies:
+                    try:
+                        got.append((await get(p, address, path)).body)
+                    except (AnswerTooLarge, ConnectionFailed) as exc:
+                        got.append(f"{type(exc).__name__}: {exc}")
+            finally:
+                await p.aclose()
+        return got
+
+    assert asyncio.run(main()) == [
+        b"until the close",
+        "AnswerTooLarge: ",
+        "ConnectionFailed: the backend closed the connection mid-answer",  # chunked: cut
+    ]
+
+
 def test_a_truncated_answer_and_garbage_are_connection_failures() -> None:
     async def truncated(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         await read_request(reader)
