@@ -42,6 +42,11 @@ _IDEMPOTENT: Final = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS", "TRAC
 _WITH_BODY: Final = frozenset({"POST", "PUT", "PATCH"})
 _FORBIDDEN: Final = ("\r", "\n", "\0")
 _CONNECT_BUDGET: Final = 64 * 1024
+_HEADER_CAP: Final = 64 * 1024
+"""The most an answer's header fields (names and values) may take, and less when the
+response budget is less: the budget bounds what one answer makes the gateway hold. Far more
+than backends send (Node.js refuses a header section over 16 KiB, nginx reads an upstream's
+into 4 or 8 KiB), and a field costs more held than its bytes: two Python strings."""
 _CODINGS: Final = ("gzip", "deflate")
 ACCEPT_ENCODING: Final = ", ".join(_CODINGS)
 """The ``Accept-Encoding`` to send: the codings an answer is decoded from."""
@@ -97,9 +102,12 @@ class _Connection(asyncio.Protocol):
         self._parser = httptools.HttpResponseParser(self)
         self._waiter: asyncio.Future[BackendResponse] | None = None
         self._budget = 0
+        self._header_cap = 0
         self._head_only = False
         self._status = 0
         self._headers: list[tuple[str, str]] = []
+        self._header_size = 0  # names and values of this answer's fields
+        self._head_received = 0  # bytes received while the header section is unfinished
         self._chunks: list[bytes] = []
         self._size = 0
         self._decoder: _Decoder | None = None
@@ -139,6 +147,15 @@ class _Connection(asyncio.Protocol):
                 self._fail(ConnectionFailed("the backend's answer could not be decoded"))
             else:
                 self._fail(ConnectionFailed(f"the backend's answer is not valid HTTP ({exc})"))
+            return
+        if not self._headers_done:
+            # on_header sees a field only once it ends, and httptools holds it whole until
+            # then: a field that never ends is stopped here, by the bytes received. Those
+            # include what on_header leaves out (the status line, line ends, interim
+            # answers, however many): twice the cap.
+            self._head_received += len(data)
+            if self._head_received > 2 * self._header_cap:
+                self._fail(AnswerTooLarge())
 
     # -- httptools callbacks
 
@@ -149,6 +166,9 @@ class _Connection(asyncio.Protocol):
             raise ConnectionFailed("the backend answered more than it was asked")
 
     def on_header(self, name: bytes, value: bytes) -> None:
+        self._header_size += len(name) + len(value)
+        if self._header_size > self._header_cap:
+            raise AnswerTooLarge
         self._headers.append((name.decode("latin-1"), value.decode("latin-1")))
 
     def on_headers_complete(self) -> None:
@@ -187,6 +207,7 @@ class _Connection(asyncio.Protocol):
     def on_message_complete(self) -> None:
         if 100 <= self._status < 200:
             self._headers.clear()
+            self._header_size = 0
             return
         if self._head_only:
             return
@@ -203,8 +224,10 @@ class _Connection(asyncio.Protocol):
         loop = asyncio.get_running_loop()
         self._waiter = loop.create_future()
         self._budget = budget
+        self._header_cap = min(budget, _HEADER_CAP)
         self._head_only = head_only
         self._status, self._size, self._decoder = 0, 0, None
+        self._header_size = self._head_received = 0
         self._headers, self._chunks = [], []
         self._started = self._framed = self._headers_done = self.reusable = False
         self.transport.write(head + body if body else head)

@@ -319,6 +319,52 @@ def test_no_body_follows_a_head_a_204_or_a_304_whatever_their_declared_length() 
     assert asyncio.run(main()) == [(200, b""), (204, b""), (304, b"")]
 
 
+def test_header_fields_are_held_within_the_budget() -> None:
+    # llhttp sets no limit on a header section: without one, a backend could make the
+    # gateway hold any amount of it under a budget of 10,000 bytes.
+    filler = [f"X-Filler-{i:02}: {'a' * 1000}" for i in range(12)]  # 12,132 bytes in all
+    endless = 16 * 1024 * 1024
+    sent: list[int] = []  # bytes of the endless field the backend got to send
+    connections: list[int] = []
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        connections.append(1)
+        async for line, _, _ in requests(reader):
+            path = line.split()[1]
+            if path == b"/many":
+                writer.write(answer(b"ok", *filler, "Content-Length: 2"))
+            elif path == b"/endless":  # one field that never ends
+                writer.write(b"HTTP/1.1 200 OK\r\nX-Filler: ")
+                sent.append(0)
+                while sent[0] < endless:
+                    writer.write(b"a" * 65536)
+                    await writer.drain()
+                    sent[0] += 65536
+                return
+            else:  # 6,066 bytes each in an interim answer and in the final one
+                writer.write(answer(b"", *filler[:6], status="103 Early Hints"))
+                writer.write(answer(b"ok", *filler[6:], "Content-Length: 2"))
+            await writer.drain()
+
+    async def main() -> list[bytes | str]:
+        got: list[bytes | str] = []
+        async with raw_server(handler) as address:
+            p = pool(address)
+            try:
+                for path in ("/many", "/endless", "/hints"):
+                    try:
+                        got.append((await get(p, address, path)).body)
+                    except AnswerTooLarge:
+                        got.append("too large")
+            finally:
+                await p.aclose()
+        return got
+
+    assert asyncio.run(main()) == ["too large", "too large", b"ok"]
+    assert sent[0] < endless  # refused as it arrived, not once held whole
+    assert len(connections) == 3  # neither refused connection was reused
+
+
 def test_a_stale_keep_alive_connection_is_retried_only_when_idempotent() -> None:
     connections: list[int] = []
 
