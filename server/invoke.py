@@ -675,7 +675,10 @@ def _decode_body(response: BackendResponse) -> dict[str, Any]:
     if media.startswith("text/") or media in _TEXTUAL or charset or _JSON_TYPES.match(media):
         try:
             return {"body": raw.decode(charset or "utf-8")}
-        except (UnicodeDecodeError, LookupError):
+        except (ValueError, LookupError):
+            # LookupError: no such codec, or not a text one ("base64"). ValueError: bytes
+            # the codec refuses, as UnicodeDecodeError or, from codecs like "undefined"
+            # and "idna", a bare UnicodeError; or a name holding a NUL. Base64 it is.
             pass
     if media == "":
         try:

@@ -8,6 +8,7 @@ index-backed view is exercised end to end in ``tests/e2e``.
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import logging
 import socket
@@ -374,6 +375,28 @@ def test_backend_error_envelope(backend: Recorder) -> None:
         "status": 429,
         "body": {"detail": "slow"},
         "retryAfter": 3,
+    }
+
+
+@pytest.mark.parametrize(
+    ("content_type", "body"),
+    [
+        ("text/plain; charset=undefined", b"hello"),  # the codec raises a bare UnicodeError
+        ("text/plain; charset=idna", b"xn--a"),  # no valid punycode: UnicodeError too
+        ("text/plain; charset=base64", b"aGk="),  # not a text codec: LookupError
+    ],
+)
+def test_a_charset_python_cannot_decode_with_is_answered_in_base64(
+    backend: Recorder, content_type: str, body: bytes
+) -> None:
+    # The UnicodeError escaped interpret() and the server answered JSON-RPC -32603.
+    backend.expect(lambda r: Answer(200, body, (("content-type", content_type),)))
+    payload = outcome(invoker_for(), get_order(backend.base), "get_order", {"id": 1})
+    assert payload == {
+        "status": 200,
+        "body": base64.b64encode(body).decode(),
+        "contentType": content_type,
+        "encoding": "base64",
     }
 
 
