@@ -285,6 +285,8 @@ _TOKEN: Final = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 # What a field value may not hold (RFC 9110 §5.5): every control character but HTAB.
 _CONTROL: Final = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
 _JSON_TYPES: Final = re.compile(r"^application/(.+\+)?json$")
+# The separator of an unexploded array or object, by query style (form's is a comma).
+_DELIMITERS: Final = {"spaceDelimited": "%20", "pipeDelimited": "|"}
 
 
 def origin_of(url: str) -> str | None:
@@ -518,22 +520,25 @@ def _query_pairs(binding: ParameterBinding, value: Any) -> list[str]:
     def enc(v: Any) -> str:
         return _q(_scalar(v), allow_reserved=reserved)
 
+    # OpenAPI's style table defines spaceDelimited and pipeDelimited only unexploded
+    # (3.0.4 and 3.1.1 print n/a for explode true, arrays and objects alike): exploded,
+    # they are sent as form is, one pair per item or member.
+    separator = _DELIMITERS.get(style, ",")
     if isinstance(value, list):
         if not value:
             return []
-        if style == "spaceDelimited" and not explode:
-            return [f"{name}=" + "%20".join(enc(v) for v in value)]
-        if style == "pipeDelimited" and not explode:
-            return [f"{name}=" + "|".join(enc(v) for v in value)]
         if explode:
             return [f"{name}={enc(v)}" for v in value]
-        return [f"{name}=" + ",".join(enc(v) for v in value)]
+        return [f"{name}=" + separator.join(enc(v) for v in value)]
     if isinstance(value, dict):
         if style == "deepObject":
             return [f"{_q(f'{binding.wire_name}[{k}]')}={enc(v)}" for k, v in value.items()]
         if explode:
             return [f"{_q(str(k))}={enc(v)}" for k, v in value.items()]
-        return [f"{name}=" + ",".join(f"{enc(k)},{enc(v)}" for k, v in value.items())]
+        # An object is its keys and values in turn, joined as an array's items are:
+        # color=R%20100%20G%20200 (spaceDelimited), color=R|100|G|200 (pipeDelimited).
+        flat = (enc(x) for kv in value.items() for x in kv)
+        return [f"{name}=" + separator.join(flat)]
     return [f"{name}={enc(value)}"]
 
 

@@ -296,6 +296,27 @@ def test_success_forwards_identity_and_static_headers_to_the_backend_only(
     assert "cookie" not in request.headers
 
 
+@pytest.mark.parametrize(
+    ("style", "query"),
+    [
+        ("spaceDelimited", "color=R%20100%20G%20200%20B%20150"),
+        ("pipeDelimited", "color=R|100|G|200|B|150"),
+    ],
+)
+def test_delimited_query_objects_are_joined_by_their_style(
+    backend: Recorder, style: str, query: str
+) -> None:
+    # OpenAPI's style table; these were joined with commas, as form is.
+    color = ParameterBinding(
+        argument="color", location="query", wire_name="color", style=style, explode=False
+    )
+    table = Table(tool("paint", get_route("/paint", backend.base, color)))
+    backend.expect(lambda r: Answer(204))
+    payload = outcome(invoker_for(), table, "paint", {"color": {"R": 100, "G": 200, "B": 150}})
+    assert payload["status"] == 204
+    assert backend.requests[0].query == query
+
+
 def test_arguments_as_a_json_string_are_unwrapped_and_logged(
     backend: Recorder, caplog: pytest.LogCaptureFixture
 ) -> None:
