@@ -62,6 +62,7 @@ __all__ = [
     "coerce_arguments",
     "interpret",
     "origin_of",
+    "requote",
 ]
 
 
@@ -285,6 +286,10 @@ _TOKEN: Final = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 # What a field value may not hold (RFC 9110 §5.5): every control character but HTAB.
 _CONTROL: Final = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
 _JSON_TYPES: Final = re.compile(r"^application/(.+\+)?json$")
+_URI_KEPT: Final = "!#$%&'()*+,/:;=?@[]~|"
+"""What :func:`requote` keeps besides letters, digits and ``-._~``: RFC 3986's
+reserved characters, ``%`` (of a ``%XX``) and ``|``."""
+_STRAY_PERCENT: Final = re.compile(rb"%(?![0-9A-Fa-f]{2})")
 # The separator of an unexploded array or object, by query style (form's is a comma).
 _DELIMITERS: Final = {"spaceDelimited": "%20", "pipeDelimited": "|"}
 
@@ -302,6 +307,19 @@ def origin_of(url: str) -> str | None:
     if ":" in host:
         host = f"[{host}]"
     return f"{parts.scheme}://{host}:{port}"
+
+
+def requote(raw: bytes) -> str:
+    """``raw`` (a URL, or its path and query) with every byte a URI may not hold
+    percent-encoded, as ``requests.utils.requote_uri`` does: a ``%XX`` already there is
+    kept, a ``%`` that starts none is ``%25``, a space or a non-ASCII byte is ``%XX``.
+
+    ``|`` is kept too: pipeDelimited's separator, as OpenAPI 3.0.3's style table spells
+    it, and as :func:`build_request` writes it. What :func:`build_request` makes of a
+    plain base URL and path template comes back unchanged: only what a document or a
+    Location put there raw is encoded.
+    """
+    return quote(_STRAY_PERCENT.sub(b"%25", raw), safe=_URI_KEPT)
 
 
 @functools.lru_cache(maxsize=256)

@@ -34,7 +34,7 @@ from urllib.parse import unquote, urlsplit
 
 import httptools
 
-from server.invoke import BackendResponse
+from server.invoke import BackendResponse, requote
 
 __all__ = ["ACCEPT_ENCODING", "IDLE_SECONDS", "AnswerTooLarge", "ConnectionFailed", "Pool"]
 
@@ -368,10 +368,14 @@ class Pool:
         self, method: str, url: str, headers: list[tuple[str, str]], body: bytes | None
     ) -> bytes:
         parts = urlsplit(url)
+        # Only the path and query are sent (a fragment is the client's), re-quoted: a
+        # document's path or a redirect's Location may hold what a request line cannot.
+        path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        target = requote(path.encode())
         if self._proxy is not None and not self._https:
-            target = url  # absolute-form: the proxy forwards it
-        else:
-            target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+            # absolute-form, for the proxy to forward: built from the origin, so nothing
+            # but this backend's host (no userinfo, no fragment) reaches the proxy
+            target = f"http://{self._host_header}{target}"
         lines = [f"{method} {target} HTTP/1.1", f"Host: {self._host_header}"]
         if self._proxy_auth and not self._https:
             lines.append(f"Proxy-Authorization: {self._proxy_auth}")

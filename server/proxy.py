@@ -20,7 +20,7 @@ import logging
 import ssl
 import time
 from typing import Any, Final, Protocol
-from urllib.parse import urljoin
+from urllib.parse import urldefrag, urljoin
 
 import msgspec
 
@@ -46,6 +46,7 @@ from server.invoke import (
     coerce_arguments,
     interpret,
     origin_of,
+    requote,
 )
 from server.outbound import ACCEPT_ENCODING, AnswerTooLarge, ConnectionFailed, Pool
 from server.tls import tls_context
@@ -157,7 +158,10 @@ class Proxy:
             location = response.header("location")
             if response.status not in _REDIRECTS or location is None:
                 return response
-            target = urljoin(url, location)
+            # The header's bytes, percent-encoded where a URI may not hold them (a space,
+            # UTF-8): sent verbatim, "/target two" split the request line. The fragment
+            # is the client's and never sent.
+            target, _ = urldefrag(urljoin(url, requote(location.encode("latin-1"))))
             if origin_of(target) != origin:
                 return response  # another origin: never followed, the caller sees it
             if response.status == 303 or (response.status in (301, 302) and method != "GET"):

@@ -29,6 +29,7 @@ from server.invoke import (
     coerce_arguments,
     interpret,
     origin_of,
+    requote,
 )
 
 GET_ORDER = ToolDefinition(
@@ -536,7 +537,9 @@ value = st.one_of(
     query_value=value,
     header_value=value,
     cookie_value=value,
-    style=st.sampled_from([None, "simple", "label", "matrix", "form", "deepObject"]),
+    style=st.sampled_from(
+        [None, "simple", "label", "matrix", "form", "deepObject", "pipeDelimited"]
+    ),
     explode=st.sampled_from([None, True, False]),
     reserved=st.booleans(),
 )
@@ -580,6 +583,7 @@ def test_no_value_changes_the_origin_or_the_path_shape_or_adds_a_header(
     assert origin_of(request.url) == request.origin
     assert parts.fragment == ""
     assert "#" not in request.url
+    assert requote(request.url.encode()) == request.url  # the pool sends it unchanged
     segments = parts.path.split("/")
     assert segments[:4] == ["", "api", "v1", "orders"]
     assert segments[-1] == "notes"

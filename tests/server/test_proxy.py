@@ -15,7 +15,7 @@ import socket
 import ssl
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any, NamedTuple
 from urllib.parse import parse_qs
 
@@ -40,6 +40,7 @@ from server.errors import ToolError, UnknownTool
 from server.identity import Caller, Outbound, Secrets
 from server.proxy import Invoker
 from tests.server.certs import certificate, write_pem
+from tests.server.test_outbound import raw_server, requests
 
 OAUTH = SecurityScheme(name="orders_auth", type="oauth2")
 SECURED = SecurityPolicy(
@@ -495,6 +496,77 @@ def test_same_origin_redirect_is_followed_with_see_other_as_get(backend: Recorde
     assert backend.requests[1].headers["authorization"] == "Bearer alice-token"
     assert backend.requests[1].body == b""
     assert "content-type" not in backend.requests[1].headers
+
+
+async def redirecting(
+    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, locations: dict[bytes, bytes]
+) -> AsyncIterator[bytes]:
+    """A raw backend (or proxy): each request line it reads, answered by a 302 to the
+    raw bytes ``locations`` maps its target to, else by a 200.
+    """
+    async for line, _, _ in requests(reader):
+        yield line
+        location = locations.get(line.split(b" ")[1])
+        if location is None:
+            writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+        else:
+            writer.write(
+                b"HTTP/1.1 302 Found\r\nLocation: %s\r\nContent-Length: 0\r\n\r\n" % location
+            )
+        await writer.drain()
+
+
+@pytest.mark.parametrize(
+    ("location", "followed"),
+    [
+        (b"/target two", b"/target%20two"),  # sent verbatim, it split the request line
+        (b"/caf\xc3\xa9?q=\xc3\xa9", b"/caf%C3%A9?q=%C3%A9"),  # UTF-8: no mojibake
+        (b"/a%2Fb%zz", b"/a%2Fb%25zz"),  # a %XX is kept, a stray % is escaped
+        (b"/x?y=1#frag", b"/x?y=1"),  # the fragment is the client's
+        (b"next", b"/next"),  # relative to /start
+    ],
+)
+def test_a_same_origin_location_is_requoted(location: bytes, followed: bytes) -> None:
+    seen: list[bytes] = []
+
+    async def backend(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        async for line in redirecting(reader, writer, {b"/start": location}):
+            seen.append(line)
+
+    async def main() -> dict[str, Any]:
+        async with raw_server(backend) as address:
+            table = Table(tool("start", get_route("/start", f"http://{address}")))
+            return await call(invoker_for(), table, "start", {})
+
+    assert run(main()) == {"status": 200, "body": "ok"}
+    assert seen == [b"GET /start HTTP/1.1", b"GET " + followed + b" HTTP/1.1"]
+
+
+def test_through_an_http_proxy_a_followed_target_is_built_from_the_origin() -> None:
+    # The raw URL went to the proxy as the request-target: spaces, fragment, userinfo.
+    seen: list[bytes] = []
+    base = "http://orders.internal:8001"
+    locations = {
+        f"{base}/start".encode(): b"/next two#frag",
+        f"{base}/next%20two".encode(): b"http://user:pw@orders.internal:8001/last",
+    }
+
+    async def proxy(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        async for line in redirecting(reader, writer, locations):
+            seen.append(line)
+
+    async def main() -> dict[str, Any]:
+        async with raw_server(proxy) as address:
+            config = Config(specs={"orders.yaml": SpecConfig(proxy=f"http://{address}")})
+            table = Table(tool("start", get_route("/start", base)))
+            return await call(invoker_for(config), table, "start", {})
+
+    assert run(main()) == {"status": 200, "body": "ok"}
+    assert seen == [
+        b"GET http://orders.internal:8001/start HTTP/1.1",
+        b"GET http://orders.internal:8001/next%20two HTTP/1.1",
+        b"GET http://orders.internal:8001/last HTTP/1.1",
+    ]
 
 
 def test_endless_same_origin_redirects_stop(backend: Recorder) -> None:
