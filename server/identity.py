@@ -28,6 +28,7 @@ Theory of operation (design.md, Visibility and Caller identity):
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final
@@ -199,7 +200,9 @@ def resolve_secrets(
                     )
                 if any(c in value for c in "\r\n\0"):
                     raise ConfigError("config", f"{where}.static_headers.{header}: CR/LF in value")
-                headers.append((header, value))
+                # Header strings stand for their bytes, one character each (as inbound
+                # headers are read): the variable's own bytes are what the backend gets.
+                headers.append((header, os.fsencode(value).decode("latin-1")))
             static[source] = tuple(headers)
         if spec.jwt is not None:
             verifiers[source] = _verifier(spec.jwt, where, environ=environ, read_file=read_file)

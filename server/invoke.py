@@ -16,9 +16,10 @@ Theory of operation (the seed page, invoke_tool; design.md, Error envelope):
    The URL is the backend's base URL plus the path template, and every argument value is
    percent-encoded (path values with ``safe=""``, dot segments escaped), so no value can
    change the scheme, host, port or the path's shape. Header values with a control
-   character (CR, LF, NUL and the rest RFC 9110 §5.5 forbids) are refused. OpenAPI
-   ignores header parameters named Accept, Content-Type and Authorization
-   (3.1 §4.8.12.1); neither are hop-by-hop headers, Host, Cookie and Accept-Encoding
+   character (CR, LF, NUL and the rest RFC 9110 §5.5 forbids) are refused; an argument's
+   text is sent as UTF-8, and a caller's credential byte for byte. OpenAPI ignores
+   header parameters named Accept, Content-Type and Authorization (3.1 §4.8.12.1);
+   neither are hop-by-hop headers, Host, Cookie and Accept-Encoding
    (:data:`catalog.model.GATEWAY_HEADERS`: conversion leaves them out of the inputSchema,
    and this module still never sends one from arguments: a second line of defence).
 4. :func:`interpret`: 2xx is ``{"status", "body"}`` (JSON parsed, text as a string,
@@ -70,6 +71,9 @@ class OutboundRequest(msgspec.Struct, frozen=True, kw_only=True):
     """One HTTP request to a backend, ready to send.
 
     ``origin`` is the backend's ``scheme://host:port``; the URL always starts with it.
+    Header names and values stand for their bytes one character each (latin-1), as the
+    server reads the MCP request's headers: a caller's credential reaches the backend
+    byte for byte, and an argument's text is there as its UTF-8.
     """
 
     method: str
@@ -366,9 +370,12 @@ def build_request(
             merged here.
         base_url: from :func:`base_url_for`.
         headers: credentials and static headers for this backend; they win over any
-            argument of the same name.
-        query: credential query parameters (an apiKey in the query).
-        cookies: credential cookies (an apiKey in a cookie).
+            argument of the same name. Values stand for their bytes one character each
+            (as the MCP request's headers are read); one latin-1 cannot hold is text,
+            sent as its UTF-8.
+        query: credential query parameters (an apiKey in the query), values read as
+            ``headers`` are.
+        cookies: credential cookies (an apiKey in a cookie), values read as ``headers`` are.
         max_body_bytes: the outgoing body budget.
 
     Raises:
@@ -415,7 +422,7 @@ def build_request(
         elif binding.location == "cookie":
             cookie_list.append((binding.wire_name, _cookie_value(value)))
     url = base_url + _expand_path(route.path, path_values)
-    query_parts.extend(f"{_q(k)}={_q(v)}" for k, v in query)
+    query_parts.extend(f"{_q(k)}={quote(_octets(v), safe='')}" for k, v in query)
     if query_parts:
         url += "?" + "&".join(query_parts)
     body, content_type = _body(route, body_members, whole_body, has_whole_body)
@@ -443,7 +450,7 @@ def build_request(
         method=route.method.upper(),
         url=url,
         origin=origin,
-        headers=tuple(out.values()),
+        headers=tuple((_on_wire(k), _on_wire(v)) for k, v in out.values()),
         body=body,
         content_type=content_type,
     )
@@ -578,7 +585,24 @@ def _header_value(binding: ParameterBinding, value: Any) -> str:
                 {"path": f"/{binding.argument}", "message": "a control character in a header value"}
             ],
         )
-    return text
+    # An argument is text: its UTF-8 goes on the wire, one character per byte here. Its
+    # continuation bytes (0x80-0xBF) are no control _CONTROL knows, nor CR or LF.
+    return text if text.isascii() else text.encode("utf-8").decode("latin-1")
+
+
+def _octets(wire: str) -> bytes:
+    """The bytes a header string stands for: one per character, as the server reads the
+    MCP request's headers; a string latin-1 cannot hold is text, and stands for its UTF-8.
+    """
+    try:
+        return wire.encode("latin-1")
+    except UnicodeEncodeError:
+        return wire.encode("utf-8")
+
+
+def _on_wire(text: str) -> str:
+    """``text`` as the pool writes it, one character per byte (see :func:`_octets`)."""
+    return text if text.isascii() else _octets(text).decode("latin-1")
 
 
 def _cookie_value(value: Any) -> str:

@@ -328,7 +328,8 @@ class Pool:
             AnswerTooLarge: the answer (decoded) exceeds ``budget`` bytes.
             OSError: connect-level failures (refused, DNS, TLS handshake).
             TimeoutError: the connection was not open in time.
-            ValueError: a header would break the request's framing.
+            ValueError: a header would break the request's framing, or holds a
+                character latin-1 cannot carry (header strings stand for their bytes).
         """
         head = self._head(method, url, headers, body)
         head_only = method == "HEAD"
@@ -385,7 +386,10 @@ class Pool:
             lines.append(f"{name}: {value}")
         if body is not None or method in _WITH_BODY:
             lines.append(f"Content-Length: {len(body) if body else 0}")
-        return ("\r\n".join(lines) + "\r\n\r\n").encode()  # values as UTF-8, like aiohttp
+        # One byte per character: header strings stand for their bytes (server.invoke
+        # puts an argument's text there as its UTF-8), so a caller's credential arrives
+        # as the caller sent it. The target is ASCII, re-quoted above.
+        return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
 
     async def _open(self) -> _Connection:
         loop = asyncio.get_running_loop()

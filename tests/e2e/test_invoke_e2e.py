@@ -11,12 +11,16 @@ from __future__ import annotations
 
 import json
 import shutil
+import threading
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
+from catalog.config import decode_config
 from examples.backend import DEMO_SECRET, DEMO_SECRET_ENV
 from server.app import create_app
 from server.identity import resolve_secrets
@@ -197,3 +201,109 @@ def test_the_demo_reproduces_the_contract_examples(server: ServerThread) -> None
         "status": 200,
         "body": {"id": order["id"], "item": "mechanical keyboard", "quantity": 2, "owner": "alice"},
     }
+
+
+# -- the wire, byte for byte: a raw echo backend ----------------------------------------
+
+
+ECHO_CONFIG = """
+[specs."echo.json"]
+namespace = ""
+forward_headers = ["Authorization", "X-Caller"]
+"""
+
+
+def echo_document(port: int) -> dict[str, Any]:
+    """One GET with a header argument, behind a bearer scheme, on the echo backend."""
+    return {
+        "openapi": "3.0.3",
+        "info": {"title": "echo", "version": "1"},
+        "servers": [{"url": f"http://127.0.0.1:{port}"}],
+        "components": {"securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}}},
+        "paths": {
+            "/echo": {
+                "get": {
+                    "operationId": "echo",
+                    "security": [{"bearer": []}],
+                    "parameters": [
+                        {"name": "X-Note", "in": "header", "schema": {"type": "string"}}
+                    ],
+                    "responses": {"200": {"description": "ok"}},
+                }
+            }
+        },
+    }
+
+
+class Echo(ThreadingHTTPServer):
+    """A loopback backend answering each GET with the hex of every header's bytes."""
+
+    def __init__(self) -> None:
+        super().__init__(("127.0.0.1", 0), _EchoHandler)
+
+
+class _EchoHandler(BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        # http.server reads a head as latin-1: encoding it back gives the bytes received.
+        seen = {k.lower(): v.encode("latin-1").hex() for k, v in self.headers.items()}
+        body = json.dumps(seen).encode()
+        self.send_response(200)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: object) -> None:
+        return None
+
+
+@pytest.fixture(scope="module")
+def echo_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerThread]:
+    backend = Echo()
+    threading.Thread(target=backend.serve_forever, daemon=True).start()
+    workdir = tmp_path_factory.mktemp("echo-e2e")
+    (workdir / "specs").mkdir()
+    document = echo_document(backend.server_address[1])
+    (workdir / "specs" / "echo.json").write_text(json.dumps(document))
+    config_path = workdir / "sezzlee.toml"
+    config_path.write_text(ECHO_CONFIG)
+    config = decode_config(config_path.read_bytes(), file=str(config_path))
+    run_indexer(workdir / "specs", workdir / "index", config_path)
+    secrets = resolve_secrets(config, environ={}, read_file=lambda name: b"")
+    invoker = Invoker(config=config, secrets=secrets)
+    app = create_app(workdir / "index", config=config, secrets=secrets, invoker=invoker)
+    try:
+        with serve(app) as thread:
+            thread.wait_ready()
+            yield thread
+    finally:
+        backend.shutdown()
+        backend.server_close()
+
+
+def invoke_raw(
+    server: ServerThread, name: str, arguments: dict[str, Any], headers: list[tuple[bytes, bytes]]
+) -> Any:
+    """invoke_tool with request headers given as raw bytes (httpx sends them as they are)."""
+    message = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": "invoke_tool", "arguments": {"name": name, "arguments": arguments}},
+    }
+    fixed = [(k.encode(), v.encode()) for k, v in Agent(server.url, None).headers.items()]
+    answer = httpx.post(server.url, json=message, headers=[*fixed, *headers], timeout=30)
+    result = json.loads(answer.text)["result"]
+    assert not result.get("isError"), result
+    return json.loads(result["content"][0]["text"])
+
+
+def test_a_callers_header_bytes_reach_the_backend_as_sent(echo_server: ServerThread) -> None:
+    # Read as latin-1 and written as UTF-8, the caller's byte E9 arrived as C3 A9.
+    for raw in (b"caf\xe9", b"caf\xc3\xa9", b"\xff\x80 \x85"):
+        sent = [(b"authorization", b"Bearer t\xe9k" + raw), (b"x-caller", raw)]
+        seen = invoke_raw(echo_server, "echo", {"X-Note": "café €"}, sent)["body"]
+        assert bytes.fromhex(seen["x-caller"]) == raw
+        assert bytes.fromhex(seen["authorization"]) == b"Bearer t\xe9k" + raw
+        # An argument is text: its UTF-8 is sent, as it was before.
+        assert bytes.fromhex(seen["x-note"]) == "café €".encode()

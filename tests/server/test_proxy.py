@@ -37,7 +37,7 @@ from catalog.model import (
 )
 from catalog.visibility import Audience, Verdict, visibility_key
 from server.errors import ToolError, UnknownTool
-from server.identity import Caller, Outbound, Secrets
+from server.identity import Caller, Outbound, Secrets, resolve_secrets
 from server.proxy import Invoker
 from tests.server.certs import certificate, write_pem
 from tests.server.test_outbound import raw_server, requests
@@ -596,6 +596,46 @@ def test_request_body_over_budget_is_refused(backend: Recorder) -> None:
     error = outcome(invoker_for(config), table, "create_order", {"item": "x" * 200})["error"]
     assert error["code"] == "invalid_arguments"
     assert backend.requests == []
+
+
+def test_header_strings_reach_the_backend_as_the_bytes_they_stand_for(
+    backend: Recorder,
+) -> None:
+    # Inbound headers are read as latin-1 (server.http): a caller's "\xe9" is its byte E9,
+    # and went out as C3 A9 when the head was written as UTF-8.
+    route = get_route(
+        "/x",
+        backend.base,
+        ParameterBinding(argument="note", location="header", wire_name="X-Note"),
+    )
+    caller = Caller(
+        audience=ALICE.audience,
+        outbound={
+            "": Outbound(
+                headers=(("X-Caller", "caf\xe9"), ("X-Text", "k\u20ac")),
+                query=(("key", "caf\xe9"),),
+                cookies=(("sid", "caf\xe9"),),
+            )
+        },
+    )
+    secrets = resolve_secrets(
+        Config(specs={"orders.yaml": SpecConfig(static_headers={"X-Team": "TEAM"})}),
+        environ={"TEAM": "équipe"},
+        read_file=lambda name: b"",
+    )
+    backend.expect(lambda r: Answer(204))
+    payload = outcome(
+        invoker_for(secrets=secrets), Table(tool("x", route)), "x", {"note": "café"}, caller=caller
+    )
+    assert payload["status"] == 204
+    (request,) = backend.requests
+    sent = dict(request.raw_headers)
+    assert sent[b"x-caller"] == b"caf\xe9"  # the caller's bytes
+    assert sent[b"cookie"] == b"sid=caf\xe9"
+    assert request.query == "key=caf%E9"
+    assert sent[b"x-note"] == "café".encode()  # an argument's text, as UTF-8
+    assert sent[b"x-team"] == "équipe".encode()  # the variable's own bytes
+    assert sent[b"x-text"] == "k€".encode()  # beyond latin-1: text, never a crash
 
 
 def test_backend_cookies_never_reach_another_caller(backend: Recorder) -> None:
