@@ -294,6 +294,7 @@ _URI_KEPT: Final = "!#$%&'()*+,/:;=?@[]~|"
 """What :func:`requote` keeps besides letters, digits and ``-._~``: RFC 3986's
 reserved characters, ``%`` (of a ``%XX``) and ``|``."""
 _STRAY_PERCENT: Final = re.compile(rb"%(?![0-9A-Fa-f]{2})")
+_MAX_REF_HOPS: Final = 8  # a $defs entry that is itself a $ref, and so on: bounded
 # The separator of an unexploded array or object, by query style (form's is a comma).
 _DELIMITERS: Final = {"spaceDelimited": "%20", "pipeDelimited": "|"}
 
@@ -361,6 +362,7 @@ def build_request(
     query: Sequence[tuple[str, str]] = (),
     cookies: Sequence[tuple[str, str]] = (),
     max_body_bytes: int | None = None,
+    input_schema: Mapping[str, Any] | None = None,
 ) -> OutboundRequest:
     """The request for ``route`` with ``arguments`` (already validated).
 
@@ -377,6 +379,8 @@ def build_request(
             ``headers`` are.
         cookies: credential cookies (an apiKey in a cookie), values read as ``headers`` are.
         max_body_bytes: the outgoing body budget.
+        input_schema: the tool's inputSchema; a multipart member it declares a binary
+            string is sent as a file.
 
     Raises:
         InvalidArguments: a header with a control character, a missing path parameter, or a body
@@ -425,7 +429,7 @@ def build_request(
     query_parts.extend(f"{_q(k)}={quote(_octets(v), safe='')}" for k, v in query)
     if query_parts:
         url += "?" + "&".join(query_parts)
-    body, content_type = _body(route, body_members, whole_body, has_whole_body)
+    body, content_type = _body(route, body_members, whole_body, has_whole_body, input_schema)
     if body is not None and max_body_bytes is not None and len(body) > max_body_bytes:
         raise InvalidArguments(
             f"the request body is {len(body)} bytes, over the {max_body_bytes}-byte limit"
@@ -620,7 +624,11 @@ def _cookie_name(name: str) -> str:
 
 
 def _body(
-    route: Route, members: dict[str, Any], whole: Any, has_whole: bool
+    route: Route,
+    members: dict[str, Any],
+    whole: Any,
+    has_whole: bool,
+    input_schema: Mapping[str, Any] | None,
 ) -> tuple[bytes | None, str | None]:
     media = (route.body_media_type or "application/json").split(";")[0].strip().lower()
     if has_whole:
@@ -636,7 +644,7 @@ def _body(
     if media == "application/x-www-form-urlencoded":
         return _form(payload).encode("ascii"), media
     if media == "multipart/form-data":
-        return _multipart(payload)
+        return _multipart(payload, _file_parts(route, input_schema or {}))
     if isinstance(payload, str):
         return payload.encode("utf-8"), route.body_media_type
     if media.startswith("text/"):
@@ -658,7 +666,8 @@ def _form(payload: Any) -> str:
     return "&".join(pairs)
 
 
-def _multipart(payload: Any) -> tuple[bytes, str]:
+def _multipart(payload: Any, files: Mapping[str, str]) -> tuple[bytes, str]:
+    """A multipart/form-data body; ``files`` maps a field to its file part's Content-Type."""
     boundary = uuid.uuid4().hex
     fields = payload if isinstance(payload, dict) else {"body": payload}
     chunks: list[bytes] = []
@@ -667,19 +676,71 @@ def _multipart(payload: Any) -> tuple[bytes, str]:
             continue
         name = str(key).replace("\\", "\\\\").replace('"', "%22")
         name = name.replace("\r", "%0D").replace("\n", "%0A")
+        disposition = f'form-data; name="{name}"'
+        file_type = files.get(str(key))
+        if file_type is not None:
+            # A file part (a filename is what makes one, to Starlette's UploadFile and the
+            # rest): its content is the argument's text as UTF-8, all a JSON string can
+            # carry. Under contentEncoding that text is the encoded content, which is what
+            # OpenAPI 3.1 sends ("Working with Binary Data"): it is not decoded here.
+            disposition += f'; filename="{name}"'
         for item in value if isinstance(value, list) else [value]:
-            if isinstance(item, dict | list):
+            if file_type is not None:
+                data, kind = _scalar(item).encode("utf-8"), file_type
+            elif isinstance(item, dict | list):
                 data, kind = msgspec.json.encode(item), "application/json"
             else:
                 data, kind = _scalar(item).encode("utf-8"), "text/plain; charset=utf-8"
             chunks.append(
-                f'--{boundary}\r\nContent-Disposition: form-data; name="{name}"\r\n'
+                f"--{boundary}\r\nContent-Disposition: {disposition}\r\n"
                 f"Content-Type: {kind}\r\n\r\n".encode()
                 + data
                 + b"\r\n"
             )
     chunks.append(f"--{boundary}--\r\n".encode())
     return b"".join(chunks), f"multipart/form-data; boundary={boundary}"
+
+
+def _file_parts(route: Route, input_schema: Mapping[str, Any]) -> dict[str, str]:
+    """Multipart field → its part's Content-Type, for each body member whose schema (or
+    its array's items) is a binary string: ``format: binary`` (what Swagger 2.0's
+    ``file`` converts to) or a ``contentMediaType``. OpenAPI's Encoding Object makes such
+    a part application/octet-stream by default; the route holds no Encoding Object (the
+    index does not carry one), so a ``contentMediaType`` is the only other type known.
+    """
+    properties = input_schema.get("properties")
+    if not isinstance(properties, dict):
+        return {}
+    files: dict[str, str] = {}
+    for binding in route.bindings:
+        if binding.location != "body":
+            continue
+        member = _defined(input_schema, properties.get(binding.argument))
+        items = _defined(input_schema, member.get("items"))
+        for schema in (member, items):
+            media = schema.get("contentMediaType")
+            if isinstance(media, str) and media and not _CONTROL.search(media):
+                files[binding.wire_name or "body"] = media
+            elif schema.get("format") == "binary":
+                files[binding.wire_name or "body"] = "application/octet-stream"
+    return files
+
+
+def _defined(root: Mapping[str, Any], node: Any) -> dict[str, Any]:
+    """``node`` with a ``$ref`` into the root's ``$defs`` (as ``catalog.compact`` writes
+    them) followed, its siblings over the target; ``{}`` for anything but an object.
+    """
+    for _ in range(_MAX_REF_HOPS):
+        if not isinstance(node, dict):
+            return {}
+        ref = node.get("$ref")
+        if not isinstance(ref, str) or not ref.startswith("#/$defs/"):
+            return node
+        defs = root.get("$defs")
+        target = defs.get(ref.removeprefix("#/$defs/")) if isinstance(defs, dict) else None
+        siblings = {k: v for k, v in node.items() if k != "$ref"}
+        node = {**target, **siblings} if isinstance(target, dict) else siblings
+    return {}
 
 
 # -- 3. the result ------------------------------------------------------------------------

@@ -214,7 +214,7 @@ forward_headers = ["Authorization", "X-Caller"]
 
 
 def echo_document(port: int) -> dict[str, Any]:
-    """One GET with a header argument, behind a bearer scheme, on the echo backend."""
+    """A GET with a header argument, behind a bearer scheme, and a multipart upload."""
     return {
         "openapi": "3.0.3",
         "info": {"title": "echo", "version": "1"},
@@ -230,13 +230,54 @@ def echo_document(port: int) -> dict[str, Any]:
                     ],
                     "responses": {"200": {"description": "ok"}},
                 }
+            },
+            "/upload": {
+                "post": {
+                    "operationId": "upload",
+                    "requestBody": {
+                        "content": {
+                            "multipart/form-data": {
+                                "schema": {
+                                    "type": "object",
+                                    "properties": {
+                                        "title": {"type": "string"},
+                                        "file": {"type": "string", "format": "binary"},
+                                    },
+                                }
+                            }
+                        }
+                    },
+                    "responses": {"200": {"description": "ok"}},
+                }
+            },
+        },
+    }
+
+
+def swagger_document(port: int) -> dict[str, Any]:
+    """Swagger 2.0's file upload: a formData parameter of type file."""
+    return {
+        "swagger": "2.0",
+        "info": {"title": "files", "version": "1"},
+        "host": f"127.0.0.1:{port}",
+        "schemes": ["http"],
+        "paths": {
+            "/upload": {
+                "post": {
+                    "operationId": "upload_file",
+                    "consumes": ["multipart/form-data"],
+                    "parameters": [{"name": "file", "in": "formData", "type": "file"}],
+                    "responses": {"200": {"description": "ok"}},
+                }
             }
         },
     }
 
 
 class Echo(ThreadingHTTPServer):
-    """A loopback backend answering each GET with the hex of every header's bytes."""
+    """A loopback backend answering each GET with the hex of every header's bytes, and
+    each POST with its body.
+    """
 
     def __init__(self) -> None:
         super().__init__(("127.0.0.1", 0), _EchoHandler)
@@ -253,6 +294,14 @@ class _EchoHandler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
+    def do_POST(self) -> None:
+        body = self.rfile.read(int(self.headers["content-length"]))
+        self.send_response(200)
+        self.send_header("content-type", "text/plain; charset=utf-8")
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
     def log_message(self, format: str, *args: object) -> None:
         return None
 
@@ -263,8 +312,9 @@ def echo_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerThre
     threading.Thread(target=backend.serve_forever, daemon=True).start()
     workdir = tmp_path_factory.mktemp("echo-e2e")
     (workdir / "specs").mkdir()
-    document = echo_document(backend.server_address[1])
-    (workdir / "specs" / "echo.json").write_text(json.dumps(document))
+    port = backend.server_address[1]
+    (workdir / "specs" / "echo.json").write_text(json.dumps(echo_document(port)))
+    (workdir / "specs" / "files.json").write_text(json.dumps(swagger_document(port)))
     config_path = workdir / "sezzlee.toml"
     config_path.write_text(ECHO_CONFIG)
     config = decode_config(config_path.read_bytes(), file=str(config_path))
@@ -307,3 +357,26 @@ def test_a_callers_header_bytes_reach_the_backend_as_sent(echo_server: ServerThr
         assert bytes.fromhex(seen["authorization"]) == b"Bearer t\xe9k" + raw
         # An argument is text: its UTF-8 is sent, as it was before.
         assert bytes.fromhex(seen["x-note"]) == "café €".encode()
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments"),
+    [
+        ("upload", {"title": "notes", "file": "héllo"}),  # OpenAPI 3: format binary
+        ("files.upload_file", {"file": "héllo"}),  # Swagger 2.0: type file
+    ],
+)
+def test_a_binary_member_is_uploaded_as_a_file(
+    echo_server: ServerThread, tool: str, arguments: dict[str, Any]
+) -> None:
+    # Sent as a text field (no filename, text/plain), an UploadFile endpoint saw a str.
+    body = Agent(echo_server.url, None).invoke(tool, arguments)["body"]
+    assert (
+        'Content-Disposition: form-data; name="file"; filename="file"\r\n'
+        "Content-Type: application/octet-stream\r\n\r\nhéllo\r\n"
+    ) in body
+    if "title" in arguments:
+        assert (
+            'Content-Disposition: form-data; name="title"\r\n'
+            "Content-Type: text/plain; charset=utf-8\r\n\r\nnotes\r\n"
+        ) in body

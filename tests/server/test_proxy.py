@@ -19,11 +19,14 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any, NamedTuple
 from urllib.parse import parse_qs
 
+import msgspec
 import pytest
 import uvicorn
 from cryptography.hazmat.primitives.asymmetric import ec
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from litestar import Litestar, Request, post
+from litestar.datastructures import UploadFile
 
 from catalog.config import Config, InvokeConfig, SpecConfig
 from catalog.index_schema import InvokeRecord
@@ -894,6 +897,62 @@ def test_outbound_proxy_from_config(echo: tuple[EchoApp, str]) -> None:
     payload = outcome(invoker, echo_tool("http://orders.internal:8001"), "echo", {"p": "x"})
     assert payload["status"] == 200
     assert payload["body"]["headers"]["host"] == "orders.internal:8001"
+
+
+@post("/upload", status_code=200)
+async def upload(request: Request[Any, Any, Any]) -> dict[str, list[Any]]:
+    """What a framework's form parser makes of each part: a file, or a string."""
+    form = await request.form()
+    seen: dict[str, list[Any]] = {}
+    for name, value in form.multi_items():
+        if isinstance(value, UploadFile):
+            content = (await value.read()).decode()
+            seen.setdefault(name, []).append([value.filename, value.content_type, content])
+        else:
+            seen.setdefault(name, []).append(value)
+    return seen
+
+
+@pytest.fixture(scope="module")
+def uploads() -> Iterator[str]:
+    server, base = serve(Litestar([upload], logging_config=None), lifespan="on")
+    yield base
+    server.should_exit = True
+
+
+def test_binary_multipart_members_are_sent_as_files(uploads: str) -> None:
+    # Sent as text fields (no filename, text/plain), an UploadFile endpoint saw a str.
+    route = Route(
+        method="POST",
+        path="/upload",
+        base_url=uploads,
+        bindings=tuple(
+            ParameterBinding(argument=name, location="body", wire_name=name)
+            for name in ("title", "file", "photos", "scan")
+        ),
+        body_media_type="multipart/form-data",
+    )
+    properties = {
+        "title": {"type": "string"},
+        "file": {"type": "string", "format": "binary"},  # 3.0, and Swagger 2.0's file
+        "photos": {"type": "array", "items": {"$ref": "#/$defs/Photo"}},
+        # 3.1, encoded: the text is the part's content, as OpenAPI 3.1 sends it
+        "scan": {"type": "string", "contentMediaType": "image/tiff", "contentEncoding": "base64"},
+    }
+    definition, record = tool("upload", route, properties)
+    schema = {**definition.input_schema, "$defs": {"Photo": {"contentMediaType": "image/png"}}}
+    table = Table((msgspec.structs.replace(definition, input_schema=schema), record))
+    arguments = {"title": "holiday", "file": "héllo", "photos": ["p1", "p2"], "scan": "aGk="}
+    payload = outcome(invoker_for(), table, "upload", arguments)
+    assert payload == {
+        "status": 200,
+        "body": {
+            "title": ["holiday"],
+            "file": [["file", "application/octet-stream", "héllo"]],
+            "photos": [["photos", "image/png", "p1"], ["photos", "image/png", "p2"]],
+            "scan": [["scan", "image/tiff", "aGk="]],
+        },
+    }
 
 
 def test_tls_with_a_custom_ca_and_a_client_certificate(tmp_path: Any) -> None:
