@@ -16,8 +16,9 @@ Theory of operation (the seed page, invoke_tool; design.md, Error envelope):
    The URL is the backend's base URL plus the path template, and every argument value is
    percent-encoded (path values with ``safe=""``, dot segments escaped), so no value can
    change the scheme, host, port or the path's shape. Header values with a control
-   character (CR, LF, NUL and the rest RFC 9110 §5.5 forbids) are refused; an argument's
-   text is sent as UTF-8, and a caller's credential byte for byte. OpenAPI ignores
+   character (CR, LF, NUL and the rest RFC 9110 §5.5 forbids) are refused, and so is a
+   caller's credential cookie holding ``;``, ``,`` or whitespace; an argument's text is
+   sent as UTF-8, and a caller's credential byte for byte. OpenAPI ignores
    header parameters named Accept, Content-Type and Authorization (3.1 §4.8.12.1);
    neither are hop-by-hop headers, Host, Cookie and Accept-Encoding
    (:data:`catalog.model.GATEWAY_HEADERS`: conversion leaves them out of the inputSchema,
@@ -294,6 +295,8 @@ _URI_KEPT: Final = "!#$%&'()*+,/:;=?@[]~|"
 """What :func:`requote` keeps besides letters, digits and ``-._~``: RFC 3986's
 reserved characters, ``%`` (of a ``%XX``) and ``|``."""
 _STRAY_PERCENT: Final = re.compile(rb"%(?![0-9A-Fa-f]{2})")
+# What ends a cookie-value, or the cookie, in a Cookie header (RFC 6265 §4.2.1).
+_COOKIE_BREAKS: Final = re.compile(r"[;, \t]")
 _MAX_REF_HOPS: Final = 8  # a $defs entry that is itself a $ref, and so on: bounded
 # The separator of an unexploded array or object, by query style (form's is a comma).
 _DELIMITERS: Final = {"spaceDelimited": "%20", "pipeDelimited": "|"}
@@ -383,8 +386,8 @@ def build_request(
             string is sent as a file.
 
     Raises:
-        InvalidArguments: a header with a control character, a missing path parameter, or a body
-            over ``max_body_bytes``.
+        InvalidArguments: a header with a control character, a missing path parameter, a body
+            over ``max_body_bytes``, or a credential cookie that would not stay one cookie.
     """
     # A variant's defaults yield to the caller; its fixed values win (the schema already
     # refused a fixed argument, so this only adds them).
@@ -435,6 +438,8 @@ def build_request(
             f"the request body is {len(body)} bytes, over the {max_body_bytes}-byte limit"
         )
     out: dict[str, tuple[str, str]] = {k.lower(): (k, v) for k, v in header_list}
+    for name, value in cookies:
+        _check_credential_cookie(name, value)
     all_cookies = [*cookie_list, *cookies]
     for name, value in headers:
         out[name.lower()] = (name, value)
@@ -617,6 +622,24 @@ def _cookie_value(value: Any) -> str:
             f"{quote(str(k), safe='')},{quote(_scalar(v), safe='')}" for k, v in value.items()
         )
     return quote(_scalar(value), safe="")
+
+
+def _check_credential_cookie(name: str, value: str) -> None:
+    """Refuse a caller's credential that would not stay one cookie.
+
+    An argument cookie is percent-encoded; a credential is the caller's bytes, and a
+    backend compares them as they are, so it is never rewritten: one holding ``;``, ``,``
+    or whitespace (which split or end a cookie) refuses the call, saying why, rather
+    than adding cookies to the header or sending a key the backend would not know.
+
+    Raises:
+        InvalidArguments: the value holds one of those characters.
+    """
+    if _COOKIE_BREAKS.search(value):
+        raise InvalidArguments(
+            f"the caller's credential for cookie {name!r} cannot be sent: a cookie value "
+            "may not contain ';', ',' or whitespace"
+        )
 
 
 def _cookie_name(name: str) -> str:

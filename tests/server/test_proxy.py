@@ -641,6 +641,28 @@ def test_header_strings_reach_the_backend_as_the_bytes_they_stand_for(
     assert sent[b"x-text"] == "k€".encode()  # beyond latin-1: text, never a crash
 
 
+@pytest.mark.parametrize("value", ["abc; role=admin", "abc,role=admin", "abc role", "a\tb"])
+def test_a_credential_cookie_that_would_split_the_header_is_refused(
+    backend: Recorder, value: str
+) -> None:
+    # Joined raw, "abc; role=admin" sent the backend a second cookie, role=admin.
+    route = get_route(
+        "/x", backend.base, ParameterBinding(argument="theme", location="cookie", wire_name="t")
+    )
+    caller = Caller(
+        audience=ALICE.audience, outbound={"": Outbound(cookies=(("session_key", value),))}
+    )
+    backend.expect(lambda r: Answer(204))
+    table = Table(tool("x", route))
+    error = outcome(invoker_for(), table, "x", {"theme": "a; b"}, caller=caller)["error"]
+    assert error["code"] == "invalid_arguments"
+    assert "'session_key'" in error["message"]
+    assert backend.requests == []
+    plain = Caller(audience=ALICE.audience, outbound={"": Outbound(cookies=(("k", "s3cr=t"),))})
+    assert outcome(invoker_for(), table, "x", {"theme": "a; b"}, caller=plain)["status"] == 204
+    assert backend.requests[0].headers["cookie"] == "t=a%3B%20b; k=s3cr=t"
+
+
 def test_backend_cookies_never_reach_another_caller(backend: Recorder) -> None:
     backend.expect(lambda r: json_answer(200, {}, (("Set-Cookie", "session=alice-s; Path=/"),)))
     invoker = invoker_for()
