@@ -61,7 +61,15 @@ class ConnectionFailed(Exception):
 
 
 class AnswerTooLarge(Exception):
-    """The answer exceeds the response budget."""
+    """The answer exceeds the response budget.
+
+    ``header_cap`` is set (to the cap) when its header section is what went over
+    (``_HEADER_CAP``, or the budget when less).
+    """
+
+    def __init__(self, header_cap: int = 0) -> None:
+        super().__init__()
+        self.header_cap = header_cap
 
 
 class _Stale(ConnectionFailed):
@@ -142,7 +150,7 @@ class _Connection(asyncio.Protocol):
         except (httptools.HttpParserError, httptools.HttpParserUpgrade) as exc:
             cause = exc.__context__  # what a callback raised, wrapped by httptools
             if isinstance(cause, AnswerTooLarge):
-                self._fail(AnswerTooLarge())
+                self._fail(cause)
             elif isinstance(cause, zlib.error):
                 self._fail(ConnectionFailed("the backend's answer could not be decoded"))
             else:
@@ -155,7 +163,7 @@ class _Connection(asyncio.Protocol):
             # answers, however many): twice the cap.
             self._head_received += len(data)
             if self._head_received > 2 * self._header_cap:
-                self._fail(AnswerTooLarge())
+                self._fail(AnswerTooLarge(self._header_cap))
 
     # -- httptools callbacks
 
@@ -168,7 +176,7 @@ class _Connection(asyncio.Protocol):
     def on_header(self, name: bytes, value: bytes) -> None:
         self._header_size += len(name) + len(value)
         if self._header_size > self._header_cap:
-            raise AnswerTooLarge
+            raise AnswerTooLarge(self._header_cap)
         self._headers.append((name.decode("latin-1"), value.decode("latin-1")))
 
     def on_headers_complete(self) -> None:

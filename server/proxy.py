@@ -184,9 +184,11 @@ class Proxy:
         try:
             return await backend.pool.request(method, url, outgoing, body, budget=budget)
         except AnswerTooLarge as exc:
-            raise ResponseTooLarge(
-                f"the backend's answer exceeds the {budget}-byte response budget"
-            ) from exc
+            if exc.header_cap:
+                message = f"the backend's answer has over {exc.header_cap} bytes of header fields"
+            else:
+                message = f"the backend's answer exceeds the {budget}-byte response budget"
+            raise ResponseTooLarge(message) from exc
         except TimeoutError as exc:  # the connection did not open in time
             raise BackendTimeout(
                 f"the backend did not answer in time ({type(exc).__name__})"
