@@ -279,6 +279,16 @@ class _Connection(asyncio.Protocol):
         return not self._head_only and self._status not in (204, 304)
 
 
+def _ascii_host(host: str) -> str:
+    """``host`` as DNS, TLS and the Host header spell it: IDNA (punycode) when not ASCII."""
+    if host.isascii():
+        return host
+    try:
+        return host.encode("idna").decode("ascii")
+    except UnicodeError:  # no valid IDNA name: connecting fails, and says so
+        return host
+
+
 class Pool:
     """Keep-alive connections to one origin, directly or through an HTTP proxy.
 
@@ -301,7 +311,7 @@ class Pool:
     ) -> None:
         parts = urlsplit(origin)
         self._https = parts.scheme == "https"
-        self._host = parts.hostname or ""
+        self._host = _ascii_host(parts.hostname or "")
         self._port = parts.port or (443 if self._https else 80)
         default = 443 if self._https else 80
         host = f"[{self._host}]" if ":" in self._host else self._host

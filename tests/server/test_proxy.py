@@ -925,6 +925,11 @@ def test_outbound_proxy_from_config(echo: tuple[EchoApp, str]) -> None:
     payload = outcome(invoker, echo_tool("http://orders.internal:8001"), "echo", {"p": "x"})
     assert payload["status"] == 200
     assert payload["body"]["headers"]["host"] == "orders.internal:8001"
+    # An internationalised host name is sent as DNS knows it: punycode.
+    invoker = Invoker(config=config, secrets=Secrets())
+    payload = outcome(invoker, echo_tool("http://bücher.internal:8001"), "echo", {"p": "x"})
+    assert payload["status"] == 200
+    assert payload["body"]["headers"]["host"] == "xn--bcher-kva.internal:8001"
 
 
 @post("/upload", status_code=200)
