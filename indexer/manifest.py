@@ -6,15 +6,15 @@ to work incrementally: per file the content hash it last saw, the hash of the co
 its indexed tools came from (the last good one), the tools' names, ordinals, versions and
 digests, the files it ``$ref``s, and the visibility policies and tags it contributes.
 
-Written ahead: before a tantivy commit, the manifest that commit will make true is saved
-as the *pending* manifest (``<index>/sezzlee-manifest.next.json``); once the commit
-returns, it is renamed over the manifest. A kill between the two leaves the pending one,
-and the next start adopts it if the index's last commit is its commit (and drops it
-otherwise): the manifest then describes the index exactly, renamed and renumbered tools
-included. Only a pending manifest lost with the commit kept (a power cut: neither is
-fsynced by us) leaves the manifest behind the index; the caller then compares its
-``commit`` counter with the meta document's and re-converts the files on which they
-disagree.
+Written ahead: before a tantivy commit, what that commit changes in the manifest is saved
+as the *pending change* (``<index>/sezzlee-manifest.pending.json``: the entries of the
+files it touches, small for an incremental commit); once the commit returns, the whole
+manifest is saved and the change dropped. A kill in between leaves the change, and the
+next start applies it to the manifest it was planned from, if the index's last commit
+is its commit (and drops it otherwise): the manifest then describes the index exactly,
+renamed and renumbered tools included. Only a change lost with the commit kept (a power
+cut: neither is fsynced by us) leaves the manifest behind the index, which the caller
+then rebuilds.
 
 States (``FileState``) and their legal transitions live here, in one table.
 """
@@ -37,16 +37,20 @@ __all__ = [
     "FileEntry",
     "FileState",
     "Manifest",
+    "ManifestChange",
     "ToolEntry",
+    "apply_change",
     "check_transition",
     "drop_pending",
     "load_manifest",
-    "promote_pending",
+    "load_pending",
+    "manifest_change",
     "save_manifest",
+    "save_pending",
 ]
 
 MANIFEST_NAME: Final = "sezzlee-manifest.json"
-PENDING_NAME: Final = "sezzlee-manifest.next.json"
+PENDING_NAME: Final = "sezzlee-manifest.pending.json"
 MANIFEST_VERSION: Final = 1
 
 
@@ -121,39 +125,103 @@ class Manifest(msgspec.Struct, frozen=True, kw_only=True):
     files: dict[str, FileEntry] = msgspec.field(default_factory=dict)
 
 
+class ManifestChange(msgspec.Struct, frozen=True, kw_only=True):
+    """What one commit changes in the manifest (see the module docstring)."""
+
+    version: int = MANIFEST_VERSION
+    schema_version: int
+    base_commit: int  # the commit of the manifest it applies to, unless whole
+    commit: int
+    fingerprint: str
+    whole: bool  # files is the whole manifest (a full build): it applies to any
+    files: dict[str, FileEntry]  # the entries the commit made or changed
+    removed: tuple[str, ...] = ()
+
+
+def manifest_change(before: Manifest, after: Manifest, *, whole: bool) -> ManifestChange:
+    """The change from ``before`` to ``after``; ``whole``: all of ``after`` (a full build).
+
+    A plan makes a new entry for every file it touches and keeps the others' objects, so
+    an entry that is not the same object as before is one the commit changed.
+    """
+    files = (
+        after.files
+        if whole
+        else {s: e for s, e in after.files.items() if before.files.get(s) is not e}
+    )
+    return ManifestChange(
+        schema_version=after.schema_version,
+        base_commit=before.commit,
+        commit=after.commit,
+        fingerprint=after.fingerprint,
+        whole=whole,
+        files=files,
+        removed=() if whole else tuple(sorted(set(before.files) - set(after.files))),
+    )
+
+
+def apply_change(manifest: Manifest | None, change: ManifestChange) -> Manifest | None:
+    """``manifest`` with ``change`` made, or None when it was planned from another one."""
+    if change.whole:
+        files = dict(change.files)
+    elif manifest is not None and manifest.commit == change.base_commit:
+        files = dict(manifest.files)
+        for source in change.removed:
+            files.pop(source, None)
+        files.update(change.files)
+    else:
+        return None
+    return Manifest(
+        schema_version=change.schema_version,
+        commit=change.commit,
+        fingerprint=change.fingerprint,
+        files=dict(sorted(files.items())),
+    )
+
+
 _DECODER: Final = msgspec.json.Decoder(Manifest)
+_CHANGE_DECODER: Final = msgspec.json.Decoder(ManifestChange)
 _ENCODER: Final = msgspec.json.Encoder()
 
 
-def load_manifest(index_dir: Path, *, pending: bool = False) -> Manifest | None:
-    """The manifest in ``index_dir`` (or the pending one), or None when absent,
-    unreadable or of another version.
-    """
+def load_manifest(index_dir: Path) -> Manifest | None:
+    """The manifest in ``index_dir``, or None when absent, unreadable or of another version."""
     try:
-        data = (index_dir / (PENDING_NAME if pending else MANIFEST_NAME)).read_bytes()
-        manifest = _DECODER.decode(data)
+        manifest = _DECODER.decode((index_dir / MANIFEST_NAME).read_bytes())
     except (OSError, msgspec.DecodeError):
         return None
     return manifest if manifest.version == MANIFEST_VERSION else None
 
 
-def save_manifest(index_dir: Path, manifest: Manifest, *, pending: bool = False) -> None:
-    """Write the manifest (or the pending one) atomically: a temp file, then a rename."""
-    target = index_dir / (PENDING_NAME if pending else MANIFEST_NAME)
-    tmp = index_dir / f".{target.name}.tmp"
-    with open(tmp, "wb") as fh:
-        fh.write(_ENCODER.encode(manifest))
-    # No fsync: a manifest lost to a power cut is a cache miss (a reconcile or a full
-    # rebuild), never a wrong index; fsyncing ~10 MB would cost a one-document commit
-    # its latency budget.
-    os.replace(tmp, target)
+def save_manifest(index_dir: Path, manifest: Manifest) -> None:
+    """Write the manifest atomically: a temp file in the same directory, then rename."""
+    _write(index_dir / MANIFEST_NAME, _ENCODER.encode(manifest))
 
 
-def promote_pending(index_dir: Path) -> None:
-    """The pending manifest becomes the manifest: its commit went through."""
-    os.replace(index_dir / PENDING_NAME, index_dir / MANIFEST_NAME)
+def load_pending(index_dir: Path) -> ManifestChange | None:
+    """The pending change, or None when absent, unreadable or of another version."""
+    try:
+        change = _CHANGE_DECODER.decode((index_dir / PENDING_NAME).read_bytes())
+    except (OSError, msgspec.DecodeError):
+        return None
+    return change if change.version == MANIFEST_VERSION else None
+
+
+def save_pending(index_dir: Path, change: ManifestChange) -> None:
+    """Write the pending change atomically, before its commit."""
+    _write(index_dir / PENDING_NAME, _ENCODER.encode(change))
 
 
 def drop_pending(index_dir: Path) -> None:
-    """Forget a pending manifest whose commit never happened."""
+    """Forget the pending change (its commit is in the manifest, or never happened)."""
     (index_dir / PENDING_NAME).unlink(missing_ok=True)
+
+
+def _write(target: Path, data: bytes) -> None:
+    tmp = target.with_name(f".{target.name}.tmp")
+    with open(tmp, "wb") as fh:
+        fh.write(data)
+    # No fsync: a manifest lost to a power cut is a cache miss (a full rebuild that keeps
+    # every broken file's tools), never a wrong index; fsyncing ~27 MB would cost a
+    # one-document commit its latency budget.
+    os.replace(tmp, target)

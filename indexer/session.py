@@ -10,9 +10,9 @@ Start-up cases (the ``__meta__`` document is the truth, the manifest a cache):
 * empty index, another ``SCHEMA_VERSION``, a wiped foreign-schema index, or no manifest:
   full build (delete all + add all, one commit);
 * manifest and meta from the same commit: incremental against the spec directory; a
-  pending manifest of the index's last commit (a kill between the tantivy commit and
-  the manifest's rename) is adopted first, and is then that manifest;
-* they disagree (the pending manifest lost too, a power cut): full build, the index
+  pending change of the index's last commit (a kill between the tantivy commit and the
+  manifest's save) is applied first, and makes them so;
+* they disagree (the pending change lost too, a power cut): full build, the index
   being whole (see below).
 
 A live index whose ordinal gaps run out (``OrdinalsExhausted``) is renumbered by a full
@@ -44,10 +44,13 @@ from indexer.manifest import (
     FileEntry,
     FileState,
     Manifest,
+    apply_change,
     drop_pending,
     load_manifest,
-    promote_pending,
+    load_pending,
+    manifest_change,
     save_manifest,
+    save_pending,
 )
 from indexer.plan import (
     Carried,
@@ -130,7 +133,7 @@ class Session:
         self._hash_cache: dict[str, str] = {}
         self._hashed_config: Config | None = None
         meta = self.store.read_meta()
-        manifest = self._adopt_pending(meta) or load_manifest(index_dir)
+        manifest = self._recover(meta, load_manifest(index_dir))
         self.manifest = self._reconcile(meta, manifest)
         self._names = NameIndex.of(self.manifest.files)
         self.scanned: dict[str, ScannedFile] = {
@@ -141,23 +144,27 @@ class Session:
             if entry.size or entry.mtime_ns
         }
 
-    def _adopt_pending(self, meta: IndexMeta | None) -> Manifest | None:
-        """The pending manifest, made the manifest, when the index's last commit is its
-        commit (killed after the commit, before the rename); else None (and it is gone).
+    def _recover(self, meta: IndexMeta | None, manifest: Manifest | None) -> Manifest | None:
+        """``manifest`` with the pending change applied when the index's last commit is
+        that change's (killed after the commit, before the manifest was saved); the
+        change is gone afterwards in every case.
         """
-        pending = load_manifest(self.index_dir, pending=True)
+        change = load_pending(self.index_dir)
         if (
-            pending is not None
+            change is not None
             and meta is not None
-            and pending.schema_version == meta.schema_version
-            and pending.commit == meta.commit
-            and pending.fingerprint == meta.fingerprint
+            and change.schema_version == meta.schema_version
+            and change.commit == meta.commit
+            and change.fingerprint == meta.fingerprint
+            and (manifest is None or manifest.commit != meta.commit)
         ):
-            promote_pending(self.index_dir)
-            self.reporter.event("pending_manifest", reason="adopted", commit=meta.commit)
-            return pending
+            recovered = apply_change(manifest, change)
+            if recovered is not None:
+                save_manifest(self.index_dir, recovered)
+                self.reporter.event("pending_change", reason="applied", commit=meta.commit)
+                manifest = recovered
         drop_pending(self.index_dir)
-        return None
+        return manifest
 
     def _reconcile(self, meta: IndexMeta | None, manifest: Manifest | None) -> Manifest:
         if meta is None or self.store.wiped or meta.schema_version != SCHEMA_VERSION:
@@ -171,7 +178,7 @@ class Session:
             reason = "the indexer's manifest is missing"
             self._carry = meta  # the index is whole: what fails to convert is carried
         elif manifest.commit != meta.commit or manifest.fingerprint != meta.fingerprint:
-            # The manifest lags the index (its pending successor lost too: a power cut).
+            # The manifest lags the index (the pending change lost too: a power cut).
             # That commit may have renamed or renumbered any file's tools, so no per-file
             # repair is safe; the index is whole, and rebuilt as when the manifest is lost.
             reason = "the manifest disagrees with the index's last commit"
@@ -279,7 +286,8 @@ class Session:
         committed_at = 0.0
         if plan.commit_needed:
             # Written ahead (indexer/manifest.py): a kill after the commit leaves it.
-            save_manifest(self.index_dir, plan.manifest, pending=True)
+            change = manifest_change(self.manifest, plan.manifest, whole=full)
+            save_pending(self.index_dir, change)
             try:
                 # Two passes over the tools: cards, then payloads (IndexStore.apply).
                 passes = 2 * plan.operations_written
@@ -289,7 +297,8 @@ class Session:
                 self._names = NameIndex.of(self.manifest.files)  # the plan was not applied
                 raise
             committed_at = time.time()
-            promote_pending(self.index_dir)
+            save_manifest(self.index_dir, plan.manifest)
+            drop_pending(self.index_dir)
         elif conversions:
             save_manifest(self.index_dir, plan.manifest)  # new stat values; no new commit
         self.manifest = plan.manifest

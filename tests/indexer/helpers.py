@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import msgspec
+import pytest
 import tantivy
 
+import indexer.session
 from catalog.cards import card_for
 from catalog.fingerprint import with_version
 from catalog.index_schema import (
@@ -32,6 +35,7 @@ from catalog.model import (
     ToolDefinition,
 )
 from indexer.build import summarize
+from indexer.manifest import PENDING_NAME
 from indexer.plan import Conversion
 
 BEARER = SecurityScheme(name="bearer", type="http", scheme="bearer")
@@ -191,3 +195,28 @@ def read_index(index_dir: Path) -> IndexView:
         }
     assert grouped == set(tools), "tools and payloads differ"
     return IndexView(meta=meta, tools=tools)
+
+
+class Killed(BaseException):
+    """A kill, as far as the indexer can tell: nothing after it runs."""
+
+
+@contextlib.contextmanager
+def killed_after_the_commit(
+    monkeypatch: pytest.MonkeyPatch, index: Path, *, pending_lost: bool = False
+) -> Iterator[None]:
+    """Inside, one sync commits and dies before it saves the manifest, as a kill there
+    would leave the index: committed, the manifest of the commit before, and the pending
+    change (or not even that, ``pending_lost``, as a power cut could).
+    """
+
+    def die(*_: object) -> None:
+        raise Killed
+
+    monkeypatch.setattr(indexer.session, "save_manifest", die)
+    with pytest.raises(Killed):
+        yield
+    monkeypatch.undo()
+    assert (index / PENDING_NAME).exists()
+    if pending_lost:
+        (index / PENDING_NAME).unlink()

@@ -16,8 +16,7 @@ from indexer.build import convert_file
 from indexer.plan import Conversion, indexed_entry, stored_documents
 from indexer.report import Reporter
 from indexer.session import Session
-from tests.indexer.helpers import read_index, spec_yaml
-from tests.indexer.test_session import crash_after_the_commit
+from tests.indexer.helpers import killed_after_the_commit, read_index, spec_yaml
 
 
 def _session(specs: Path, index: Path, reporter: Reporter) -> Session:
@@ -153,7 +152,7 @@ def test_renumbering_keeps_a_broken_files_last_good_tools(
 
 
 def test_a_kill_right_after_the_renumbering_commit_leaves_the_index_in_order(
-    tmp_path: Path, quiet_reporter: Reporter
+    tmp_path: Path, quiet_reporter: Reporter, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Renumbering moves ordinals. Reconciled by file status alone, a restart after a kill
     # before the manifest's rename rewrote grow.yaml (changed) under the old manifest's
@@ -172,13 +171,14 @@ def test_a_kill_right_after_the_renumbering_commit_leaves_the_index_in_order(
             session.sync(["aa.yaml"])
         log = tmp_path / "indexer.log"
         _insert(specs, session, log, upto=_EXHAUSTED - 1, breaks=False)
-        before = session.manifest, (specs / "grow.yaml").read_text()
-        _insert(specs, session, log, upto=_EXHAUSTED, first=_EXHAUSTED, breaks=False)
+        before = (specs / "grow.yaml").read_text()
+        with killed_after_the_commit(monkeypatch, index):
+            _insert(specs, session, log, upto=_EXHAUSTED, first=_EXHAUSTED, breaks=False)
     finally:
         session.close()
-    crash_after_the_commit(index, before[0], pending_lost=False)
+    assert '"event":"renumber"' in log.read_text()
     # While stopped, grow.yaml loses the insert that renumbered: no gap runs out again.
-    (specs / "grow.yaml").write_text(before[1])
+    (specs / "grow.yaml").write_text(before)
     session = _session(specs, index, quiet_reporter)
     try:
         session.sync()

@@ -18,10 +18,10 @@ from catalog.index_schema import (
     register_analyzers,
 )
 from indexer.errors import IndexBusyError
-from indexer.manifest import MANIFEST_NAME, PENDING_NAME, Manifest, load_manifest, save_manifest
+from indexer.manifest import MANIFEST_NAME, PENDING_NAME, load_manifest, load_pending
 from indexer.report import Reporter
 from indexer.session import Session, SyncResult
-from tests.indexer.helpers import read_index, spec_yaml
+from tests.indexer.helpers import Killed, killed_after_the_commit, read_index, spec_yaml
 
 
 def _session(specs: Path, index: Path, reporter: Reporter, config: Config | None = None) -> Session:
@@ -347,40 +347,40 @@ def test_foreign_tantivy_schema_is_wiped_and_rebuilt(
     assert len(read_index(index).tools) == 3
 
 
-def crash_after_the_commit(index: Path, before: Manifest, *, pending_lost: bool) -> None:
-    """Leave ``index`` as a kill between the tantivy commit and the manifest's rename
-    does: the manifest of the commit ``before`` it, and the committed one still pending
-    (or lost too, as a power cut could)."""
-    committed = load_manifest(index)
-    assert committed is not None
-    assert committed.commit == before.commit + 1
-    save_manifest(index, before)
-    if not pending_lost:
-        save_manifest(index, committed, pending=True)
-
-
 def _crash_before_the_manifest(
-    specs: Path, index: Path, reporter: Reporter, source: str, text: str, *, pending_lost: bool
+    specs: Path,
+    index: Path,
+    reporter: Reporter,
+    monkeypatch: pytest.MonkeyPatch,
+    source: str,
+    text: str,
+    *,
+    pending_lost: bool,
 ) -> None:
-    """Build, then write ``source`` and commit it, then crash before the manifest."""
+    """Build, then write ``source`` and commit it, then die before the manifest."""
     session = _session(specs, index, reporter)
-    session.sync()
-    before = session.manifest
-    (specs / source).write_text(text)
-    session.sync([source])
-    session.close()
-    crash_after_the_commit(index, before, pending_lost=pending_lost)
+    try:
+        session.sync()
+        (specs / source).write_text(text)
+        with killed_after_the_commit(monkeypatch, index, pending_lost=pending_lost):
+            session.sync([source])
+    finally:
+        session.close()
 
 
 @pytest.mark.parametrize("pending_lost", [False, True])
 def test_manifest_behind_the_index_is_reconciled(
-    specs: Path, tmp_path: Path, quiet_reporter: Reporter, pending_lost: bool
+    specs: Path,
+    tmp_path: Path,
+    quiet_reporter: Reporter,
+    monkeypatch: pytest.MonkeyPatch,
+    pending_lost: bool,
 ) -> None:
-    """A crash between the tantivy commit and the manifest rename."""
+    """A crash between the tantivy commit and the manifest's save."""
     index = tmp_path / "index"
     text = spec_yaml("Pets", ["listPets", "feedPet"])
     _crash_before_the_manifest(
-        specs, index, quiet_reporter, "pets.yaml", text, pending_lost=pending_lost
+        specs, index, quiet_reporter, monkeypatch, "pets.yaml", text, pending_lost=pending_lost
     )
     result = _sync_once(specs, index, quiet_reporter)
     view = read_index(index)
@@ -400,27 +400,66 @@ def test_manifest_behind_the_index_is_reconciled(
         assert not result.committed
         assert result.converted == 0
         assert view.meta.commit == 2
-        assert '"event":"pending_manifest"' in log
+        assert '"event":"pending_change"' in log
         assert "disagrees" not in log
 
 
-def test_a_pending_manifest_whose_commit_never_happened_is_dropped(
-    specs: Path, tmp_path: Path, quiet_reporter: Reporter
+def test_the_pending_change_of_a_one_file_commit_holds_that_file(
+    specs: Path, tmp_path: Path, quiet_reporter: Reporter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Written before the commit, it is on the latency path: it must not be the manifest.
+    index = tmp_path / "index"
+    (specs / "zoo.yaml").write_text(spec_yaml("Zoo", ["listAnimals"]))
+    session = _session(specs, index, quiet_reporter)
+    try:
+        session.sync()
+        (specs / "shop.yaml").write_text(spec_yaml("Shop", ["listOrders", "getOrder"]))
+        session.sync(["shop.yaml"])  # every file is now as indexed, "fresh" next time
+        (specs / "pets.yaml").write_text(spec_yaml("Pets", ["listPets"]))
+        with killed_after_the_commit(monkeypatch, index):
+            session.sync(["pets.yaml"])
+        change = load_pending(index)
+    finally:
+        session.close()
+    assert change is not None
+    assert set(change.files) == {"pets.yaml", "shop.yaml"}  # shop.yaml: changed → fresh
+    assert change.removed == ()
+    assert not change.whole
+
+
+def test_a_pending_change_whose_commit_never_happened_is_dropped(
+    specs: Path, tmp_path: Path, quiet_reporter: Reporter, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     index = tmp_path / "index"
     _sync_once(specs, index, quiet_reporter)
     manifest = load_manifest(index)
     assert manifest is not None
-    # Killed after writing the pending manifest, before (or during) the commit.
-    save_manifest(index, msgspec.structs.replace(manifest, commit=2), pending=True)
-    result = _sync_once(specs, index, quiet_reporter)
-    assert not result.committed
-    assert not (index / PENDING_NAME).exists()
-    assert load_manifest(index) == manifest
+
+    def refuse(*_: object, **__: object) -> float:
+        raise Killed  # killed after the pending change, before (or during) the commit
+
+    session = _session(specs, index, quiet_reporter)
+    try:
+        monkeypatch.setattr(session.store, "apply", refuse)
+        (specs / "pets.yaml").write_text(spec_yaml("Pets", ["listPets"]))
+        with pytest.raises(Killed):
+            session.sync(["pets.yaml"])
+        assert (index / PENDING_NAME).exists()
+    finally:
+        session.close()
+    monkeypatch.undo()
+    session = _session(specs, index, quiet_reporter)
+    try:
+        assert not (index / PENDING_NAME).exists()
+        assert session.manifest == manifest
+        assert session.sync().committed  # pets.yaml's change, for real this time
+    finally:
+        session.close()
+    assert "pets.get_pet" not in read_index(index).tools
 
 
 def test_a_rename_committed_just_before_a_kill_survives_a_break(
-    tmp_path: Path, quiet_reporter: Reporter
+    tmp_path: Path, quiet_reporter: Reporter, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # a.yaml arrives and takes shared.get_thing; b.yaml's tool becomes shared.get_thing_2.
     # The kill loses that rename from the manifest; then b.yaml breaks. Before the pending
@@ -437,12 +476,11 @@ def test_a_rename_committed_just_before_a_kill_survives_a_break(
     session = _session(specs, index, quiet_reporter, config)
     try:
         session.sync()
-        before = session.manifest
         (specs / "a.yaml").write_text(spec_yaml("A", ["getThing"]))
-        session.sync(["a.yaml"])
+        with killed_after_the_commit(monkeypatch, index):
+            session.sync(["a.yaml"])
     finally:
         session.close()
-    crash_after_the_commit(index, before, pending_lost=False)
     (specs / "b.yaml").write_text("openapi: 3.0.3\npaths: [broken\n")
     session = _session(specs, index, quiet_reporter, config)
     try:
@@ -552,13 +590,17 @@ def test_a_broken_documents_kept_names_are_never_given_to_another(
 
 @pytest.mark.parametrize("pending_lost", [False, True])
 def test_a_file_added_before_a_crash_and_deleted_while_stopped_leaves_the_index(
-    specs: Path, tmp_path: Path, quiet_reporter: Reporter, pending_lost: bool
+    specs: Path,
+    tmp_path: Path,
+    quiet_reporter: Reporter,
+    monkeypatch: pytest.MonkeyPatch,
+    pending_lost: bool,
 ) -> None:
-    """The manifest never recorded it (killed before the rename); the index did."""
+    """The manifest never recorded it (killed before its save); the index did."""
     index = tmp_path / "index"
     text = spec_yaml("Extra", ["orphan"])
     _crash_before_the_manifest(
-        specs, index, quiet_reporter, "extra.yaml", text, pending_lost=pending_lost
+        specs, index, quiet_reporter, monkeypatch, "extra.yaml", text, pending_lost=pending_lost
     )
     (specs / "extra.yaml").unlink()
     result = _sync_once(specs, index, quiet_reporter)
