@@ -856,8 +856,11 @@ def _status_of(entry: FileEntry | None) -> FileStatus | None:
 
 
 def _normal_status(status: FileStatus | None) -> FileStatus | None:
-    # "changed" vs "fresh" only says which commit re-indexed a file; it alone is no reason
-    # to commit again.
-    if status is not None and status.state == "changed":
-        return msgspec.structs.replace(status, state="fresh")
-    return status
+    # What alone is no reason to commit again: "changed" vs "fresh" (it only says which
+    # commit re-indexed a file), and the content hash (a comment or a reformat changes the
+    # file, not the catalog; the manifest, saved without a commit, keeps the new hash).
+    if status is None:
+        return None
+    return msgspec.structs.replace(
+        status, content_hash="", state="fresh" if status.state == "changed" else status.state
+    )

@@ -78,6 +78,31 @@ def test_full_build_then_nothing_to_do(
         session.close()
 
 
+def test_an_edit_that_changes_no_tool_commits_nothing(
+    specs: Path, tmp_path: Path, quiet_reporter: Reporter
+) -> None:
+    index = tmp_path / "index"
+    session = _session(specs, index, quiet_reporter)
+    try:
+        first = session.sync()
+        text = (specs / "pets.yaml").read_text()
+        (specs / "pets.yaml").write_text("# a comment changes the file, not the catalog\n" + text)
+        edited = session.sync(["pets.yaml"])
+        assert edited.converted == 1
+        assert not edited.committed
+        assert edited.fingerprint == first.fingerprint
+    finally:
+        session.close()
+    meta = read_index(index).meta
+    assert meta is not None
+    assert meta.commit == first.commit
+    manifest = load_manifest(index)
+    assert manifest is not None
+    assert manifest.commit == first.commit
+    # The manifest knows the new content: a restart converts nothing.
+    assert _sync_once(specs, index, quiet_reporter).converted == 0
+
+
 def test_change_break_fix_delete(specs: Path, tmp_path: Path, quiet_reporter: Reporter) -> None:
     index = tmp_path / "index"
     session = _session(specs, index, quiet_reporter)
