@@ -2,10 +2,10 @@
 
 The only module of the indexer that reads flags and the config file. ``--explain NAME``
 converts and curates like a build, prints where one published tool comes from and the
-curation rules that shaped it, and writes nothing. Exit status: 0 on
-success; 1 for invalid input (a broken document under ``--check``, an invalid config,
-a missing spec directory); 2 when another indexer holds the index; 3 when the index
-cannot be written.
+curation rules that shaped it, and writes nothing. Exit status: 0 on success; 1 for
+invalid input (a broken document or a directory that cannot be listed under ``--check``,
+an invalid config, a missing spec directory); 2 when another indexer holds the index; 3
+when the index cannot be written.
 """
 
 from __future__ import annotations
@@ -24,13 +24,13 @@ import msgspec
 from catalog.config import Config, decode_config
 from catalog.errors import ConfigError
 from catalog.index_schema import SCHEMA_VERSION
-from catalog.model import CatalogTool
+from catalog.model import CatalogTool, Problem
 from indexer.build import Converter, cpu_workers
 from indexer.errors import IndexerError
 from indexer.manifest import FileState, Manifest
 from indexer.plan import Conversion, apply_names, assign_names, decode_tools, make_plan
 from indexer.report import Reporter
-from indexer.scan import ScannedFile, scan
+from indexer.scan import ScanResult, scan
 from indexer.session import Session
 
 __all__ = ["main"]
@@ -156,12 +156,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _convert_all(
     specs_dir: Path, config: Config, *, workers: int
-) -> tuple[dict[str, ScannedFile], dict[str, Conversion]]:
+) -> tuple[ScanResult, dict[str, Conversion]]:
     """Every document converted, curated and named as a full build would."""
-    scanned = scan(specs_dir)
+    listing = scan(specs_dir)
     converter = Converter(specs_dir, workers=workers)
     try:
-        conversions = {c.source: c for c in converter.convert(config, list(scanned))}
+        conversions = {c.source: c for c in converter.convert(config, list(listing.files))}
     finally:
         converter.close()
     names = assign_names({}, conversions, ())
@@ -169,7 +169,7 @@ def _convert_all(
         s: apply_names(c, names.finals.get(s, ()), names.warnings.get(s, ()))
         for s, c in conversions.items()
     }
-    return scanned, named
+    return listing, named
 
 
 def _explain(name: str, specs_dir: Path, config: Config, *, workers: int) -> int:
@@ -216,7 +216,8 @@ def _check(
 ) -> int:
     """Convert every document as a build would, report its problems, write nothing."""
     started = time.perf_counter()
-    scanned, named = _convert_all(specs_dir, config, workers=workers)
+    listing, named = _convert_all(specs_dir, config, workers=workers)
+    scanned = listing.files
     for source, conv in named.items():
         if conv.curation_error:  # a rule of the config, not the document, is at fault
             problems = tuple(
@@ -231,10 +232,16 @@ def _check(
     for source in sorted(named):
         for problem in plan.manifest.files[source].problems:
             reporter.problem(problem)
+    # A directory that cannot be listed fails the check: its documents went unchecked.
+    for directory, reason in listing.unlisted.items():
+        reporter.problem(Problem(file=directory, location="", reason=reason))
     broken = sorted(
-        s
-        for s, e in plan.manifest.files.items()
-        if e.state in (FileState.BROKEN_KEPT_LAST_GOOD, FileState.BROKEN_NEVER_INDEXED)
+        [
+            s
+            for s, e in plan.manifest.files.items()
+            if e.state in (FileState.BROKEN_KEPT_LAST_GOOD, FileState.BROKEN_NEVER_INDEXED)
+        ]
+        + list(listing.unlisted)
     )
     reporter.event(
         "check",

@@ -18,7 +18,15 @@ from typing import Final
 
 import msgspec
 
-__all__ = ["SPEC_EXTENSIONS", "UNREADABLE", "ScannedFile", "hash_bytes", "relative_source", "scan"]
+__all__ = [
+    "SPEC_EXTENSIONS",
+    "UNREADABLE",
+    "ScanResult",
+    "ScannedFile",
+    "hash_bytes",
+    "relative_source",
+    "scan",
+]
 
 SPEC_EXTENSIONS: Final = (".json", ".yaml", ".yml")
 UNREADABLE: Final = ""
@@ -35,6 +43,15 @@ class ScannedFile(msgspec.Struct, frozen=True, kw_only=True):
     content_hash: str
     size: int
     mtime_ns: int
+
+
+class ScanResult(msgspec.Struct, frozen=True, kw_only=True):
+    """The spec files found, and the directories that could not be listed."""
+
+    files: dict[str, ScannedFile]
+    unlisted: dict[str, str]
+    """Directory (relative path; ``.`` for the spec directory itself) → why it could not
+    be listed. The files known under it are in ``files``, read one by one."""
 
 
 def hash_bytes(data: bytes) -> str:
@@ -72,13 +89,22 @@ def _scan_one(specs_dir: Path, source: str) -> ScannedFile | None:
 
 
 def _walk(
-    root: str, prefix: str, seen: set[tuple[int, int]], found: list[tuple[str, os.stat_result]]
+    root: str,
+    prefix: str,
+    seen: set[tuple[int, int]],
+    found: list[tuple[str, os.stat_result | None]],
+    unlisted: dict[str, str],
 ) -> None:
     # scandir with string paths: the stat comes with the listing on most systems, and a
     # 2,600-file tree is listed in a few milliseconds (pathlib costs ten times more).
     try:
         entries = sorted(os.scandir(root), key=lambda e: e.name)
-    except OSError:
+    except (FileNotFoundError, NotADirectoryError):
+        return  # gone since it was listed: its files are deleted
+    except OSError as exc:
+        # Not gone but not listable (permissions, an I/O error): what it holds is unknown,
+        # and must not look deleted. scan() reads the files it knew there one by one.
+        unlisted[prefix] = f"cannot list the directory: {exc.strerror}"
         return
     for entry in entries:
         if entry.name.startswith("."):
@@ -88,26 +114,40 @@ def _walk(
             is_dir = entry.is_dir()
         except OSError:  # a looping link: no telling what it was meant to be
             is_dir = False
-        try:
-            if is_dir:
-                # Each directory once, by identity: a symlink back up the tree would
-                # otherwise be walked until the path is too long, every file many times.
+        if is_dir:
+            _enter(entry, f"{source}/", seen, found, unlisted)
+        elif entry.name.lower().endswith(SPEC_EXTENSIONS):
+            try:
                 st = entry.stat()
-                if (st.st_dev, st.st_ino) not in seen:
-                    seen.add((st.st_dev, st.st_ino))
-                    _walk(entry.path, f"{source}/", seen, found)
-            elif entry.name.lower().endswith(SPEC_EXTENSIONS):
-                try:
-                    st = entry.stat()
-                except OSError:
-                    # A link that cannot be followed: _scan_one drops a dangling one like
-                    # a deleted file and reports a looping one as unreadable.
-                    found.append((source, entry.stat(follow_symlinks=False)))
-                    continue
-                if stat.S_ISREG(st.st_mode):  # not a FIFO, whose read would block
-                    found.append((source, st))
-        except OSError:
-            continue
+            except OSError:
+                # A link that cannot be followed, or a directory that can be listed but
+                # not searched: _scan_one drops what is gone like a deleted file and
+                # reports what cannot be read.
+                found.append((source, None))
+                continue
+            if stat.S_ISREG(st.st_mode):  # not a FIFO, whose read would block
+                found.append((source, st))
+
+
+def _enter(
+    entry: os.DirEntry[str],
+    prefix: str,
+    seen: set[tuple[int, int]],
+    found: list[tuple[str, os.stat_result | None]],
+    unlisted: dict[str, str],
+) -> None:
+    # Each directory once, by identity: a symlink back up the tree would otherwise be
+    # walked until the path is too long, every file many times.
+    try:
+        st = entry.stat()
+    except FileNotFoundError:
+        return
+    except OSError as exc:  # its parent can be listed but not searched
+        unlisted[prefix] = f"cannot list the directory: {exc.strerror}"
+        return
+    if (st.st_dev, st.st_ino) not in seen:
+        seen.add((st.st_dev, st.st_ino))
+        _walk(entry.path, prefix, seen, found, unlisted)
 
 
 def scan(
@@ -115,12 +155,18 @@ def scan(
     previous: Mapping[str, ScannedFile] | None = None,
     *,
     skip: Path | None = None,
-) -> dict[str, ScannedFile]:
-    """Every spec file under ``specs_dir``, sorted by relative path.
+) -> ScanResult:
+    """Every spec file under ``specs_dir`` (sorted by relative path), and every directory
+    there that cannot be listed.
 
-    ``skip`` is a directory never entered: the index, when it lives under the spec
-    directory (its own files are not specs). Symlinked files are followed, wherever they
-    point; a directory is entered once, however many links lead to it.
+    ``previous`` is the last scan: an entry is reused when the file's size and
+    modification time still match it (never an ``UNREADABLE`` one), and a file it knew
+    under a directory that cannot be listed now is read on its own, so that it stays
+    (``UNREADABLE`` when it cannot be read: its last good tools are kept) instead of
+    looking deleted. ``skip`` is a directory never entered: the index, when it lives
+    under the spec directory (its own files are not specs). Symlinked files are
+    followed, wherever they point; a directory is entered once, however many links lead
+    to it.
     """
     before = previous or {}
     seen: set[tuple[int, int]] = set()
@@ -132,17 +178,26 @@ def scan(
         except OSError:
             continue  # not there (yet): nothing to skip
         seen.add((st.st_dev, st.st_ino))
-    found: list[tuple[str, os.stat_result]] = []
-    _walk(str(specs_dir), "", seen, found)
+    found: list[tuple[str, os.stat_result | None]] = []
+    unlisted: dict[str, str] = {}
+    _walk(str(specs_dir), "", seen, found, unlisted)
+    if unlisted:
+        listed = {source for source, _ in found}
+        found += [
+            (source, None)
+            for source in before
+            if source not in listed and source.startswith(tuple(unlisted))
+        ]
     result: dict[str, ScannedFile | None] = {}
     unknown: list[str] = []
-    for source, st in sorted(found, key=lambda f: f[0]):
+    for source, listed_stat in sorted(found, key=lambda f: f[0]):
         known = before.get(source)
         if (
             known is not None
+            and listed_stat is not None
             and known.content_hash != UNREADABLE
-            and known.size == st.st_size
-            and known.mtime_ns == st.st_mtime_ns
+            and known.size == listed_stat.st_size
+            and known.mtime_ns == listed_stat.st_mtime_ns
         ):
             result[source] = known
         else:
@@ -154,4 +209,7 @@ def scan(
         with ThreadPoolExecutor(_HASH_THREADS) as pool:
             hashed = pool.map(lambda source: _scan_one(specs_dir, source), unknown)
             result.update(zip(unknown, hashed, strict=True))
-    return {source: scanned for source, scanned in result.items() if scanned is not None}
+    return ScanResult(
+        files={source: scanned for source, scanned in result.items() if scanned is not None},
+        unlisted={prefix.rstrip("/") or ".": reason for prefix, reason in unlisted.items()},
+    )

@@ -39,6 +39,7 @@ import msgspec
 
 from catalog.config import Config
 from catalog.index_schema import SCHEMA_VERSION, IndexMeta, payload_count
+from catalog.model import Problem
 from indexer.build import POOL_THRESHOLD, Converter, FieldsSpool, config_hash
 from indexer.manifest import (
     FileEntry,
@@ -66,7 +67,7 @@ from indexer.plan import (
     stored_documents,
 )
 from indexer.report import Reporter
-from indexer.scan import ScannedFile, scan
+from indexer.scan import UNREADABLE, ScannedFile, scan
 from indexer.writer import WRITER_HEAP_BYTES, IndexStore
 
 __all__ = ["SPOOL_DIR", "Session", "SyncResult"]
@@ -136,13 +137,17 @@ class Session:
         manifest = self._recover(meta, load_manifest(index_dir))
         self.manifest = self._reconcile(meta, manifest)
         self._names = NameIndex.of(self.manifest.files)
+        # Every file the manifest knows, so that one under a directory that cannot be
+        # listed now is kept (scan); one recorded without stat values is read again.
         self.scanned: dict[str, ScannedFile] = {
             source: ScannedFile(
-                content_hash=entry.content_hash, size=entry.size, mtime_ns=entry.mtime_ns
+                content_hash=entry.content_hash if entry.size or entry.mtime_ns else UNREADABLE,
+                size=entry.size,
+                mtime_ns=entry.mtime_ns,
             )
             for source, entry in self.manifest.files.items()
-            if entry.size or entry.mtime_ns
         }
+        self._unlisted: dict[str, str] = {}  # the directories last reported unlistable
 
     def _recover(self, meta: IndexMeta | None, manifest: Manifest | None) -> Manifest | None:
         """``manifest`` with the pending change applied when the index's last commit is
@@ -201,8 +206,10 @@ class Session:
         if config is not None:
             self.config = config
         stale = set(touched)
-        previous = {s: f for s, f in self.scanned.items() if s not in stale}
-        scanned = scan(self.specs_dir, previous, skip=self.index_dir)
+        previous = {s: _untrusted(f) if s in stale else f for s, f in self.scanned.items()}
+        listing = scan(self.specs_dir, previous, skip=self.index_dir)
+        self._report_unlisted(listing.unlisted)
+        scanned = listing.files
         hashes = {s: f.content_hash for s, f in scanned.items()}
         config_hashes = self._config_hashes(scanned)
         full = self._full
@@ -220,6 +227,15 @@ class Session:
             return self._sync(scanned, files, dirty, deleted, spool, full=full, started=started)
         finally:
             spool.close()
+
+    def _report_unlisted(self, unlisted: Mapping[str, str]) -> None:
+        """Report each directory that cannot be listed, once (as an unreadable file is
+        reported when it changes, not on every watch batch).
+        """
+        for directory, reason in unlisted.items():
+            if self._unlisted.get(directory) != reason:
+                self.reporter.problem(Problem(file=directory, location="", reason=reason))
+        self._unlisted = dict(unlisted)
 
     def _sync(
         self,
@@ -453,6 +469,11 @@ class Session:
         """Stop the pool and release the writer."""
         self.converter.close()
         self.store.close()
+
+
+def _untrusted(scanned: ScannedFile) -> ScannedFile:
+    """``scanned``, still known to exist, but read again by the next scan."""
+    return msgspec.structs.replace(scanned, content_hash=UNREADABLE)
 
 
 def _warnings(files: Mapping[str, FileEntry]) -> int:

@@ -3,8 +3,13 @@ index itself living under it."""
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
+import subprocess
+import sys
 from pathlib import Path
+from typing import Any, Final
 
 import pytest
 
@@ -13,6 +18,36 @@ from indexer.report import Reporter
 from indexer.scan import UNREADABLE, scan
 from indexer.session import Session
 from tests.indexer.helpers import read_index, spec_yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+NO_DAC: Final = ("setpriv", "--bounding-set", "-dac_override,-dac_read_search")
+"""As root, only without these capabilities do file permissions stop a read."""
+
+
+def _permissions_bind() -> tuple[str, ...]:
+    """The command prefix under which a chmod keeps the indexer out; skips when none can."""
+    if os.geteuid() != 0:
+        return ()
+    try:
+        probe = subprocess.run([*NO_DAC, "true"], capture_output=True, text=True, check=False)
+    except FileNotFoundError:
+        pytest.skip("running as root without setpriv: CAP_DAC_OVERRIDE cannot be dropped")
+    if probe.returncode != 0:
+        pytest.skip(f"running as root and setpriv cannot drop CAP_DAC_OVERRIDE: {probe.stderr}")
+    return NO_DAC
+
+
+def _indexer(prefix: tuple[str, ...], *args: str | Path) -> tuple[int, list[dict[str, Any]]]:
+    proc = subprocess.run(
+        [*prefix, sys.executable, "-m", "indexer", "--workers", "1", *map(str, args)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    events = [json.loads(line) for line in proc.stderr.splitlines() if line.startswith("{")]
+    return proc.returncode, events
 
 
 def _session(specs: Path, index: Path, reporter: Reporter) -> Session:
@@ -33,7 +68,7 @@ def test_each_directory_is_walked_once_however_many_links_lead_to_it(tmp_path: P
     (specs / "sub" / "pets.yaml").write_text(spec_yaml("Pets", ["listPets"]))
     os.symlink("..", specs / "sub" / "up")  # a loop
     os.symlink("sub", specs / "again")  # a second way in
-    assert list(scan(specs)) == ["again/pets.yaml"]  # the first path in name order wins
+    assert list(scan(specs).files) == ["again/pets.yaml"]  # the first path in name order wins
 
 
 def test_a_looping_link_is_unreadable_and_a_dangling_one_is_gone(tmp_path: Path) -> None:
@@ -41,10 +76,10 @@ def test_a_looping_link_is_unreadable_and_a_dangling_one_is_gone(tmp_path: Path)
     specs.mkdir()
     os.symlink("loop.yaml", specs / "loop.yaml")
     os.symlink("nowhere.yaml", specs / "dangling.yaml")
-    scanned = scan(specs)
+    scanned = scan(specs).files
     assert list(scanned) == ["loop.yaml"]
     assert scanned["loop.yaml"].content_hash == UNREADABLE
-    assert scan(specs, scanned)["loop.yaml"].content_hash == UNREADABLE  # read again
+    assert scan(specs, scanned).files["loop.yaml"].content_hash == UNREADABLE  # read again
 
 
 def test_an_unreadable_file_is_reported_and_its_last_good_tools_kept(
@@ -86,3 +121,55 @@ def test_an_index_under_the_spec_directory_is_not_a_spec(
     view = read_index(specs / "index")
     assert view.meta is not None
     assert list(view.meta.files) == ["pets.yaml"]
+
+
+@pytest.mark.parametrize(
+    ("mode", "state", "unchecked"),
+    [
+        (0o000, "broken_kept_last_good", "team"),  # neither listed nor entered
+        (0o644, "broken_kept_last_good", "team/shop.yaml"),  # listed; its files unreachable
+        (0o311, "changed", "team"),  # not listed; its files read by name, as indexed
+    ],
+)
+def test_a_directory_that_cannot_be_listed_loses_none_of_its_documents(
+    specs: Path, tmp_path: Path, mode: int, state: str, unchecked: str
+) -> None:
+    prefix = _permissions_bind()
+    index = tmp_path / "index"
+    (specs / "team").mkdir()
+    (specs / "team" / "shop.yaml").write_text(spec_yaml("Shop", ["listOrders"]))
+    assert _indexer((), "--specs", specs, "--index", index)[0] == 0
+    (specs / "team").chmod(mode)
+    try:
+        status, events = _indexer(prefix, "--specs", specs, "--index", index)  # a restart
+        check, checked = _indexer(prefix, "--check", "--specs", specs)
+    finally:
+        (specs / "team").chmod(0o755)
+    assert status == 0
+    view = read_index(index)
+    assert set(view.tools) == {"pets.list_pets", "team_shop.list_orders"}
+    assert view.meta is not None
+    assert view.meta.files["team/shop.yaml"].state == state
+    problems = {e["file"]: e["reason"] for e in events if e["event"] == "spec_problem"}
+    if state == "changed":  # its documents could still be read: only the directory is reported
+        assert problems == {"team": "cannot list the directory: Permission denied"}
+    else:
+        assert problems["team/shop.yaml"] == "cannot read: Permission denied"
+    assert check == 1  # --check could not read everything it was asked to check
+    assert next(e for e in checked if e["event"] == "check")["broken"] == [unchecked]
+
+
+def test_a_directory_that_is_gone_takes_its_documents_with_it(
+    specs: Path, tmp_path: Path, quiet_reporter: Reporter
+) -> None:
+    (specs / "team").mkdir()
+    (specs / "team" / "shop.yaml").write_text(spec_yaml("Shop", ["listOrders"]))
+    session = _session(specs, tmp_path / "index", quiet_reporter)
+    try:
+        session.sync()
+        shutil.rmtree(specs / "team")
+        gone = session.sync(["team"])
+    finally:
+        session.close()
+    assert gone.committed
+    assert set(read_index(tmp_path / "index").tools) == {"pets.list_pets"}
