@@ -295,8 +295,10 @@ class Session:
         except BaseException:
             self._names = NameIndex.of(self.manifest.files)  # make_plan took it over
             raise
-        for conv in named.values():
-            for problem in conv.problems:
+        # From the plan, not the conversions: only the plan knows a file that is no
+        # document is a fragment, whose problem is then a warning (as --check says).
+        for source in sorted(named):
+            for problem in plan.manifest.files[source].problems:
                 self.reporter.problem(problem)
         commit_s = 0.0
         committed_at = 0.0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import msgspec
@@ -683,3 +684,23 @@ def test_a_missing_referenced_file_converts_its_referrer_again_when_it_arrives(
     assert before.broken == 1
     assert after.broken == 0
     assert "api.get_thing" in read_index(index).tools
+
+
+def test_a_referenced_fragment_is_logged_as_the_warning_its_status_says(
+    specs: Path, tmp_path: Path, quiet_reporter: Reporter
+) -> None:
+    (specs / "common.yaml").write_text("Thing: {type: object}\n")
+    (specs / "api.yaml").write_text(
+        spec_yaml("Api", ["getThing"], response_ref="common.yaml#/Thing")
+    )
+    session = _session(specs, tmp_path / "index", quiet_reporter)
+    try:
+        built = session.sync()
+        (specs / "common.yaml").write_text("Thing: {type: object, title: Thing}\n")
+        session.sync(["common.yaml"])  # as a watch batch
+    finally:
+        session.close()
+    assert built.warnings == 1
+    events = [json.loads(line) for line in (tmp_path / "indexer.log").read_text().splitlines()]
+    logged = [e["level"] for e in events if e["event"] == "spec_problem"]
+    assert logged == ["warning", "warning"]
