@@ -5,7 +5,8 @@ converts and curates like a build, prints where one published tool comes from an
 curation rules that shaped it, and writes nothing. Exit status: 0 on success; 1 for
 invalid input (a broken document or a directory that cannot be listed under ``--check``,
 an invalid config, a missing spec directory); 2 when another indexer holds the index; 3
-when the index cannot be written.
+when the index cannot be written; 130 or 143 when SIGINT or SIGTERM cuts a build short (a
+watch stopped between batches exits 0).
 """
 
 from __future__ import annotations
@@ -72,8 +73,37 @@ def _load_config(path: Path | None) -> Config:
     return decode_config(data, file=str(path))
 
 
+class _Interrupted(KeyboardInterrupt):
+    """SIGINT or SIGTERM arrived: stop, with the shell's exit status for that signal."""
+
+    def __init__(self, signum: int) -> None:
+        self.signal = signal.Signals(signum).name
+        self.exit_status = 128 + signum  # 130 for SIGINT, 143 for SIGTERM
+        super().__init__(self.signal)
+
+
 def _interrupt(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt
+    raise _Interrupted(signum)
+
+
+def _ignore_signals() -> None:
+    # A second signal while the writer commits and releases its lock would leave a
+    # traceback and a held lock: finish closing first.
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _interrupted(reporter: Reporter, exc: _Interrupted) -> int:
+    """Say that a signal stopped a run before it finished; the exit status."""
+    _ignore_signals()
+    # The writer never commits part of a build, so whatever was cut short left nothing.
+    reporter.event(
+        "interrupted",
+        level="warning",
+        signal=exc.signal,
+        message="stopped before the build finished; the index keeps its last commit",
+    )
+    return exc.exit_status
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -98,6 +128,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             args.specs, config, reporter, workers=args.workers, config_file=str(args.config)
         )
     config_file = str(args.config) if args.config is not None else ""
+    # SIGTERM and SIGINT end a build, or the watch, cleanly (the writer is released in
+    # ``finally``), even when a parent started this process with SIGINT ignored. A build
+    # cut short exits 130 or 143; a watch stopped between batches exits 0.
+    signal.signal(signal.SIGTERM, _interrupt)
+    signal.signal(signal.SIGINT, _interrupt)
     try:
         session = Session(
             args.specs,
@@ -110,8 +145,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except IndexerError as exc:
         reporter.event("fatal", level="error", message=str(exc))
         return exc.exit_status
+    except _Interrupted as exc:
+        return _interrupted(reporter, exc)
+    built = False
     try:
         result = session.sync()
+        built = True
         reporter.event(
             "summary",
             full=result.full,
@@ -130,11 +169,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.watch:
             from indexer.watch import watch
 
-            # SIGTERM and SIGINT both end the watch cleanly (the writer is released in
-            # ``finally``), even when a parent started this process with SIGINT ignored.
-            signal.signal(signal.SIGTERM, _interrupt)
-            signal.signal(signal.SIGINT, _interrupt)
-
             watch(
                 session,
                 config_path=args.config,
@@ -143,13 +177,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except IndexerError as exc:
         reporter.event("fatal", level="error", message=str(exc))
         return exc.exit_status
-    except KeyboardInterrupt:
-        pass
+    except _Interrupted as exc:
+        if built and not session.syncing:
+            return 0  # between builds: the normal way to stop a watch
+        return _interrupted(reporter, exc)
     finally:
-        # A second signal while the writer commits and releases its lock would leave a
-        # traceback and a held lock: finish closing first.
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        _ignore_signals()
         session.close()
     return 0
 

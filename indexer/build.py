@@ -278,10 +278,17 @@ class Converter:
         # Largest first: the longest conversions start at once and overlap everything
         # else, instead of one big document starting last and running alone.
         args.sort(key=lambda a: -self._size(a[0]))
-        pending = {
-            pool.submit(convert_file, self._specs_dir, *a, payload=payload, spool_dir=spool_dir)
-            for a in args
-        }
+        # Workers are spawned by these submissions: with SIGINT blocked, so that one still
+        # importing cannot die of a Ctrl-C before _start_worker ignores it (the mask is
+        # inherited; the indexer's own handler runs as soon as it is unblocked).
+        mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        try:
+            pending = {
+                pool.submit(convert_file, self._specs_dir, *a, payload=payload, spool_dir=spool_dir)
+                for a in args
+            }
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         try:
             for future in as_completed(pending):
                 pending.discard(future)  # drop our reference: the result is consumed once
@@ -303,7 +310,7 @@ class Converter:
             # are the server's children, so they could not follow the indexer's death.
             context = multiprocessing.get_context("spawn")
             self._pool = ProcessPoolExecutor(
-                max_workers=self._workers, mp_context=context, initializer=_die_with_parent
+                max_workers=self._workers, mp_context=context, initializer=_start_worker
             )
         return self._pool
 
@@ -314,8 +321,16 @@ class Converter:
             self._pool = None
 
 
-def _die_with_parent() -> None:
-    """Pool worker start-up: exit when the indexer dies, even by SIGKILL (Linux only)."""
+def _start_worker() -> None:
+    """Pool worker start-up: leave Ctrl-C to the indexer, and exit when it dies, even by
+    SIGKILL (Linux only).
+    """
+    # A terminal sends SIGINT to the whole process group: the indexer stops the pool and
+    # reports the interruption, where a worker would print a KeyboardInterrupt traceback.
+    # (SIGTERM keeps its default: the pool terminates a broken pool's workers with it.)
+    # Blocked since the worker was spawned (Converter.convert), a pending one is dropped.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     if sys.platform != "linux":
         return
     libc = ctypes.CDLL(None, use_errno=True)

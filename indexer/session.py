@@ -123,6 +123,7 @@ class Session:
         self.config_file = config_file or "the config"
         self._trusted: Config | None = None  # the last config a sync applied in full
         self.reporter = reporter
+        self.syncing = False  # a signal now would cut a build short, not stop an idle watch
         self.store = IndexStore(index_dir, heap_bytes=heap_bytes)
         # Under the writer lock: a spool left by a crashed run is ours to drop.
         shutil.rmtree(index_dir / SPOOL_DIR, ignore_errors=True)
@@ -202,6 +203,13 @@ class Session:
             touched: sources a watcher reported; they are re-hashed whatever their stat says.
             config: a new configuration to apply.
         """
+        self.syncing = True
+        try:
+            return self._update(touched, config)
+        finally:
+            self.syncing = False
+
+    def _update(self, touched: Iterable[str] = (), config: Config | None = None) -> SyncResult:
         started = time.perf_counter()
         if config is not None:
             self.config = config
@@ -291,7 +299,7 @@ class Session:
             self._names = NameIndex.of({})
             self._full = True
             self._carry = self.store.read_meta()
-            return self.sync()
+            return self._update()
         except BaseException:
             self._names = NameIndex.of(self.manifest.files)  # make_plan took it over
             raise

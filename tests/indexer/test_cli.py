@@ -214,3 +214,42 @@ def test_watch_stops_cleanly_on_sigterm_and_sigint(
     proc.stderr.close()
     # The writer lock was released: another indexer can run at once.
     assert _run("--specs", specs, "--index", tmp_path / "i").returncode == 0
+
+
+@pytest.mark.parametrize(
+    ("signum", "mode"), [(signal.SIGINT, ()), (signal.SIGTERM, ("--watch",))], ids=str
+)
+def test_an_interrupted_build_says_so_and_keeps_the_last_commit(
+    specs: Path, tmp_path: Path, signum: signal.Signals, mode: tuple[str, ...]
+) -> None:
+    index = tmp_path / "index"
+    assert _run("--specs", specs, "--index", index).returncode == 0
+    before = read_index(index)
+    for i in range(160):
+        ops = [f"op{i}x{j}" for j in range(25)]
+        (specs / f"bulk{i:03d}.yaml").write_text(spec_yaml(f"Bulk{i}", ops))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "indexer", "--specs", str(specs), "--index", str(index), *mode],
+        cwd=ROOT,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,  # its own process group, as under a terminal
+    )
+    assert proc.stderr is not None
+    for line in proc.stderr:
+        if '"event":"progress"' in line:  # a build of 160 documents under way
+            if signum == signal.SIGINT:
+                os.killpg(proc.pid, signum)  # a terminal's Ctrl-C reaches the whole group
+            else:
+                proc.send_signal(signum)
+            break
+    rest = proc.stderr.read()
+    proc.stderr.close()
+    assert proc.wait(timeout=30) == 128 + signum  # 130 for SIGINT, 143 for SIGTERM
+    events = [e for e in _events(rest) if e["event"] != "progress"]
+    assert [(e["event"], e["signal"]) for e in events] == [("interrupted", signum.name)]
+    assert all(line.startswith("{") for line in rest.splitlines())  # no traceback
+    after = read_index(index)
+    assert after.meta == before.meta
+    assert after.tools == before.tools
+    assert _run("--specs", specs, "--index", index).returncode == 0  # the lock was released
