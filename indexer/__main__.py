@@ -4,7 +4,8 @@ The only module of the indexer that reads flags and the config file. ``--explain
 converts and curates like a build, prints where one published tool comes from and the
 curation rules that shaped it, and writes nothing. Exit status: 0 on success; 1 for
 invalid input (a broken document or a directory that cannot be listed under ``--check``,
-an invalid config, a missing spec directory); 2 when another indexer holds the index; 3
+an invalid config, a missing spec directory); 2 for ``--index`` and ``--specs`` that
+overlap (a usage error, as argparse's own) or when another indexer holds the index; 3
 when the index cannot be written; 130 or 143 when SIGINT or SIGTERM cuts a build short (a
 watch stopped between batches exits 0).
 """
@@ -82,6 +83,23 @@ class _Interrupted(KeyboardInterrupt):
         super().__init__(self.signal)
 
 
+def _overlap(specs_dir: Path, index_dir: Path | None) -> str:
+    """Why ``--index`` cannot be used with ``--specs``; empty when it can.
+
+    The index may live under the spec directory (the scan and the watch skip it), but
+    not be it, nor hold it: its own files would be read as specs, or every spec change
+    would be taken for the indexer's own commit.
+    """
+    if index_dir is None:
+        return ""
+    specs, index = specs_dir.resolve(), index_dir.resolve()
+    if specs == index:
+        return f"--index {index_dir} is the spec directory; give the index a directory of its own"
+    if specs.is_relative_to(index):
+        return f"--specs {specs_dir} is inside --index {index_dir}; keep the specs out of the index"
+    return ""
+
+
 def _interrupt(signum: int, frame: object) -> None:
     raise _Interrupted(signum)
 
@@ -116,16 +134,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not args.specs.is_dir():
         reporter.event("fatal", level="error", message=f"{args.specs}: not a directory")
         return 1
+    overlap = _overlap(args.specs, args.index)
+    if overlap:
+        reporter.event("usage", level="error", message=overlap)
+        return 2  # a usage error, as argparse's own
     try:
         config = _load_config(args.config)
     except ConfigError as exc:
         reporter.event("config_invalid", level="error", message=str(exc))
         return 1
     if args.explain is not None:
-        return _explain(args.explain, args.specs, config, workers=args.workers)
+        return _explain(args.explain, args.specs, config, workers=args.workers, skip=args.index)
     if args.check:
         return _check(
-            args.specs, config, reporter, workers=args.workers, config_file=str(args.config)
+            args.specs,
+            config,
+            reporter,
+            workers=args.workers,
+            config_file=str(args.config),
+            skip=args.index,
         )
     config_file = str(args.config) if args.config is not None else ""
     # SIGTERM and SIGINT end a build, or the watch, cleanly (the writer is released in
@@ -188,10 +215,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _convert_all(
-    specs_dir: Path, config: Config, *, workers: int
+    specs_dir: Path, config: Config, *, workers: int, skip: Path | None
 ) -> tuple[ScanResult, dict[str, Conversion]]:
-    """Every document converted, curated and named as a full build would."""
-    listing = scan(specs_dir)
+    """Every document converted, curated and named as a full build would (``skip``: the
+    index directory, whose files are not specs).
+    """
+    listing = scan(specs_dir, skip=skip)
     converter = Converter(specs_dir, workers=workers)
     try:
         conversions = {c.source: c for c in converter.convert(config, list(listing.files))}
@@ -205,9 +234,9 @@ def _convert_all(
     return listing, named
 
 
-def _explain(name: str, specs_dir: Path, config: Config, *, workers: int) -> int:
+def _explain(name: str, specs_dir: Path, config: Config, *, workers: int, skip: Path | None) -> int:
     """Print where the published tool ``name`` comes from and each rule that shaped it."""
-    _, named = _convert_all(specs_dir, config, workers=workers)
+    _, named = _convert_all(specs_dir, config, workers=workers, skip=skip)
     published: list[str] = []
     for _, conv in sorted(named.items()):
         if not conv.ok:
@@ -245,11 +274,17 @@ def _explanation(tool: CatalogTool, raw_name: str) -> str:
 
 
 def _check(
-    specs_dir: Path, config: Config, reporter: Reporter, *, workers: int, config_file: str
+    specs_dir: Path,
+    config: Config,
+    reporter: Reporter,
+    *,
+    workers: int,
+    config_file: str,
+    skip: Path | None,
 ) -> int:
     """Convert every document as a build would, report its problems, write nothing."""
     started = time.perf_counter()
-    listing, named = _convert_all(specs_dir, config, workers=workers)
+    listing, named = _convert_all(specs_dir, config, workers=workers, skip=skip)
     scanned = listing.files
     for source, conv in named.items():
         if conv.curation_error:  # a rule of the config, not the document, is at fault

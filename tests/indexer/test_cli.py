@@ -253,3 +253,31 @@ def test_an_interrupted_build_says_so_and_keeps_the_last_commit(
     assert after.meta == before.meta
     assert after.tools == before.tools
     assert _run("--specs", specs, "--index", index).returncode == 0  # the lock was released
+
+
+@pytest.mark.parametrize("layout", ["same", "specs inside the index"])
+def test_an_index_that_is_or_holds_the_spec_directory_is_refused(
+    specs: Path, tmp_path: Path, layout: str
+) -> None:
+    index = specs if layout == "same" else tmp_path / "index"
+    if layout != "same":
+        index.mkdir()
+        specs = specs.rename(index / "specs")
+    for mode in ((), ("--watch",), ("--check",)):
+        proc = _run("--specs", specs, "--index", index, *mode)
+        assert proc.returncode == 2, proc.stderr
+        lines = proc.stderr.splitlines()
+        assert len(lines) == 1
+        assert json.loads(lines[0])["event"] == "usage"
+    assert not (index / "meta.json").exists()  # nothing was written
+
+
+def test_check_and_explain_skip_an_index_under_the_spec_directory(specs: Path) -> None:
+    index = specs / "index"
+    assert _run("--specs", specs, "--index", index).returncode == 0
+    check = _run("--check", "--specs", specs, "--index", index)
+    assert check.returncode == 0, check.stderr
+    assert next(e for e in _events(check.stderr) if e["event"] == "check")["documents"] == 1
+    explain = _run("--explain", "pets.list_pets", "--specs", specs, "--index", index)
+    assert explain.returncode == 0, explain.stderr
+    assert "document:    pets.yaml" in explain.stdout
