@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import os.path
 import re
+from collections.abc import Callable
 from typing import Final, Literal
 from urllib.parse import urlsplit
 
@@ -53,6 +54,7 @@ __all__ = [
     "VisibilityConfig",
     "decode_config",
     "default_namespace",
+    "missing_files",
     "with_files_from",
 ]
 
@@ -323,6 +325,30 @@ def with_files_from(config: Config, directory: str) -> Config:
         for source, spec in config.specs.items()
     }
     return msgspec.structs.replace(config, specs=specs)
+
+
+def missing_files(config: Config, *, exists: Callable[[str], bool]) -> list[str]:
+    """Each file a spec names (TLS files, ``jwt.jwks_file``) that is not there, as
+    ``specs.'x.json'.ca_bundle: PATH: no such file``; empty when all are.
+
+    Pure: ``exists`` is the caller's test (``os.path.isfile``), and ``config`` is as
+    :func:`with_files_from` left it. The server refuses to start over any of these, and
+    ``python -m indexer --check`` reports them in the same words.
+    """
+    problems = []
+    for source, spec in sorted(config.specs.items()):
+        named = {
+            "ca_bundle": spec.ca_bundle,
+            "client_cert": spec.client_cert,
+            "client_key": spec.client_key,
+            "jwt.jwks_file": spec.jwt.jwks_file if spec.jwt else None,
+        }
+        problems += [
+            f"specs.{source!r}.{key}: {path}: no such file"
+            for key, path in named.items()
+            if path is not None and not exists(path)
+        ]
+    return problems
 
 
 def _jwt_from(directory: str, jwt: JwtConfig | None) -> JwtConfig | None:

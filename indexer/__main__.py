@@ -14,16 +14,17 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import os
 import signal
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Final
 
 import msgspec
 
-from catalog.config import Config, decode_config
+from catalog.config import Config, decode_config, missing_files, with_files_from
 from catalog.errors import ConfigError
 from catalog.index_schema import SCHEMA_VERSION
 from catalog.model import CatalogTool, Problem
@@ -151,7 +152,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             config,
             reporter,
             workers=args.workers,
-            config_file=str(args.config),
+            config_path=args.config,
             skip=args.index,
         )
     config_file = str(args.config) if args.config is not None else ""
@@ -279,13 +280,16 @@ def _check(
     reporter: Reporter,
     *,
     workers: int,
-    config_file: str,
+    config_path: Path | None,
     skip: Path | None,
 ) -> int:
-    """Convert every document as a build would, report its problems, write nothing."""
+    """Convert every document as a build would, report its problems and the config's,
+    write nothing.
+    """
     started = time.perf_counter()
     listing, named = _convert_all(specs_dir, config, workers=workers, skip=skip)
     scanned = listing.files
+    config_file = str(config_path)
     for source, conv in named.items():
         if conv.curation_error:  # a rule of the config, not the document, is at fault
             problems = tuple(
@@ -311,16 +315,40 @@ def _check(
         ]
         + list(listing.unlisted)
     )
+    config_errors = _check_config(config, config_path, scanned, reporter)
+    failed = bool(broken or config_errors)
     reporter.event(
         "check",
-        level="error" if broken else "info",
+        level="error" if failed else "info",
         documents=len(scanned),
         operations=plan.meta.operations,
-        errors=len(broken),
+        errors=len(broken) + config_errors,
         broken=broken,
         elapsed_s=round(time.perf_counter() - started, 3),
     )
-    return 1 if broken else 0
+    return 1 if failed else 0
+
+
+def _check_config(
+    config: Config, config_path: Path | None, sources: Collection[str], reporter: Reporter
+) -> int:
+    """Report what the config names that is not there; the number of errors.
+
+    A spec section that matches no document is a warning (a typo, or a file still to
+    come), a missing file the server would read (TLS, JWKS) an error: the server
+    refuses to start over it.
+    """
+    if config_path is None:
+        return 0
+    for source in sorted(set(config.specs) - set(sources)):
+        message = f"{config_path}: specs.{source!r}: matches no spec file"
+        reporter.event("config_unmatched", level="warning", message=message)
+    # Relative paths are the config file's directory's, as the server reads them.
+    resolved = with_files_from(config, str(config_path.parent))
+    missing = missing_files(resolved, exists=os.path.isfile)
+    for problem in missing:
+        reporter.event("config_invalid", level="error", message=f"{config_path}: {problem}")
+    return len(missing)
 
 
 if __name__ == "__main__":

@@ -20,7 +20,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
-from catalog.config import DEFAULT_ALLOWED_HOSTS, Config, decode_config, with_files_from
+from catalog.config import (
+    DEFAULT_ALLOWED_HOSTS,
+    Config,
+    decode_config,
+    missing_files,
+    with_files_from,
+)
 from catalog.errors import ConfigError
 from server.identity import resolve_secrets
 from server.tls import tls_problems
@@ -149,11 +155,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:  # fail at start-up, in the parent, with the file and key named
         config = _load_config(args.config)
-        resolve_secrets(config, environ=os.environ, read_file=_read_file)
+        problems = missing_files(config, exists=os.path.isfile)  # as --check names them
+        if not problems:
+            resolve_secrets(config, environ=os.environ, read_file=_read_file)
     except (ConfigError, OSError) as exc:
         print(f"sezzlee-server: {exc}", file=sys.stderr)
         return 2
-    problems = tls_problems(config)
+    problems = problems or tls_problems(config)
     for problem in problems:
         print(f"sezzlee-server: {args.config}: {problem}", file=sys.stderr)
     if problems:

@@ -9,6 +9,7 @@ from catalog.config import (
     SpecConfig,
     decode_config,
     default_namespace,
+    missing_files,
     with_files_from,
 )
 from catalog.errors import ConfigError
@@ -150,3 +151,19 @@ def test_files_a_spec_names_are_taken_from_the_config_files_directory() -> None:
 )
 def test_default_namespace_is_the_path_slug(source: str, namespace: str) -> None:
     assert default_namespace(source) == namespace
+
+
+def test_missing_files_names_each_file_a_spec_names_that_is_not_there() -> None:
+    text = (
+        b'[specs."a.json"]\nca_bundle = "ca.pem"\nclient_cert = "c.pem"\nclient_key = "k.pem"\n'
+        b'[specs."a.json".jwt]\njwks_file = "keys.json"\n'
+        b'[specs."b.json"]\nnamespace = "b"\n'
+    )
+    config = with_files_from(decode_config(text, file="f.toml"), "/srv")
+    there = {"/srv/c.pem"}
+    assert missing_files(config, exists=there.__contains__) == [
+        "specs.'a.json'.ca_bundle: /srv/ca.pem: no such file",
+        "specs.'a.json'.client_key: /srv/k.pem: no such file",
+        "specs.'a.json'.jwt.jwks_file: /srv/keys.json: no such file",
+    ]
+    assert missing_files(config, exists=lambda path: True) == []

@@ -281,3 +281,42 @@ def test_check_and_explain_skip_an_index_under_the_spec_directory(specs: Path) -
     explain = _run("--explain", "pets.list_pets", "--specs", specs, "--index", index)
     assert explain.returncode == 0, explain.stderr
     assert "document:    pets.yaml" in explain.stdout
+
+
+def test_check_warns_of_a_spec_section_that_matches_no_document(
+    specs: Path, tmp_path: Path
+) -> None:
+    config = tmp_path / "sezzlee.toml"
+    config.write_text('[specs."pets.yml"]\nnamespace = "p"\n')  # the file is pets.yaml
+    proc = _run("--check", "--specs", specs, "--config", config)
+    assert proc.returncode == 0, proc.stderr  # a warning: the file may be yet to come
+    warned = [e for e in _events(proc.stderr) if e["event"] == "config_unmatched"]
+    assert [(e["level"], e["message"]) for e in warned] == [
+        ("warning", f"{config}: specs.'pets.yml': matches no spec file")
+    ]
+
+
+@pytest.mark.parametrize(
+    ("section", "key", "name"),
+    [
+        ('[specs."pets.yaml"]\nca_bundle = "ca.pem"\n', "ca_bundle", "ca.pem"),
+        ('[specs."pets.yaml"]\nclient_cert = "client.pem"\n', "client_cert", "client.pem"),
+        ('[specs."pets.yaml".jwt]\njwks_file = "keys.json"\n', "jwt.jwks_file", "keys.json"),
+    ],
+    ids=["ca_bundle", "client_cert", "jwks_file"],
+)
+def test_check_fails_on_a_file_the_config_names_that_is_missing(
+    specs: Path, tmp_path: Path, section: str, key: str, name: str
+) -> None:
+    config = tmp_path / "conf" / "sezzlee.toml"
+    config.parent.mkdir()
+    config.write_text(section)
+    missing = _run("--check", "--specs", specs, "--config", config)
+    assert missing.returncode == 1  # the server refuses to start with this config
+    invalid = [e for e in _events(missing.stderr) if e["event"] == "config_invalid"]
+    where = config.parent / name  # next to the config file, as the server looks for it
+    assert [e["message"] for e in invalid] == [
+        f"{config}: specs.'pets.yaml'.{key}: {where}: no such file"
+    ]
+    where.write_text("")
+    assert _run("--check", "--specs", specs, "--config", config).returncode == 0

@@ -61,3 +61,8 @@ def test_tls_files_are_read_from_the_config_files_directory(tmp_path: Path) -> N
     spec = _load_config(str(tmp_path / "sezzlee.toml")).spec("a.yaml")
     assert spec.ca_bundle == str(tmp_path / "ca.pem")
     assert spec.client_cert == "/abs/client.pem"
+
+
+def test_a_missing_jwks_file_fails_at_start_up_named_as_check_names_it(tmp_path: Path) -> None:
+    stderr = refused(tmp_path, '[specs."a.yaml".jwt]\njwks_file = "keys.json"\n')
+    assert f"specs.'a.yaml'.jwt.jwks_file: {tmp_path / 'keys.json'}: no such file" in stderr
