@@ -6,13 +6,14 @@ single change reaches the index well inside the 300 ms goal. The config file's
 directory is watched too; a config change is decoded by the caller's ``load_config``
 and an invalid one is reported and ignored (the running config stays).
 
-Each commit logs ``latency_ms``: from the file event (the changed files' newest
-modification time, or the batch's arrival for a deletion) to the commit's return.
+Each commit logs ``latency_ms``: from the arrival of its watchfiles batch to the commit's
+return. A batch comes ``STEP_MS`` to ``DEBOUNCE_MS`` after its first event: that wait is
+not counted. (A file's modification time is no clock for the event: a file moved in
+keeps its old one, and one from a skewed clock or a tar archive may lie in the future.)
 """
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from collections.abc import Callable
@@ -30,7 +31,6 @@ __all__ = ["DEBOUNCE_MS", "STEP_MS", "watch"]
 
 DEBOUNCE_MS: Final = 50
 STEP_MS: Final = 10
-_STALE_MTIME_S: Final = 2.0
 
 
 def watch(
@@ -61,12 +61,10 @@ def watch(
         received = time.time()
         touched: set[str] = set()
         config_changed = False
-        event_time = 0.0
         for _, raw in changes:
             path = Path(raw)
             if config_file is not None and path == config_file:
                 config_changed = True
-                event_time = max(event_time, _mtime(path))
                 continue
             if path.is_relative_to(index_dir):
                 continue  # our own commits, when the index lives under the spec dir
@@ -74,7 +72,6 @@ def watch(
             if source is None or source == ".":
                 continue
             touched.add(source)
-            event_time = max(event_time, _mtime(path))
         new_config: Config | None = None
         if config_changed:
             try:
@@ -84,11 +81,9 @@ def watch(
                 reporter.event("config_invalid", level="error", message=str(exc))
         if not touched and new_config is None:
             continue
-        if not event_time or received - event_time > _STALE_MTIME_S:
-            event_time = received  # a deletion, or a file moved in with an old mtime
         result = session.sync(touched, config=new_config)
         if result.committed:
-            latency_ms = (result.committed_at - event_time) * 1000
+            latency_ms = (result.committed_at - received) * 1000
             reporter.event(
                 "commit",
                 commit=result.commit,
@@ -103,10 +98,3 @@ def watch(
             )
         else:
             reporter.event("no_change", files=sorted(touched))
-
-
-def _mtime(path: Path) -> float:
-    try:
-        return os.stat(path).st_mtime
-    except OSError:
-        return 0.0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -148,3 +149,22 @@ def test_watch_config_change_renames(watched: Watched, tmp_path: Path) -> None:
     event = watched.wait_for_event("config_invalid", after=seen)
     assert "nmespace" in str(event["message"])
     assert "store.list_orders" in read_index(watched.index).tools  # old config stays
+
+
+def test_latency_is_measured_from_the_event_not_the_mtime(watched: Watched, tmp_path: Path) -> None:
+    stage = tmp_path / "stage"
+    stage.mkdir()
+    for name, age in (("old.yaml", 1.9), ("future.yaml", -60.0)):
+        staged = stage / name
+        staged.write_text(spec_yaml(name[:-5].title(), ["op"]))
+        os.utime(staged, (time.time() - age, time.time() - age))
+        seen = len(watched.events())
+        moved = time.time()
+        staged.rename(watched.specs / name)
+        commit = watched.wait_for_event("commit", after=seen)
+        latency_ms = commit["latency_ms"]
+        logged = commit["ts"]
+        assert isinstance(latency_ms, float)
+        assert isinstance(logged, float)
+        # Between the move and the commit's log line: never the file's age, never negative.
+        assert 0 <= latency_ms <= (logged - moved) * 1000 + 1
