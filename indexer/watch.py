@@ -6,17 +6,22 @@ single change reaches the index well inside the 300 ms goal. The config file's
 directory is watched too; a config change is decoded by the caller's ``load_config``
 and an invalid one is reported and ignored (the running config stays).
 
-Each commit logs ``latency_ms``: from the arrival of its watchfiles batch to the commit's
-return. A batch comes ``STEP_MS`` to ``DEBOUNCE_MS`` after its first event: that wait is
-not counted. (A file's modification time is no clock for the event: a file moved in
-keeps its old one, and one from a skewed clock or a tar archive may lie in the future.)
+A sync that fails (a read-only or full disk) is reported as ``sync_failed`` and tried
+again with the same files and config, 0.5 s later, doubling up to 30 s; without events
+the loop wakes every ``POLL_MS`` for that.
+
+Each commit logs ``latency_ms``: from the arrival of the oldest batch it includes to the
+commit's return, failed attempts included. A batch comes ``STEP_MS`` to ``DEBOUNCE_MS``
+after its first event: that wait is not counted. (A file's modification time is no clock
+for the event: a file moved in keeps its old one, and one from a skewed clock or a tar
+archive may lie in the future.)
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Final
 
@@ -27,10 +32,13 @@ from catalog.errors import ConfigError
 from indexer.scan import relative_source
 from indexer.session import Session
 
-__all__ = ["DEBOUNCE_MS", "STEP_MS", "watch"]
+__all__ = ["DEBOUNCE_MS", "POLL_MS", "STEP_MS", "watch"]
 
 DEBOUNCE_MS: Final = 50
 STEP_MS: Final = 10
+POLL_MS: Final = 250
+_RETRY_FIRST_S: Final = 0.5
+_RETRY_MAX_S: Final = 30.0
 
 
 def watch(
@@ -41,50 +49,87 @@ def watch(
     stop: threading.Event | None = None,
 ) -> None:
     """Sync on every batch of changes until ``stop`` is set (or KeyboardInterrupt)."""
-    specs_dir = session.specs_dir.resolve()
-    index_dir = session.index_dir.resolve()
-    config_file = config_path.resolve() if config_path is not None else None
-    roots = [specs_dir]
-    if config_file is not None and not config_file.is_relative_to(specs_dir):
-        roots.append(config_file.parent)
-    reporter = session.reporter
-    reporter.event("watching", specs=str(specs_dir), debounce_ms=DEBOUNCE_MS)
-    for changes in watchfiles.watch(
-        *roots,
-        debounce=DEBOUNCE_MS,
-        step=STEP_MS,
-        stop_event=stop,
-        rust_timeout=200,
-        yield_on_timeout=False,
-        raise_interrupt=False,
-    ):
-        received = time.time()
-        touched: set[str] = set()
+    _Loop(session, config_path, load_config, stop).run()
+
+
+class _Loop:
+    """One watch, and what the next sync owes."""
+
+    def __init__(
+        self,
+        session: Session,
+        config_path: Path | None,
+        load_config: Callable[[], Config],
+        stop: threading.Event | None,
+    ) -> None:
+        self.session = session
+        self.reporter = session.reporter
+        self.stop = stop
+        self.specs_dir = session.specs_dir.resolve()
+        self.index_dir = session.index_dir.resolve()
+        self.config_file = config_path.resolve() if config_path is not None else None
+        self.load_config = load_config
+        self.touched: set[str] = set()
+        self.config: Config | None = None
+        self.owed_since = 0.0  # when the oldest change not yet synced arrived; 0: none
+        self.retry_at = 0.0  # time.monotonic()
+        self.backoff = _RETRY_FIRST_S
+
+    def run(self) -> None:
+        roots = [self.specs_dir]
+        if self.config_file is not None and not self.config_file.is_relative_to(self.specs_dir):
+            roots.append(self.config_file.parent)
+        self.reporter.event("watching", specs=str(self.specs_dir), debounce_ms=DEBOUNCE_MS)
+        for batch in watchfiles.watch(
+            *roots,
+            debounce=DEBOUNCE_MS,
+            step=STEP_MS,
+            stop_event=self.stop,
+            rust_timeout=POLL_MS,
+            yield_on_timeout=True,
+            raise_interrupt=False,
+        ):
+            self._take(batch, time.time())
+            self._sync()
+
+    def _take(self, batch: Iterable[tuple[watchfiles.Change, str]], now: float) -> None:
+        """Record a batch's sources, and a new config if it changed."""
         config_changed = False
-        for _, raw in changes:
+        for _, raw in batch:
             path = Path(raw)
-            if config_file is not None and path == config_file:
+            if self.config_file is not None and path == self.config_file:
                 config_changed = True
                 continue
-            if path.is_relative_to(index_dir):
+            if path.is_relative_to(self.index_dir):
                 continue  # our own commits, when the index lives under the spec dir
-            source = relative_source(specs_dir, path)
+            source = relative_source(self.specs_dir, path)
             if source is None or source == ".":
                 continue
-            touched.add(source)
-        new_config: Config | None = None
-        if config_changed:
-            try:
-                new_config = load_config()
-                reporter.event("config_reloaded", file=str(config_file))
-            except ConfigError as exc:
-                reporter.event("config_invalid", level="error", message=str(exc))
-        if not touched and new_config is None:
-            continue
-        result = session.sync(touched, config=new_config)
+            self.touched.add(source)
+            self._owe(now)
+        if not config_changed:
+            return
+        try:
+            config = self.load_config()
+        except ConfigError as exc:
+            self.reporter.event("config_invalid", level="error", message=str(exc))
+            return
+        self.reporter.event("config_reloaded", file=str(self.config_file))
+        self.config = config
+        self._owe(now)
+
+    def _sync(self) -> None:
+        if not self.owed_since or time.monotonic() < self.retry_at:
+            return
+        touched = self.touched
+        try:
+            result = self.session.sync(touched, config=self.config)
+        except Exception as exc:  # not BaseException: an interrupt still ends the watch
+            self._failed("sync_failed", exc)
+            return  # the same files and config are synced again
         if result.committed:
-            latency_ms = (result.committed_at - received) * 1000
-            reporter.event(
+            latency_ms = (result.committed_at - self.owed_since) * 1000
+            self.reporter.event(
                 "commit",
                 commit=result.commit,
                 fingerprint=result.fingerprint,
@@ -97,4 +142,17 @@ def watch(
                 commit_ms=round(result.commit_s * 1000, 1),
             )
         else:
-            reporter.event("no_change", files=sorted(touched))
+            self.reporter.event("no_change", files=sorted(touched))
+        self.touched, self.config = set(), None
+        self.owed_since = 0.0
+        self.backoff = _RETRY_FIRST_S
+
+    def _owe(self, now: float) -> None:
+        self.owed_since = self.owed_since or now
+
+    def _failed(self, event: str, exc: Exception) -> None:
+        self.reporter.event(
+            event, level="error", reason=f"{type(exc).__name__}: {exc}", retry_s=self.backoff
+        )
+        self.retry_at = time.monotonic() + self.backoff
+        self.backoff = min(self.backoff * 2, _RETRY_MAX_S)

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from catalog.config import Config, decode_config
+from indexer.manifest import PENDING_NAME
 from indexer.report import Reporter
 from indexer.session import Session
 from indexer.watch import watch
@@ -168,3 +169,19 @@ def test_latency_is_measured_from_the_event_not_the_mtime(watched: Watched, tmp_
         assert isinstance(logged, float)
         # Between the move and the commit's log line: never the file's age, never negative.
         assert 0 <= latency_ms <= (logged - moved) * 1000 + 1
+
+
+def test_a_failed_sync_is_retried_without_another_event(watched: Watched) -> None:
+    # A directory where the write-ahead change goes: the sync raises IsADirectoryError,
+    # as a read-only or full disk would make it raise.
+    obstacle = watched.index / PENDING_NAME
+    obstacle.mkdir()
+    seen = len(watched.events())
+    (watched.specs / "pets.yaml").write_text(spec_yaml("Pets", ["listPets"]))
+    failed = watched.wait_for_event("sync_failed", after=seen, timeout=20)
+    assert failed["level"] == "error"
+    assert "IsADirectoryError" in str(failed["reason"])
+    obstacle.rmdir()
+    watched.until(lambda v: "pets.list_pets" in v.tools, timeout=30)  # no new file event
+    (watched.specs / "more.yaml").write_text(spec_yaml("More", ["doMore"]))
+    watched.until(lambda v: "more.do_more" in v.tools)
