@@ -6,13 +6,17 @@ single change reaches the index well inside the 300 ms goal. The config file's
 directory is watched too; a config change is decoded by the caller's ``load_config``
 and an invalid one is reported and ignored (the running config stays).
 
+Once the watcher is up (its first wake), one sync, a stat scan, catches up with what
+changed while none was watching: during the start-up build.
+
 A sync that fails (a read-only or full disk) is reported as ``sync_failed`` and tried
 again with the same files and config, 0.5 s later, doubling up to 30 s; without events
 the loop wakes every ``POLL_MS`` for that.
 
-Each commit logs ``latency_ms``: from the arrival of the oldest batch it includes to the
-commit's return, failed attempts included. A batch comes ``STEP_MS`` to ``DEBOUNCE_MS``
-after its first event: that wait is not counted. (A file's modification time is no clock
+Each commit logs ``latency_ms``: from the arrival of the oldest change it includes to the
+commit's return, failed attempts included. A change arrives with its watchfiles batch
+(``STEP_MS`` to ``DEBOUNCE_MS`` after its first event: that wait is not counted) or,
+for the catch-up, with the watcher's first wake. (A file's modification time is no clock
 for the event: a file moved in keeps its old one, and one from a skewed clock or a tar
 archive may lie in the future.)
 """
@@ -80,7 +84,7 @@ class _Loop:
         if self.config_file is not None and not self.config_file.is_relative_to(self.specs_dir):
             roots.append(self.config_file.parent)
         self.reporter.event("watching", specs=str(self.specs_dir), debounce_ms=DEBOUNCE_MS)
-        for batch in watchfiles.watch(
+        batches = watchfiles.watch(
             *roots,
             debounce=DEBOUNCE_MS,
             step=STEP_MS,
@@ -88,8 +92,12 @@ class _Loop:
             rust_timeout=POLL_MS,
             yield_on_timeout=True,
             raise_interrupt=False,
-        ):
-            self._take(batch, time.time())
+        )
+        for count, batch in enumerate(batches):
+            now = time.time()
+            if not count:
+                self._owe(now)  # the watcher is up: catch up with what changed before
+            self._take(batch, now)
             self._sync()
 
     def _take(self, batch: Iterable[tuple[watchfiles.Change, str]], now: float) -> None:
@@ -141,7 +149,7 @@ class _Loop:
                 latency_ms=round(latency_ms, 1),
                 commit_ms=round(result.commit_s * 1000, 1),
             )
-        else:
+        elif touched or self.config is not None:
             self.reporter.event("no_change", files=sorted(touched))
         self.touched, self.config = set(), None
         self.owed_since = 0.0

@@ -22,7 +22,15 @@ from tests.indexer.helpers import IndexView, read_index, spec_yaml
 class Watched:
     """A session watched in a thread, plus ways to wait for what it does."""
 
-    def __init__(self, specs: Path, index: Path, config_path: Path, log: Path) -> None:
+    def __init__(
+        self,
+        specs: Path,
+        index: Path,
+        config_path: Path,
+        log: Path,
+        *,
+        before_watch: Callable[[], object] | None = None,
+    ) -> None:
         self.specs = specs
         self.index = index
         self.log = log
@@ -34,6 +42,8 @@ class Watched:
 
         self.session = Session(specs, index, load(), reporter, workers=1, heap_bytes=20_000_000)
         self.session.sync()
+        if before_watch is not None:
+            before_watch()  # a change the start-up build did not see, made before any watcher
         self._stop = threading.Event()
         self._thread = threading.Thread(
             target=watch,
@@ -78,19 +88,40 @@ class Watched:
         self._stream.close()
 
 
+Start = Callable[..., Watched]
+
+
 @pytest.fixture
-def watched(tmp_path: Path) -> Iterator[Watched]:
+def start(tmp_path: Path) -> Iterator[Start]:
+    """Starts a watch on ``tmp_path/specs`` (holding shop.yaml) once the test has set it up."""
     specs = tmp_path / "specs"
     specs.mkdir()
     (specs / "shop.yaml").write_text(spec_yaml("Shop", ["listOrders"]))
-    config = tmp_path / "conf" / "sezzlee.toml"
-    config.parent.mkdir()
-    config.write_text("")
-    w = Watched(specs, tmp_path / "index", config, tmp_path / "watch.log")
+    started: list[Watched] = []
+
+    def begin(
+        config: Path | None = None, before_watch: Callable[[], object] | None = None
+    ) -> Watched:
+        if config is None:
+            config = tmp_path / "conf" / "sezzlee.toml"
+            config.parent.mkdir()
+            config.write_text("")
+        w = Watched(
+            specs, tmp_path / "index", config, tmp_path / "watch.log", before_watch=before_watch
+        )
+        started.append(w)
+        return w
+
     try:
-        yield w
+        yield begin
     finally:
-        w.stop()
+        for w in started:
+            w.stop()
+
+
+@pytest.fixture
+def watched(start: Start) -> Watched:
+    return start()
 
 
 def _commit(view: IndexView) -> int:
@@ -185,3 +216,9 @@ def test_a_failed_sync_is_retried_without_another_event(watched: Watched) -> Non
     watched.until(lambda v: "pets.list_pets" in v.tools, timeout=30)  # no new file event
     (watched.specs / "more.yaml").write_text(spec_yaml("More", ["doMore"]))
     watched.until(lambda v: "more.do_more" in v.tools)
+
+
+def test_a_change_during_the_start_up_build_is_caught_up(start: Start, tmp_path: Path) -> None:
+    shop = tmp_path / "specs" / "shop.yaml"
+    w = start(before_watch=lambda: shop.write_text(spec_yaml("Shop", ["listOrders", "getOrder"])))
+    w.until(lambda v: "shop.get_order" in v.tools)  # no event after the watcher started
