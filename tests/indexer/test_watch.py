@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import shutil
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -222,3 +224,54 @@ def test_a_change_during_the_start_up_build_is_caught_up(start: Start, tmp_path:
     shop = tmp_path / "specs" / "shop.yaml"
     w = start(before_watch=lambda: shop.write_text(spec_yaml("Shop", ["listOrders", "getOrder"])))
     w.until(lambda v: "shop.get_order" in v.tools)  # no event after the watcher started
+
+
+def _exactly(*tools: str) -> Callable[[IndexView], bool]:
+    return lambda view: set(view.tools) == set(tools)
+
+
+def _kubelet_update(conf: Path, stamp: str, text: str) -> None:
+    """What a Kubernetes ConfigMap mount does: a new ..<stamp> directory, ..data swapped."""
+    new = conf / f"..{stamp}"
+    new.mkdir()
+    (new / "sezzlee.toml").write_text(text)
+    old = os.readlink(conf / "..data") if (conf / "..data").is_symlink() else None
+    (conf / "..data_tmp").symlink_to(new.name)
+    os.replace(conf / "..data_tmp", conf / "..data")
+    if old is not None:
+        shutil.rmtree(conf / old)
+
+
+def test_a_symlinked_config_is_reloaded_on_every_update(start: Start, tmp_path: Path) -> None:
+    conf = tmp_path / "conf"
+    conf.mkdir()
+    _kubelet_update(conf, "t0", "")
+    config = conf / "sezzlee.toml"
+    config.symlink_to("..data/sezzlee.toml")
+    w = start(config=config)
+    for stamp, namespace in (("t1", "store"), ("t2", "market"), ("t3", "bazaar")):
+        _kubelet_update(conf, stamp, f'[specs."shop.yaml"]\nnamespace = "{namespace}"\n')
+        w.until(_exactly(f"{namespace}.list_orders"))
+
+
+def _inotify_watches() -> int:
+    count = 0
+    for info in Path("/proc/self/fdinfo").iterdir():
+        with contextlib.suppress(OSError):
+            count += info.read_text().count("inotify wd:")
+    return count
+
+
+@pytest.mark.skipif(not Path("/proc/self/fdinfo").is_dir(), reason="counts Linux inotify watches")
+def test_the_config_directory_costs_no_watch_per_subdirectory(start: Start, tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    for i in range(40):
+        (home / "projects" / f"p{i:02}").mkdir(parents=True)
+    config = home / "sezzlee.toml"
+    config.write_text("")
+    before = _inotify_watches()
+    w = start(config=config)
+    time.sleep(1)
+    assert _inotify_watches() - before < 10  # the spec directory's, not the home's
+    config.write_text('[specs."shop.yaml"]\nnamespace = "store"\n')
+    w.until(lambda v: "store.list_orders" in v.tools)
