@@ -4,30 +4,36 @@ The debounce is 50 ms with a 10 ms step (the library's default is 1,600 ms): an 
 save, or a ``git checkout`` touching many files, still arrives as one batch, and a
 single change reaches the index well inside the 300 ms goal.
 
-The config file is stat-ed, links followed, on every wake rather than watched: an edit,
-an atomic save, a Kubernetes ``..data`` swap or a recreated directory all show, and a
-config in a home directory costs no inotify watch per subdirectory. The caller's
-``load_config`` decodes it; an invalid one is reported and ignored (the running config
-stays).
+The loop wakes on every batch and, without events, every ``POLL_MS``; each time it:
 
-Once the watcher is up (its first wake), one sync, a stat scan, catches up with what
-changed while none was watching: during the start-up build.
+* checks the spec directory: when it is replaced (``mv specs.new specs``, a retargeted
+  link: another device and inode) the watcher restarts on the path as given and every
+  file is hashed again; while it is missing nothing is synced (a missing directory is
+  not an empty catalog) until it is back;
+* stats the config file, links followed, rather than watching its directory: an edit,
+  an atomic save, a Kubernetes ``..data`` swap or a recreated directory all show, and a
+  config in a home directory costs no inotify watch per subdirectory. The caller's
+  ``load_config`` decodes it; an invalid one is reported and ignored (the running config
+  stays);
+* retries a sync that failed (a read-only or full disk), reported as ``sync_failed``,
+  with the same files, 0.5 s later, doubling up to 30 s.
 
-A sync that fails (a read-only or full disk) is reported as ``sync_failed`` and tried
-again with the same files and config, 0.5 s later, doubling up to 30 s; without events
-the loop wakes every ``POLL_MS`` for that and for the config.
+After each watcher starts (the first one too) one sync, a stat scan, catches up with what
+changed while none was watching: during the start-up build, or around a restart.
 
 Each commit logs ``latency_ms``: from the arrival of the oldest change it includes to the
 commit's return, failed attempts included. A change arrives with its watchfiles batch
 (``STEP_MS`` to ``DEBOUNCE_MS`` after its first event: that wait is not counted), with
-the wake that saw the config change, or with the watcher's first wake (the catch-up).
+the wake that saw the config change, or with a new watcher's first wake (a catch-up).
 (A file's modification time is no clock for the event: a file moved in keeps its old
 one, and one from a skewed clock or a tar archive may lie in the future.)
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import stat
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -49,6 +55,7 @@ POLL_MS: Final = 250
 _RETRY_FIRST_S: Final = 0.5
 _RETRY_MAX_S: Final = 30.0
 
+_Identity = tuple[int, int]
 _Stamp = tuple[str, int, int, int, int, int]
 
 
@@ -60,62 +67,93 @@ def watch(
     stop: threading.Event | None = None,
 ) -> None:
     """Sync on every batch of changes until ``stop`` is set (or KeyboardInterrupt)."""
-    _Loop(session, config_path, load_config, stop).run()
+    _Loop(session, config_path, load_config, stop or threading.Event()).run()
 
 
 class _Loop:
-    """One watch, and what the next sync owes."""
+    """One watch: its watchers one after another, and what the next sync owes."""
 
     def __init__(
         self,
         session: Session,
         config_path: Path | None,
         load_config: Callable[[], Config],
-        stop: threading.Event | None,
+        stop: threading.Event,
     ) -> None:
         self.session = session
         self.reporter = session.reporter
         self.stop = stop
-        self.specs_dir = session.specs_dir.resolve()
-        self.index_dir = session.index_dir.resolve()
+        self.specs = os.path.abspath(session.specs_dir)  # events are reported under it
+        self.own = {os.path.abspath(session.index_dir), os.path.realpath(session.index_dir)}
         self.config_path = config_path
         self.load_config = load_config
         self.config_stamp = _stamp(config_path)
         self.touched: set[str] = set()
+        self.rehash_all = False
         self.config: Config | None = None
         self.owed_since = 0.0  # when the oldest change not yet synced arrived; 0: none
         self.retry_at = 0.0  # time.monotonic()
         self.backoff = _RETRY_FIRST_S
 
     def run(self) -> None:
-        self.reporter.event("watching", specs=str(self.specs_dir), debounce_ms=DEBOUNCE_MS)
+        self.reporter.event("watching", specs=self.specs, debounce_ms=DEBOUNCE_MS)
+        root = _identity(self.specs)  # the directory the start-up build read
+        missing = False
+        while not self.stop.is_set():
+            current = _identity(self.specs)
+            if current is None:
+                if not missing:
+                    self.reporter.event(
+                        "specs_missing",
+                        level="error",
+                        specs=self.specs,
+                        message="the spec directory is gone; the catalog is kept until it is back",
+                    )
+                missing = True
+                self.stop.wait(POLL_MS / 1000)
+                continue
+            missing = False
+            if current != root:
+                self.reporter.event("specs_replaced", specs=self.specs)
+                self.rehash_all = True  # a new tree may hold files of the same size and mtime
+                root = current
+            try:
+                self._watch(root)
+            except Exception as exc:  # e.g. no inotify watch left; an interrupt still ends it
+                self._failed("watch_failed", exc)
+                self.stop.wait(max(0.0, self.retry_at - time.monotonic()))
+
+    def _watch(self, root: _Identity) -> None:
+        """Run one watcher until ``stop``, or until it must be restarted."""
         batches = watchfiles.watch(
-            self.specs_dir,
+            self.specs,
             debounce=DEBOUNCE_MS,
             step=STEP_MS,
             stop_event=self.stop,
             rust_timeout=POLL_MS,
             yield_on_timeout=True,
-            raise_interrupt=False,
+            raise_interrupt=True,  # a signal ends the watch; it must not look like a restart
+            # An unreadable subdirectory goes unwatched rather than ending the watch.
+            ignore_permission_denied=True,
         )
-        for count, batch in enumerate(batches):
-            now = time.time()
-            if not count:
-                self._owe(now)  # the watcher is up: catch up with what changed before
-            self._take(batch, now)
-            self._check_config(now)
-            self._sync()
+        with contextlib.closing(batches):
+            for count, batch in enumerate(batches):
+                now = time.time()
+                if not count:
+                    self._owe(now)  # the watcher is up: catch up with what changed before
+                self._take(batch, now)
+                self._check_config(now)
+                if _identity(self.specs) != root:
+                    return  # replaced or gone: sync nothing from a directory in flux
+                self._sync()
 
     def _take(self, batch: Iterable[tuple[watchfiles.Change, str]], now: float) -> None:
         """Record a batch's sources."""
         config_files = _config_files(self.config_path)
         for _, raw in batch:
-            path = Path(raw)
-            if raw in config_files:
-                continue  # the config is stat-ed
-            if path.is_relative_to(self.index_dir):
-                continue  # our own commits, when the index lives under the spec dir
-            source = relative_source(self.specs_dir, path)
+            if raw in config_files or any(_within(raw, own) for own in self.own):
+                continue  # the config is stat-ed; the index's own commits are not specs
+            source = relative_source(Path(self.specs), Path(raw))
             if source is None or source == ".":
                 continue
             self.touched.add(source)
@@ -145,7 +183,7 @@ class _Loop:
             return
         touched = self.touched
         try:
-            result = self.session.sync(touched, config=self.config)
+            result = self.session.sync(self._stale(), config=self.config)
         except Exception as exc:  # not BaseException: an interrupt still ends the watch
             self._failed("sync_failed", exc)
             return  # the same files and config are synced again
@@ -165,9 +203,13 @@ class _Loop:
             )
         elif touched or self.config is not None:
             self.reporter.event("no_change", files=sorted(touched))
-        self.touched, self.config = set(), None
+        self.touched, self.rehash_all, self.config = set(), False, None
         self.owed_since = 0.0
         self.backoff = _RETRY_FIRST_S
+
+    def _stale(self) -> set[str]:
+        """The sources to hash whatever their stat says."""
+        return self.touched | set(self.session.scanned) if self.rehash_all else self.touched
 
     def _owe(self, now: float) -> None:
         self.owed_since = self.owed_since or now
@@ -178,6 +220,15 @@ class _Loop:
         )
         self.retry_at = time.monotonic() + self.backoff
         self.backoff = min(self.backoff * 2, _RETRY_MAX_S)
+
+
+def _identity(path: str) -> _Identity | None:
+    """The directory at ``path`` (device, inode), links followed; None if there is none."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino) if stat.S_ISDIR(st.st_mode) else None
 
 
 def _stamp(path: Path | None) -> _Stamp | None:
@@ -201,3 +252,7 @@ def _stamp(path: Path | None) -> _Stamp | None:
 def _config_files(path: Path | None) -> set[str]:
     """The config's path as given and as its links resolve now (an event may name either)."""
     return set() if path is None else {os.path.abspath(path), os.path.realpath(path)}
+
+
+def _within(path: str, directory: str) -> bool:
+    return path == directory or path.startswith(directory + os.sep)

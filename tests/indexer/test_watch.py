@@ -275,3 +275,36 @@ def test_the_config_directory_costs_no_watch_per_subdirectory(start: Start, tmp_
     assert _inotify_watches() - before < 10  # the spec directory's, not the home's
     config.write_text('[specs."shop.yaml"]\nnamespace = "store"\n')
     w.until(lambda v: "store.list_orders" in v.tools)
+
+
+def test_a_deleted_spec_directory_keeps_the_catalog(watched: Watched) -> None:
+    seen = len(watched.events())
+    shutil.rmtree(watched.specs)
+    missing = watched.wait_for_event("specs_missing", after=seen)
+    assert missing["level"] == "error"
+    time.sleep(1)
+    assert "shop.list_orders" in read_index(watched.index).tools  # no empty catalog
+    watched.specs.mkdir()
+    (watched.specs / "pets.yaml").write_text(spec_yaml("Pets", ["listPets"]))
+    view = watched.until(lambda v: set(v.tools) == {"pets.list_pets"})
+    assert view.meta is not None
+    assert set(view.meta.files) == {"pets.yaml"}
+    (watched.specs / "more.yaml").write_text(spec_yaml("More", ["doMore"]))
+    watched.until(lambda v: "more.do_more" in v.tools)
+
+
+def test_a_swapped_spec_directory_is_watched_and_read_again(watched: Watched) -> None:
+    specs = watched.specs
+    new = specs.with_name("specs.new")
+    new.mkdir()
+    # Same size and modification time as the old shop.yaml: only its bytes tell.
+    (new / "shop.yaml").write_text(spec_yaml("Shop", ["listOrderz"]))
+    old = (specs / "shop.yaml").stat()
+    os.utime(new / "shop.yaml", ns=(old.st_atime_ns, old.st_mtime_ns))
+    assert (new / "shop.yaml").stat().st_size == old.st_size
+    (new / "pets.yaml").write_text(spec_yaml("Pets", ["listPets"]))
+    specs.rename(specs.with_name("specs.old"))
+    new.rename(specs)
+    watched.until(lambda v: set(v.tools) == {"shop.list_orderz", "pets.list_pets"})
+    (specs / "more.yaml").write_text(spec_yaml("More", ["doMore"]))
+    watched.until(lambda v: "more.do_more" in v.tools)
