@@ -4,6 +4,11 @@ The debounce is 50 ms with a 10 ms step (the library's default is 1,600 ms): an 
 save, or a ``git checkout`` touching many files, still arrives as one batch, and a
 single change reaches the index well inside the 300 ms goal.
 
+Events name sources by their path as reported, below the spec directory as the operator
+gave it (not resolved): a file reached through a symlink is a source as ``scan`` sees it,
+and an event for a directory stands for the files below it. A watcher follows symlinked
+directories only when it starts, so one created or retargeted later restarts it.
+
 The loop wakes on every batch and, without events, every ``POLL_MS``; each time it:
 
 * checks the spec directory: when it is replaced (``mv specs.new specs``, a retargeted
@@ -44,7 +49,6 @@ import watchfiles
 
 from catalog.config import Config
 from catalog.errors import ConfigError
-from indexer.scan import relative_source
 from indexer.session import Session
 
 __all__ = ["DEBOUNCE_MS", "POLL_MS", "STEP_MS", "watch"]
@@ -141,23 +145,30 @@ class _Loop:
                 now = time.time()
                 if not count:
                     self._owe(now)  # the watcher is up: catch up with what changed before
-                self._take(batch, now)
+                relinked = self._take(batch, now)
                 self._check_config(now)
                 if _identity(self.specs) != root:
                     return  # replaced or gone: sync nothing from a directory in flux
                 self._sync()
+                if relinked:
+                    self.reporter.event("watch_restarted", reason=f"{relinked} is a new link")
+                    return
 
-    def _take(self, batch: Iterable[tuple[watchfiles.Change, str]], now: float) -> None:
-        """Record a batch's sources."""
+    def _take(self, batch: Iterable[tuple[watchfiles.Change, str]], now: float) -> str:
+        """Record a batch's sources; a symlinked directory among them, or ""."""
         config_files = _config_files(self.config_path)
+        relinked = ""
         for _, raw in batch:
             if raw in config_files or any(_within(raw, own) for own in self.own):
                 continue  # the config is stat-ed; the index's own commits are not specs
-            source = relative_source(Path(self.specs), Path(raw))
-            if source is None or source == ".":
-                continue
-            self.touched.add(source)
             self._owe(now)
+            source = os.path.relpath(raw, self.specs).replace(os.sep, "/")
+            if source == "." or source.startswith("../"):
+                continue  # the root itself, or a path the platform resolved: a stat scan finds it
+            self.touched.add(source)
+            if os.path.islink(raw) and os.path.isdir(raw):
+                relinked = source
+        return relinked
 
     def _check_config(self, now: float) -> None:
         if self.config_path is None:
@@ -209,7 +220,13 @@ class _Loop:
 
     def _stale(self) -> set[str]:
         """The sources to hash whatever their stat says."""
-        return self.touched | set(self.session.scanned) if self.rehash_all else self.touched
+        known = self.session.scanned
+        if self.rehash_all:
+            return self.touched | set(known)
+        # A directory's event (moved in, replaced, a link retargeted) stands for the files
+        # below it, which may have kept their size and modification time.
+        dirs = tuple(f"{t}/" for t in self.touched if os.path.isdir(os.path.join(self.specs, t)))
+        return self.touched | {s for s in known if s.startswith(dirs)} if dirs else self.touched
 
     def _owe(self, now: float) -> None:
         self.owed_since = self.owed_since or now

@@ -308,3 +308,48 @@ def test_a_swapped_spec_directory_is_watched_and_read_again(watched: Watched) ->
     watched.until(lambda v: set(v.tools) == {"shop.list_orderz", "pets.list_pets"})
     (specs / "more.yaml").write_text(spec_yaml("More", ["doMore"]))
     watched.until(lambda v: "more.do_more" in v.tools)
+
+
+def test_sources_reached_through_symlinks(start: Start, tmp_path: Path) -> None:
+    vendored = tmp_path / "vendored"
+    vendored.mkdir()
+    (vendored / "pets.yaml").write_text(spec_yaml("Pets", ["listPets"]))
+    versions = tmp_path / "versions"
+    versions.mkdir()
+    (versions / "v1.yaml").write_text(spec_yaml("One", ["first"]))
+    (versions / "v2.yaml").write_text(spec_yaml("One", ["first", "second"]))
+    specs = tmp_path / "specs"
+    (specs / "vendor").symlink_to(vendored)
+    (specs / "one.yaml").symlink_to(versions / "v1.yaml")
+    w = start()
+    assert {"vendor_pets.list_pets", "one.first"} <= set(read_index(w.index).tools)
+
+    # An edit through a symlinked directory; a file link retargeted (unlink + symlink).
+    (specs / "vendor" / "pets.yaml").write_text(spec_yaml("Pets", ["listPets", "getPet"]))
+    w.until(lambda v: "vendor_pets.get_pet" in v.tools)
+    (specs / "one.yaml").unlink()
+    (specs / "one.yaml").symlink_to(versions / "v2.yaml")
+    w.until(lambda v: "one.second" in v.tools)
+
+    # The directory link retargeted to a file of the same size and modification time.
+    moved = tmp_path / "vendored2"
+    moved.mkdir()
+    (moved / "pets.yaml").write_text(spec_yaml("Pets", ["listPetz", "getPet"]))
+    now = (vendored / "pets.yaml").stat()
+    os.utime(moved / "pets.yaml", ns=(now.st_atime_ns, now.st_mtime_ns))
+    assert (moved / "pets.yaml").stat().st_size == now.st_size
+    (specs / "vendor").unlink()
+    (specs / "vendor").symlink_to(moved)
+    w.until(lambda v: "vendor_pets.list_petz" in v.tools)
+
+    # A directory link made while watching: indexed, and watched from then on.
+    later = tmp_path / "later"
+    later.mkdir()
+    (later / "a.yaml").write_text(spec_yaml("A", ["alpha"]))
+    seen = len(w.events())
+    (specs / "team").symlink_to(later)
+    w.until(lambda v: "team_a.alpha" in v.tools)
+    w.wait_for_event("watch_restarted", after=seen)
+    time.sleep(1)  # past the new watcher's catch-up sync: only an event can bring b.yaml
+    (later / "b.yaml").write_text(spec_yaml("B", ["beta"]))
+    w.until(lambda v: "team_b.beta" in v.tools)
