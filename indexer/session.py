@@ -311,10 +311,11 @@ class Session:
         commit_s = 0.0
         committed_at = 0.0
         if plan.commit_needed:
-            # Written ahead (indexer/manifest.py): a kill after the commit leaves it.
-            change = manifest_change(self.manifest, plan.manifest, whole=full)
-            save_pending(self.index_dir, change)
             try:
+                # Written ahead (indexer/manifest.py): a kill after the commit leaves it.
+                save_pending(
+                    self.index_dir, manifest_change(self.manifest, plan.manifest, whole=full)
+                )
                 # Two passes over the tools: cards, then payloads (IndexStore.apply).
                 passes = 2 * plan.operations_written
                 with self.reporter.progress("writing", passes) as advance:
@@ -323,16 +324,20 @@ class Session:
                 self._names = NameIndex.of(self.manifest.files)  # the plan was not applied
                 raise
             committed_at = time.time()
-            save_manifest(self.index_dir, plan.manifest)
-            drop_pending(self.index_dir)
-        elif conversions:
-            save_manifest(self.index_dir, plan.manifest)  # new stat values; no new commit
+        # The index holds the plan now (or nothing changed in it): this process's state
+        # follows before the manifest is saved, so a failed save leaves it right (and the
+        # pending change on disk, for a restart).
         self.manifest = plan.manifest
         self._names = plan.names
         self.scanned = scanned
         self._trusted = self.config
         self._full = False
         self._carry = None
+        if plan.commit_needed:
+            save_manifest(self.index_dir, plan.manifest)
+            drop_pending(self.index_dir)
+        elif conversions:
+            save_manifest(self.index_dir, plan.manifest)  # new stat values; no new commit
         return self._result(
             full=full,
             plan=plan,

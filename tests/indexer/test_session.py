@@ -9,6 +9,7 @@ import msgspec
 import pytest
 import tantivy
 
+import indexer.session
 from catalog.config import Config, SpecConfig, decode_config
 from catalog.index_schema import (
     META_ID,
@@ -451,6 +452,51 @@ def test_the_pending_change_of_a_one_file_commit_holds_that_file(
     assert set(change.files) == {"pets.yaml", "shop.yaml"}  # shop.yaml: changed → fresh
     assert change.removed == ()
     assert not change.whole
+
+
+@pytest.mark.parametrize("fails", ["save_pending", "save_manifest"])
+def test_a_failed_write_leaves_the_session_consistent_with_the_index(
+    specs: Path,
+    tmp_path: Path,
+    quiet_reporter: Reporter,
+    monkeypatch: pytest.MonkeyPatch,
+    fails: str,
+) -> None:
+    # The watch loop retries a failed sync in the same process: what the session believes
+    # must be what the index holds, whether the failure came before the commit or after.
+    index = tmp_path / "index"
+    session = _session(specs, index, quiet_reporter)
+    try:
+        session.sync()
+        original = (specs / "pets.yaml").read_text()
+
+        def full_disk(*_: object) -> None:
+            raise OSError(28, "No space left on device")
+
+        monkeypatch.setattr(indexer.session, fails, full_disk)
+        (specs / "pets.yaml").write_text(spec_yaml("Pets", ["feedPet"]))
+        with pytest.raises(OSError, match="No space left"):
+            session.sync(["pets.yaml"])
+        monkeypatch.undo()
+        (specs / "pets.yaml").write_text(original)
+        session.sync(["pets.yaml"])
+        # Committed or not, the failed sync's tools are gone now that the file is back.
+        assert set(read_index(index).tools) == {
+            "pets.list_pets",
+            "pets.get_pet",
+            "shop.list_orders",
+        }
+        (specs / "pets.yaml").write_text(spec_yaml("Pets", ["feedPet", "walkPet"]))
+        session.sync(["pets.yaml"])
+        manifest = session.manifest
+    finally:
+        session.close()
+    view = read_index(index)
+    assert set(view.tools) == {"pets.feed_pet", "pets.walk_pet", "shop.list_orders"}
+    assert {t.name: t.ordinal for e in manifest.files.values() for t in e.tools} == {
+        name: tool["ord"] for name, tool in view.tools.items()
+    }
+    assert load_manifest(index) == manifest
 
 
 def test_a_pending_change_whose_commit_never_happened_is_dropped(
