@@ -101,8 +101,21 @@ def _overlap(specs_dir: Path, index_dir: Path | None) -> str:
     return ""
 
 
+_RECEIVED: list[int] = []
+"""The signals ``_interrupt`` handled, in order: watchfiles turns the exception a handler
+raises inside its wait into a plain KeyboardInterrupt, which says neither which signal
+nor that it was one of ours."""
+
+
 def _interrupt(signum: int, frame: object) -> None:
+    _RECEIVED.append(signum)
     raise _Interrupted(signum)
+
+
+def _as_interrupted(exc: KeyboardInterrupt) -> _Interrupted:
+    if isinstance(exc, _Interrupted):
+        return exc
+    return _Interrupted(_RECEIVED[-1] if _RECEIVED else signal.SIGINT)
 
 
 def _ignore_signals() -> None:
@@ -173,8 +186,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except IndexerError as exc:
         reporter.event("fatal", level="error", message=str(exc))
         return exc.exit_status
-    except _Interrupted as exc:
-        return _interrupted(reporter, exc)
+    except KeyboardInterrupt as exc:
+        return _interrupted(reporter, _as_interrupted(exc))
     built = False
     try:
         result = session.sync()
@@ -205,10 +218,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except IndexerError as exc:
         reporter.event("fatal", level="error", message=str(exc))
         return exc.exit_status
-    except _Interrupted as exc:
+    except KeyboardInterrupt as exc:
         if built and not session.syncing:
             return 0  # between builds: the normal way to stop a watch
-        return _interrupted(reporter, exc)
+        return _interrupted(reporter, _as_interrupted(exc))
     finally:
         _ignore_signals()
         session.close()
