@@ -4,8 +4,9 @@ The only module of the indexer that reads flags and the config file. ``--explain
 converts and curates like a build, prints where one published tool comes from and the
 curation rules that shaped it, and writes nothing. Exit status: 0 on success; 1 for
 invalid input (a broken document or a directory that cannot be listed under ``--check``,
-an invalid config, a missing spec directory); 2 for ``--index`` and ``--specs`` that
-overlap (a usage error, as argparse's own) or when another indexer holds the index; 3
+an invalid config, a missing spec directory); 2 for a usage error (as argparse's own: no
+``--index``, or ``--index`` and ``--specs`` that overlap) or when another indexer holds the
+index; 3
 when the index cannot be written; 130 or 143 when SIGINT or SIGTERM cuts a build short (a
 watch stopped between batches exits 0).
 """
@@ -144,7 +145,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     reporter = Reporter()
     if not args.check and args.explain is None and args.index is None:
         reporter.event("usage", level="error", message="--index is required unless --check")
-        return 1
+        return 2  # a usage error, as argparse's own
     if not args.specs.is_dir():
         reporter.event("fatal", level="error", message=f"{args.specs}: not a directory")
         return 1

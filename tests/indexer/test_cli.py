@@ -191,6 +191,9 @@ def test_unwritable_index_exits_3_and_missing_specs_exit_1(specs: Path, tmp_path
     assert missing.returncode == 1
     assert "not a directory" in missing.stderr
     assert not (tmp_path / "index").exists()
+    no_index = _run("--specs", specs)  # a usage error, exited as argparse's own
+    assert no_index.returncode == 2
+    assert "--index is required unless --check" in no_index.stderr
 
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
