@@ -25,7 +25,7 @@ searches, which always select cards, never return them.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Final, Literal
 
 import msgspec
@@ -67,6 +67,7 @@ __all__ = [
     "payload_record",
     "register_analyzers",
     "stored_fields",
+    "summarize_visibility",
     "tool_documents",
     "tool_fields",
     "visibility_summary",
@@ -453,15 +454,25 @@ def visibility_summary(tools: Sequence[CatalogTool]) -> VisibilitySummary:
 
     Keys whose tools carry no tag are left out of ``tags``.
     """
+    return summarize_visibility((tool.security, tool.search.tags) for tool in tools)
+
+
+def summarize_visibility(
+    tools: Iterable[tuple[SecurityPolicy, Sequence[str]]],
+) -> VisibilitySummary:
+    """:func:`visibility_summary` of tools given as (security policy, tags as written):
+    what a converted tool has, and what the index stores of one (its routing record and
+    search fields).
+    """
     keys: list[str] = []
     policies: dict[str, SecurityPolicy] = {}
     tags: dict[str, set[str]] = {}
-    for tool in tools:
-        key = visibility_key(tool.security)
+    for security, written in tools:
+        key = visibility_key(security)
         keys.append(key)
-        if not tool.security.is_public:
-            policies[key] = tool.security
-        tags.setdefault(key, set()).update(fold_tag(t) for t in tool.search.tags)
+        if not security.is_public:
+            policies[key] = security
+        tags.setdefault(key, set()).update(fold_tag(t) for t in written)
     return VisibilitySummary(
         keys=tuple(keys),
         policies=policies,

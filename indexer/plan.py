@@ -35,7 +35,7 @@ from typing import Final
 import msgspec
 
 from catalog.fingerprint import with_version
-from catalog.fold import WordFolder, fold_tag
+from catalog.fold import WordFolder
 from catalog.index_schema import (
     SCHEMA_VERSION,
     FileStatus,
@@ -52,6 +52,7 @@ from catalog.index_schema import (
     payload_groups,
     payload_record,
     stored_fields,
+    summarize_visibility,
     tool_fields,
 )
 from catalog.model import Card, CatalogTool, Problem, SecurityPolicy, ToolDefinition
@@ -170,43 +171,37 @@ def stored_documents(
 
 
 def indexed_entry(
-    status: FileStatus,
-    cards: Mapping[str, bytes],
-    payloads: Iterable[bytes],
-    policies: Mapping[str, SecurityPolicy],
+    status: FileStatus, cards: Mapping[str, bytes], payloads: Iterable[bytes]
 ) -> FileEntry:
     """A file's manifest entry rebuilt from what the index holds (its meta ``status``, its
-    stored cards and payloads, the meta's ``policies``), for when the manifest is lost.
+    stored cards and payloads), for when the manifest is lost.
 
     What the index does not keep is left out: the files it ``$ref``s (a failed
     conversion reports its own) and each tool's raw name (the published one stands in:
     a kept tool keeps its published name) and operation-level digest (a hash of the
     stored documents stands in: the catalog fingerprint moves once, when it is rebuilt).
     """
-    parts = [part for data in payloads for part in decode_payloads(data)]
+    parts = sorted((p for data in payloads for p in decode_payloads(data)), key=lambda p: p.name)
+    records = [decode_invoke(part.invoke) for part in parts]
+    summary = summarize_visibility(
+        (record.security, decode_search(part.search).tags)
+        for part, record in zip(parts, records, strict=True)
+    )
     tools: list[ToolEntry] = []
-    namespace = ""
-    tags: dict[str, set[str]] = {}
-    for part in sorted(parts, key=lambda p: p.name):
-        record = decode_invoke(part.invoke)
-        namespace = record.namespace
+    for part, key in zip(parts, summary.keys, strict=True):
         digest = hashlib.blake2b(digest_size=8)
         for data in (part.definition, cards.get(part.name, b""), part.invoke, part.search):
             digest.update(len(data).to_bytes(8, "big") + data)
         version = _DEFINITION.decode(part.definition).version
-        key = record.visibility_key
         tools.append(ToolEntry(part.name, part.name, 0, version, key, digest.hexdigest()))
-        search = decode_search(part.search)
-        tags.setdefault(key, set()).update(fold_tag(t) for t in search.tags)
-    keys = {t.visibility for t in tools}
     return FileEntry(
         content_hash=status.content_hash,
-        namespace=namespace,
+        namespace=records[0].namespace if records else "",
         state=FileState(status.state),
         problems=status.problems,
         tools=tuple(tools),
-        policies={k: policies[k] for k in sorted(keys) if k in policies},
-        tags={k: tuple(sorted(v - {""})) for k, v in sorted(tags.items()) if v - {""}},
+        policies=summary.policies,
+        tags=summary.tags,
     )
 
 

@@ -364,9 +364,7 @@ class Session:
             limit = status.operations + payload_count(status.operations)
             cards, payloads = self.store.stored(source, limit)
             try:
-                entry = self.manifest.files.get(source) or indexed_entry(
-                    status, cards, payloads, meta.policies
-                )
+                entry = self.manifest.files.get(source) or indexed_entry(status, cards, payloads)
                 names = [t.name for t in entry.tools]
                 fields = stored_documents(names, cards, payloads)
             except ValueError as exc:  # msgspec.DecodeError is one too

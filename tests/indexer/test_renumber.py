@@ -40,7 +40,7 @@ def test_stored_documents_and_entries_are_what_the_conversion_wrote(
     finally:
         session.close()
     assert meta is not None
-    rebuilt = indexed_entry(meta.files["many.yaml"], cards, payloads, meta.policies)
+    rebuilt = indexed_entry(meta.files["many.yaml"], cards, payloads)
     assert (rebuilt.namespace, rebuilt.policies, rebuilt.tags, rebuilt.state) == (
         entry.namespace,
         entry.policies,
