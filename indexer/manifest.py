@@ -24,7 +24,7 @@ from __future__ import annotations
 import enum
 import os
 from pathlib import Path
-from typing import Final
+from typing import Final, TypeVar
 
 import msgspec
 
@@ -182,15 +182,12 @@ def apply_change(manifest: Manifest | None, change: ManifestChange) -> Manifest 
 _DECODER: Final = msgspec.json.Decoder(Manifest)
 _CHANGE_DECODER: Final = msgspec.json.Decoder(ManifestChange)
 _ENCODER: Final = msgspec.json.Encoder()
+_Saved = TypeVar("_Saved", Manifest, ManifestChange)
 
 
 def load_manifest(index_dir: Path) -> Manifest | None:
     """The manifest in ``index_dir``, or None when absent, unreadable or of another version."""
-    try:
-        manifest = _DECODER.decode((index_dir / MANIFEST_NAME).read_bytes())
-    except (OSError, msgspec.DecodeError):
-        return None
-    return manifest if manifest.version == MANIFEST_VERSION else None
+    return _read(index_dir / MANIFEST_NAME, _DECODER)
 
 
 def save_manifest(index_dir: Path, manifest: Manifest) -> None:
@@ -200,11 +197,7 @@ def save_manifest(index_dir: Path, manifest: Manifest) -> None:
 
 def load_pending(index_dir: Path) -> ManifestChange | None:
     """The pending change, or None when absent, unreadable or of another version."""
-    try:
-        change = _CHANGE_DECODER.decode((index_dir / PENDING_NAME).read_bytes())
-    except (OSError, msgspec.DecodeError):
-        return None
-    return change if change.version == MANIFEST_VERSION else None
+    return _read(index_dir / PENDING_NAME, _CHANGE_DECODER)
 
 
 def save_pending(index_dir: Path, change: ManifestChange) -> None:
@@ -215,6 +208,14 @@ def save_pending(index_dir: Path, change: ManifestChange) -> None:
 def drop_pending(index_dir: Path) -> None:
     """Forget the pending change (its commit is in the manifest, or never happened)."""
     (index_dir / PENDING_NAME).unlink(missing_ok=True)
+
+
+def _read(source: Path, decoder: msgspec.json.Decoder[_Saved]) -> _Saved | None:
+    try:
+        saved = decoder.decode(source.read_bytes())
+    except (OSError, msgspec.DecodeError):
+        return None
+    return saved if saved.version == MANIFEST_VERSION else None
 
 
 def _write(target: Path, data: bytes) -> None:
