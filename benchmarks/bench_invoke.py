@@ -12,6 +12,11 @@ with a fixed 5 ms service time. Five paths, side by side (alternating rounds) at
 * ``forwarder-post``: ``forwarder-raw`` sent what ``mcp`` sends: the invoke_tool POST,
   its JSON-RPC body and its headers (the forwarder reads the body, then forwards its
   GET). An MCP call is a POST with a body, so this is the floor ``mcp`` compares with;
+* ``uvicorn-post``: ``forwarder-post`` served by uvicorn (httptools) instead of granian.
+  uvicorn parses and answers on the event loop's own thread, where granian hands each
+  request from its Rust I/O thread to the loop and back: this path measures what that
+  hand-off costs a lone caller (the server keeps granian for its throughput with
+  several workers, ``bench_http``);
 * ``invoker``: the :class:`~server.proxy.Invoker` in this process, as a server worker
   runs it per call: the caller's identity from the request headers (JWT verified), the
   tool looked up in a real index built by the indexer (``CatalogView.target``),
@@ -54,7 +59,7 @@ from server.reader import Reader
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = Path(__file__).resolve().parent / "results"
 SERVICE_MS = 5.0
-COMPARED = ("forwarder", "forwarder-raw", "forwarder-post", "invoker", "mcp")
+COMPARED = ("forwarder", "forwarder-raw", "forwarder-post", "uvicorn-post", "invoker", "mcp")
 """The paths measured against ``direct``, in the report's order."""
 
 
@@ -135,13 +140,21 @@ def _start_gateway(port: int, index: Path, config: Path) -> subprocess.Popen[byt
     return _wait_ready(process, f"http://127.0.0.1:{port}/readyz", "the gateway")
 
 
-def _start_forwarder(port: int, backend: str, client: str) -> subprocess.Popen[bytes]:
-    """``benchmarks.forwarder`` under granian, run as the server runs it."""
+def _start_forwarder(
+    port: int, backend: str, client: str, *, server: str = "granian"
+) -> subprocess.Popen[bytes]:
+    """``benchmarks.forwarder`` under granian, run as the server runs it (one worker,
+    asyncio loop), or under uvicorn with httptools.
+    """
+    if server == "granian":
+        argv = [sys.executable, "-m", "granian", "--interface", "asgi", "--loop", "asyncio"]
+        argv += ["--port", str(port), "--no-access-log", "benchmarks.forwarder:app"]
+    else:
+        argv = [sys.executable, "-m", "uvicorn", "--loop", "asyncio", "--http", "httptools"]
+        argv += ["--port", str(port), "--no-access-log", "--log-level", "warning"]
+        argv += ["benchmarks.forwarder:app"]
     process = subprocess.Popen(
-        [
-            *(sys.executable, "-m", "granian", "--interface", "asgi", "--loop", "asyncio"),
-            *("--port", str(port), "--no-access-log", "benchmarks.forwarder:app"),
-        ],
+        argv,
         cwd=ROOT,
         env={**os.environ, "SEZZLEE_FORWARD_TO": backend, "SEZZLEE_FORWARD_CLIENT": client},
         stdout=subprocess.DEVNULL,
@@ -195,6 +208,8 @@ async def _run(port: int, workdir: Path, seconds: float, rounds: int) -> dict[st
     forwarder = _start_forwarder(forwarder_port, base, "aiohttp")
     raw_port = _free_port()
     raw_forwarder = _start_forwarder(raw_port, base, "raw")
+    uvicorn_port = _free_port()
+    uvicorn_forwarder = _start_forwarder(uvicorn_port, base, "raw", server="uvicorn")
     mcp_url = f"http://127.0.0.1:{gateway_port}/mcp"
     token = demo_token("alice")
     headers = {"authorization": f"Bearer {token}", "accept": "application/json"}
@@ -226,6 +241,12 @@ async def _run(port: int, workdir: Path, seconds: float, rounds: int) -> dict[st
 
     async def via_post_forwarder() -> None:
         url = f"http://127.0.0.1:{raw_port}/orders/{order_id}"
+        async with direct.post(url, json=mcp_message, headers=mcp_headers) as answer:
+            assert answer.status == 200
+            await answer.json()
+
+    async def via_uvicorn() -> None:
+        url = f"http://127.0.0.1:{uvicorn_port}/orders/{order_id}"
         async with direct.post(url, json=mcp_message, headers=mcp_headers) as answer:
             assert answer.status == 200
             await answer.json()
@@ -269,6 +290,7 @@ async def _run(port: int, workdir: Path, seconds: float, rounds: int) -> dict[st
         "forwarder": via_forwarder,
         "forwarder-raw": via_raw_forwarder,
         "forwarder-post": via_post_forwarder,
+        "uvicorn-post": via_uvicorn,
         "invoker": via_invoker,
         "mcp": via_mcp,
     }
@@ -316,7 +338,7 @@ async def _run(port: int, workdir: Path, seconds: float, rounds: int) -> dict[st
     finally:
         await invoker.aclose()
         await direct.close()
-        for process in (gateway, forwarder, raw_forwarder):
+        for process in (gateway, forwarder, raw_forwarder, uvicorn_forwarder):
             process.terminate()
             process.wait(timeout=10)
     results["cpu_us"] = await _cpu_cost(base, order_id, view, config, secrets, namespaces, headers)
@@ -423,12 +445,14 @@ def main(argv: list[str] | None = None) -> int:
     print("## invoke_tool overhead\n")
     print(
         f"Demo backend with a fixed {SERVICE_MS:g} ms service time, GET one order with a "
-        "verified JWT, six ways from one pooled aiohttp session: `direct`; `forwarder` "
+        "verified JWT, seven ways from one pooled aiohttp session: `direct`; `forwarder` "
         "(the floor: a bare ASGI app under granian, run as the server runs, that forwards "
         "the GET with aiohttp and nothing else); `forwarder-raw` (the same with a "
         "hand-written HTTP/1.1 client on asyncio streams: the cheapest Python hop); "
         "`forwarder-post` (`forwarder-raw` sent the invoke_tool POST with its JSON-RPC "
-        "body and headers: the floor of an MCP call); `invoker` (the Invoker in the load "
+        "body and headers: the floor of an MCP call); `uvicorn-post` (`forwarder-post` "
+        "under uvicorn with httptools: no hand-off between an I/O thread and the loop); "
+        "`invoker` (the Invoker in the load "
         "generator's process: identity, index lookup, validation, request building, send, "
         "interpretation); `mcp` (invoke_tool over HTTP through the real server, one granian "
         "worker). Goals: p50 added ≤ 1 ms; throughput at 16 callers ≥ 60% of direct.\n"
@@ -453,7 +477,8 @@ def main(argv: list[str] | None = None) -> int:
         f"- paired at 1 caller ({results['pairs']} pairs, median of per-pair differences): "
         f"forwarder {paired['forwarder']:+.2f} ms, forwarder-raw "
         f"{paired['forwarder-raw']:+.2f} ms, forwarder-post "
-        f"{paired['forwarder-post']:+.2f} ms, invoker {paired['invoker']:+.2f} ms, "
+        f"{paired['forwarder-post']:+.2f} ms, uvicorn-post "
+        f"{paired['uvicorn-post']:+.2f} ms, invoker {paired['invoker']:+.2f} ms, "
         f"mcp {paired['mcp']:+.2f} ms"
     )
     cpu = results["cpu_us"]
