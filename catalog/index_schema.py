@@ -73,13 +73,13 @@ __all__ = [
     "visibility_summary",
 ]
 
-SCHEMA_VERSION: Final = 10
+SCHEMA_VERSION: Final = 11
 """Bumped on any change to the fields below or to what they hold, a conversion rule's
-included (10: a 3.1 parameter reference's description; 9: payloads keep each tool's
-search fields; 8: a member dropped as read-only
-is required by no allOf sibling; 7: YAML 1.2 scalars, read-only object bodies, typeless
-nullables, 3.1 $ref siblings, reference depth); an index recorded with another version
-is rebuilt from the specs, never opened as is."""
+included (11: the meta record names the directories that cannot be listed; 10: a 3.1
+parameter reference's description; 9: payloads keep each tool's search fields; 8: a
+member dropped as read-only is required by no allOf sibling; 7: YAML 1.2 scalars,
+read-only object bodies, typeless nullables, 3.1 $ref siblings, reference depth); an
+index recorded with another version is rebuilt from the specs, never opened as is."""
 
 META_ID: Final = "__meta__"
 EDGE_TOKENIZER: Final = "sezzlee_grams"
@@ -127,6 +127,9 @@ class IndexMeta(msgspec.Struct, frozen=True, kw_only=True):
     files: dict[str, FileStatus]
     policies: dict[str, SecurityPolicy]  # visibility key → policy
     tags: dict[str, tuple[str, ...]]  # visibility key → folded tags it carries, sorted
+    # Directory under the spec directory (``.`` for itself) → why it cannot be listed: its
+    # documents may be missing from ``files`` or kept from before (indexer.scan).
+    unlisted: dict[str, str] = msgspec.field(default_factory=dict)
 
 
 class InvokeRecord(msgspec.Struct, frozen=True, kw_only=True):

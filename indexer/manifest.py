@@ -4,7 +4,8 @@ The ``__meta__`` document inside the index is the truth a server reads; this man
 stored next to it (``<index>/sezzlee-manifest.json``), is what the indexer needs on top
 to work incrementally: per file the content hash it last saw, the hash of the content
 its indexed tools came from (the last good one), the tools' names, ordinals, versions and
-digests, the files it ``$ref``s, and the visibility policies and tags it contributes.
+digests, the files it ``$ref``s, and the visibility policies and tags it contributes;
+and, as the meta records them, the directories that could not be listed.
 
 Written ahead: before a tantivy commit, what that commit changes in the manifest is saved
 as the *pending change* (``<index>/sezzlee-manifest.pending.json``: the entries of the
@@ -123,6 +124,7 @@ class Manifest(msgspec.Struct, frozen=True, kw_only=True):
     commit: int = 0
     fingerprint: str = ""
     files: dict[str, FileEntry] = msgspec.field(default_factory=dict)
+    unlisted: dict[str, str] = msgspec.field(default_factory=dict)  # as the meta's
 
 
 class ManifestChange(msgspec.Struct, frozen=True, kw_only=True):
@@ -136,6 +138,7 @@ class ManifestChange(msgspec.Struct, frozen=True, kw_only=True):
     whole: bool  # files is the whole manifest (a full build): it applies to any
     files: dict[str, FileEntry]  # the entries the commit made or changed
     removed: tuple[str, ...] = ()
+    unlisted: dict[str, str] = msgspec.field(default_factory=dict)  # all of after's
 
 
 def manifest_change(before: Manifest, after: Manifest, *, whole: bool) -> ManifestChange:
@@ -157,6 +160,7 @@ def manifest_change(before: Manifest, after: Manifest, *, whole: bool) -> Manife
         whole=whole,
         files=files,
         removed=() if whole else tuple(sorted(set(before.files) - set(after.files))),
+        unlisted=after.unlisted,
     )
 
 
@@ -176,6 +180,7 @@ def apply_change(manifest: Manifest | None, change: ManifestChange) -> Manifest 
         commit=change.commit,
         fingerprint=change.fingerprint,
         files=dict(sorted(files.items())),
+        unlisted=change.unlisted,
     )
 
 

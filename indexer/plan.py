@@ -634,6 +634,7 @@ def make_plan(
     now: float,
     names: NameIndex | None = None,
     carried: Mapping[str, Carried] | None = None,
+    unlisted: Mapping[str, str] | None = None,
 ) -> IndexPlan:
     """Merge named conversions into ``previous`` and describe the commit.
 
@@ -650,11 +651,14 @@ def make_plan(
         carried: for a full build of a live index (renumbering, or a lost manifest):
             each file that failed to convert now with the tools the index holds for it.
             Its last good tools stay, rewritten under new ordinals.
+        unlisted: the directories that cannot be listed now (``ScanResult.unlisted``),
+            recorded with the files' statuses; a change to them is a reason to commit.
 
     Raises:
         OrdinalsExhausted: an incremental insert found no room; plan a full build.
     """
     carried = carried or {}
+    unlisted = dict(sorted((unlisted or {}).items()))
     if full:
         before = {s: c.entry for s, c in carried.items() if s in conversions}
     else:
@@ -781,6 +785,7 @@ def make_plan(
     commit_needed = (
         full
         or fingerprint != previous.fingerprint
+        or unlisted != previous.unlisted
         or any(
             _normal_status(statuses.get(s)) != _normal_status(_status_of(previous.files.get(s)))
             for s in touched
@@ -792,6 +797,7 @@ def make_plan(
         commit=commit,
         fingerprint=fingerprint,
         files=dict(sorted(files.items())),
+        unlisted=unlisted,
     )
     policies: dict[str, SecurityPolicy] = {}
     tags: dict[str, set[str]] = {}
@@ -808,6 +814,7 @@ def make_plan(
         files=statuses,
         policies=dict(sorted(policies.items())),
         tags={key: tuple(sorted(values)) for key, values in sorted(tags.items())},
+        unlisted=unlisted,
     )
     return IndexPlan(
         full=full,

@@ -225,14 +225,16 @@ class Session:
             dirty, deleted = frozenset(scanned), frozenset[str]()
         else:
             dirty, deleted = dirty_sources(self.manifest.files, hashes, config_hashes)
-        if not dirty and not deleted:
+        if not dirty and not deleted and listing.unlisted == self.manifest.unlisted:
             self.scanned = scanned
             self._trusted = self.config
             return self._result(full=False, plan=None, started=started, converted=0)
         files = {} if full else self.manifest.files
         spool = FieldsSpool(self.index_dir / SPOOL_DIR)
         try:
-            return self._sync(scanned, files, dirty, deleted, spool, full=full, started=started)
+            return self._sync(
+                scanned, listing.unlisted, files, dirty, deleted, spool, full=full, started=started
+            )
         finally:
             spool.close()
 
@@ -248,6 +250,7 @@ class Session:
     def _sync(
         self,
         scanned: dict[str, ScannedFile],
+        unlisted: Mapping[str, str],
         files: Mapping[str, FileEntry],
         dirty: frozenset[str],
         deleted: frozenset[str],
@@ -293,6 +296,7 @@ class Session:
                 now=time.time(),
                 names=None if full else self._names,
                 carried=carried,
+                unlisted=unlisted,
             )
         except OrdinalsExhausted:
             self.reporter.event("renumber", reason="no ordinal gap left; rebuilding")

@@ -126,6 +126,7 @@ def readyz(request: Request[Any, Any, Any]) -> Response[bytes]:
             for source, record in sorted(meta.files.items())
             if record.state.startswith("broken") or record.problems
         }
+        body["unlisted"] = meta.unlisted  # directories whose documents could not all be read
     return Response(
         msgspec.json.encode(body),
         status_code=200 if status.ready else 503,

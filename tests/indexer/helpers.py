@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import os
+import subprocess
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import msgspec
 import pytest
@@ -39,6 +41,21 @@ from indexer.manifest import PENDING_NAME
 from indexer.plan import Conversion
 
 BEARER = SecurityScheme(name="bearer", type="http", scheme="bearer")
+NO_DAC: Final = ("setpriv", "--bounding-set", "-dac_override,-dac_read_search")
+"""As root, only without these capabilities do file permissions stop a read."""
+
+
+def permissions_bind() -> tuple[str, ...]:
+    """The command prefix under which a chmod keeps the indexer out; skips when none can."""
+    if os.geteuid() != 0:
+        return ()
+    try:
+        probe = subprocess.run([*NO_DAC, "true"], capture_output=True, text=True, check=False)
+    except FileNotFoundError:
+        pytest.skip("running as root without setpriv: CAP_DAC_OVERRIDE cannot be dropped")
+    if probe.returncode != 0:
+        pytest.skip(f"running as root and setpriv cannot drop CAP_DAC_OVERRIDE: {probe.stderr}")
+    return NO_DAC
 
 
 def make_tool(

@@ -108,6 +108,20 @@ def test_nothing_changed_means_no_commit() -> None:
     assert again.manifest.commit == first.manifest.commit
 
 
+def test_a_directory_that_cannot_be_listed_is_recorded_in_a_commit() -> None:
+    first = _plan(EMPTY, make_conversion("a.yaml", [make_tool("a.x")]), full=True)
+    reason = {"team": "cannot list the directory: Permission denied"}
+    unlisted = make_plan(first.manifest, {}, (), {}, full=False, now=2.0, unlisted=reason)
+    assert unlisted.commit_needed  # nothing else moved: the status record did
+    assert unlisted.meta.unlisted == unlisted.manifest.unlisted == reason
+    assert unlisted.meta.fingerprint == first.meta.fingerprint
+    same = make_plan(unlisted.manifest, {}, (), {}, full=False, now=3.0, unlisted=reason)
+    assert not same.commit_needed
+    listed = make_plan(unlisted.manifest, {}, (), {}, full=False, now=4.0)
+    assert listed.commit_needed
+    assert listed.meta.unlisted == {}
+
+
 def test_version_change_changes_fingerprint_and_commits() -> None:
     first = _plan(EMPTY, make_conversion("a.yaml", [make_tool("a.x")]), full=True)
     changed = make_conversion("a.yaml", [make_tool("a.x", description="Other")], content="v2")

@@ -9,7 +9,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any, Final
+from typing import Any
 
 import pytest
 
@@ -17,24 +17,9 @@ from catalog.config import Config
 from indexer.report import Reporter
 from indexer.scan import UNREADABLE, scan
 from indexer.session import Session
-from tests.indexer.helpers import read_index, spec_yaml
+from tests.indexer.helpers import permissions_bind, read_index, spec_yaml
 
 ROOT = Path(__file__).resolve().parents[2]
-NO_DAC: Final = ("setpriv", "--bounding-set", "-dac_override,-dac_read_search")
-"""As root, only without these capabilities do file permissions stop a read."""
-
-
-def _permissions_bind() -> tuple[str, ...]:
-    """The command prefix under which a chmod keeps the indexer out; skips when none can."""
-    if os.geteuid() != 0:
-        return ()
-    try:
-        probe = subprocess.run([*NO_DAC, "true"], capture_output=True, text=True, check=False)
-    except FileNotFoundError:
-        pytest.skip("running as root without setpriv: CAP_DAC_OVERRIDE cannot be dropped")
-    if probe.returncode != 0:
-        pytest.skip(f"running as root and setpriv cannot drop CAP_DAC_OVERRIDE: {probe.stderr}")
-    return NO_DAC
 
 
 def _indexer(prefix: tuple[str, ...], *args: str | Path) -> tuple[int, list[dict[str, Any]]]:
@@ -128,13 +113,13 @@ def test_an_index_under_the_spec_directory_is_not_a_spec(
     [
         (0o000, "broken_kept_last_good", "team"),  # neither listed nor entered
         (0o644, "broken_kept_last_good", "team/shop.yaml"),  # listed; its files unreachable
-        (0o311, "changed", "team"),  # not listed; its files read by name, as indexed
+        (0o311, "fresh", "team"),  # not listed; its files read by name, as indexed
     ],
 )
 def test_a_directory_that_cannot_be_listed_loses_none_of_its_documents(
     specs: Path, tmp_path: Path, mode: int, state: str, unchecked: str
 ) -> None:
-    prefix = _permissions_bind()
+    prefix = permissions_bind()
     index = tmp_path / "index"
     (specs / "team").mkdir()
     (specs / "team" / "shop.yaml").write_text(spec_yaml("Shop", ["listOrders"]))
@@ -150,13 +135,22 @@ def test_a_directory_that_cannot_be_listed_loses_none_of_its_documents(
     assert set(view.tools) == {"pets.list_pets", "team_shop.list_orders"}
     assert view.meta is not None
     assert view.meta.files["team/shop.yaml"].state == state
+    # The status record a server exposes names the directory, as it names a broken file.
+    reason = "cannot list the directory: Permission denied"
+    assert view.meta.unlisted == ({"team": reason} if unchecked == "team" else {})
     problems = {e["file"]: e["reason"] for e in events if e["event"] == "spec_problem"}
-    if state == "changed":  # its documents could still be read: only the directory is reported
+    if state == "fresh":  # its documents could still be read: only the directory is reported
         assert problems == {"team": "cannot list the directory: Permission denied"}
     else:
         assert problems["team/shop.yaml"] == "cannot read: Permission denied"
     assert check == 1  # --check could not read everything it was asked to check
     assert next(e for e in checked if e["event"] == "check")["broken"] == [unchecked]
+    # Listable again: the record clears, in a commit of its own when no document moved.
+    assert _indexer(prefix, "--specs", specs, "--index", index)[0] == 0
+    restored = read_index(index).meta
+    assert restored is not None
+    assert restored.unlisted == {}
+    assert restored.files["team/shop.yaml"].state in ("fresh", "changed")
 
 
 def test_a_directory_that_is_gone_takes_its_documents_with_it(

@@ -30,7 +30,12 @@ def demo_tools() -> list[CatalogTool]:
 @pytest.fixture(scope="module")
 def index_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("index") / "index"
-    write_index(path, demo_tools(), broken={"broken.yaml": "not valid YAML"})
+    write_index(
+        path,
+        demo_tools(),
+        broken={"broken.yaml": "not valid YAML"},
+        unlisted={"team": "cannot list the directory: Permission denied"},
+    )
     return path
 
 

@@ -91,6 +91,7 @@ def write_index(
     *,
     commit: int = 1,
     broken: dict[str, str] | None = None,
+    unlisted: dict[str, str] | None = None,
 ) -> str:
     """Replace the whole catalog in ``index_dir`` with ``tools`` in one commit.
 
@@ -129,6 +130,7 @@ def write_index(
         files=files,
         policies=summary.policies,
         tags=summary.tags,
+        unlisted=unlisted or {},
     )
     writer.add_document(meta_document(meta))
     writer.commit()

@@ -276,6 +276,7 @@ def test_ops_endpoints(server: ServerThread) -> None:
     assert ready["generation"] == 0
     assert ready["failed"]["broken.yaml"]["state"] == "broken_never_indexed"
     assert ready["failed"]["broken.yaml"]["problems"][0]["reason"] == "not valid YAML"
+    assert ready["unlisted"] == {"team": "cannot list the directory: Permission denied"}
     modern_post(server, "tools/call", {"name": "search_tools", "arguments": {}})
     text = httpx.get(server.base + "/metrics").text
     assert 'sezzlee_requests_total{tool="search_tools",outcome="ok"}' in text
