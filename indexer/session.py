@@ -19,7 +19,8 @@ A live index whose ordinal gaps run out (``OrdinalsExhausted``) is renumbered by
 build in one commit. That build, and the one after a lost manifest, keep the last good
 tools of the files that fail to convert: their documents are read back from the index
 first (their manifest entries too, when the manifest is lost) and written again under
-new ordinals.
+new ordinals. Without a manifest, the files the index knows are what the scan knows, so
+one under a directory that cannot be listed is read by name, or carried.
 
 Curation runs with conversion (``build.convert_file``). A rule that cannot be applied is
 the config's fault when the config changed for that document since it was indexed: the
@@ -148,6 +149,15 @@ class Session:
             )
             for source, entry in self.manifest.files.items()
         }
+        if self._carry is not None:
+            # No manifest to go by: the files of the index's last commit stand in, each
+            # read again, so that one under such a directory is converted by name, or
+            # carried (_carried) when it cannot be read, instead of losing its tools.
+            self.scanned.update(
+                (source, ScannedFile(content_hash=UNREADABLE, size=0, mtime_ns=0))
+                for source in self._carry.files
+                if source not in self.scanned
+            )
         self._unlisted: dict[str, str] = {}  # the directories last reported unlistable
 
     def _recover(self, meta: IndexMeta | None, manifest: Manifest | None) -> Manifest | None:

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from catalog.config import Config
+from indexer.manifest import MANIFEST_NAME
 from indexer.report import Reporter
 from indexer.scan import UNREADABLE, scan
 from indexer.session import Session
@@ -151,6 +152,38 @@ def test_a_directory_that_cannot_be_listed_loses_none_of_its_documents(
     assert restored is not None
     assert restored.unlisted == {}
     assert restored.files["team/shop.yaml"].state in ("fresh", "changed")
+
+
+@pytest.mark.parametrize(
+    ("mode", "state"),
+    [
+        (0o000, "broken_kept_last_good"),  # its documents cannot be read: carried
+        (0o311, "changed"),  # read by the names the index knows, and converted again
+    ],
+)
+def test_a_rebuild_without_the_manifest_keeps_the_documents_of_an_unlisted_directory(
+    specs: Path, tmp_path: Path, mode: int, state: str
+) -> None:
+    prefix = permissions_bind()
+    index = tmp_path / "index"
+    (specs / "team").mkdir()
+    (specs / "team" / "shop.yaml").write_text(spec_yaml("Shop", ["listOrders"]))
+    assert _indexer((), "--specs", specs, "--index", index)[0] == 0
+    (index / MANIFEST_NAME).unlink()
+    (specs / "team").chmod(mode)
+    try:
+        status, events = _indexer(prefix, "--specs", specs, "--index", index)
+    finally:
+        (specs / "team").chmod(0o755)
+    assert status == 0
+    assert next(e for e in events if e["event"] == "full_build")["reason"] == (
+        "the indexer's manifest is missing"
+    )
+    view = read_index(index)
+    assert set(view.tools) == {"pets.list_pets", "team_shop.list_orders"}
+    assert view.meta is not None
+    assert view.meta.files["team/shop.yaml"].state == state
+    assert view.meta.unlisted == {"team": "cannot list the directory: Permission denied"}
 
 
 def test_a_directory_that_is_gone_takes_its_documents_with_it(
