@@ -158,7 +158,9 @@ class Session:
                 for source in self._carry.files
                 if source not in self.scanned
             )
-        self._unlisted: dict[str, str] = {}  # the directories last reported unlistable
+        # The directories the last scan could not list (reported once each); a watcher
+        # cannot watch them either, until they can be listed again.
+        self.unlisted: dict[str, str] = {}
 
     def _recover(self, meta: IndexMeta | None, manifest: Manifest | None) -> Manifest | None:
         """``manifest`` with the pending change applied when the index's last commit is
@@ -253,9 +255,9 @@ class Session:
         reported when it changes, not on every watch batch).
         """
         for directory, reason in unlisted.items():
-            if self._unlisted.get(directory) != reason:
+            if self.unlisted.get(directory) != reason:
                 self.reporter.problem(Problem(file=directory, location="", reason=reason))
-        self._unlisted = dict(unlisted)
+        self.unlisted = dict(unlisted)
 
     def _sync(
         self,

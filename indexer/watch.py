@@ -20,6 +20,9 @@ The loop wakes on every batch and, without events, every ``POLL_MS``; each time 
   config in a home directory costs no inotify watch per subdirectory. The caller's
   ``load_config`` decodes it; an invalid one is reported and ignored (the running config
   stays);
+* tries to list each directory the last sync could not (permissions, an I/O error): one
+  that can be listed now is synced, usually after its chmod's event. A watcher skips a
+  directory it cannot read, so once a sync lists one again the watcher restarts;
 * retries a sync that failed (a read-only or full disk), reported as ``sync_failed``,
   with the same files, 0.5 s later, doubling up to 30 s.
 
@@ -147,11 +150,18 @@ class _Loop:
                     self._owe(now)  # the watcher is up: catch up with what changed before
                 relinked = self._take(batch, now)
                 self._check_config(now)
+                self._check_unlisted(now)
                 if _identity(self.specs) != root:
                     return  # replaced or gone: sync nothing from a directory in flux
+                unlisted = self.session.unlisted
                 self._sync()
                 if relinked:
                     self.reporter.event("watch_restarted", reason=f"{relinked} is a new link")
+                    return
+                listed = [d for d in unlisted if d not in self.session.unlisted]
+                if any(os.path.isdir(os.path.join(self.specs, d)) for d in listed):
+                    reason = f"{', '.join(sorted(listed))} can be listed again"
+                    self.reporter.event("watch_restarted", reason=reason)
                     return
 
     def _take(self, batch: Iterable[tuple[watchfiles.Change, str]], now: float) -> str:
@@ -188,6 +198,17 @@ class _Loop:
         self.reporter.event("config_reloaded", file=str(self.config_path))
         self.config = config
         self._owe(now)
+
+    def _check_unlisted(self, now: float) -> None:
+        # A chmod shows as an event on the directory; an I/O error that cleared does not.
+        for directory in self.session.unlisted:
+            try:
+                with os.scandir(os.path.join(self.specs, directory)):
+                    pass
+            except OSError:
+                continue
+            self._owe(now)
+            return
 
     def _sync(self) -> None:
         if not self.owed_since or time.monotonic() < self.retry_at:

@@ -6,6 +6,8 @@ import contextlib
 import json
 import os
 import shutil
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -18,7 +20,9 @@ from indexer.manifest import PENDING_NAME
 from indexer.report import Reporter
 from indexer.session import Session
 from indexer.watch import watch
-from tests.indexer.helpers import IndexView, read_index, spec_yaml
+from tests.indexer.helpers import IndexView, permissions_bind, read_index, spec_yaml
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 class Watched:
@@ -353,3 +357,45 @@ def test_sources_reached_through_symlinks(start: Start, tmp_path: Path) -> None:
     time.sleep(1)  # past the new watcher's catch-up sync: only an event can bring b.yaml
     (later / "b.yaml").write_text(spec_yaml("B", ["beta"]))
     w.until(lambda v: "team_b.beta" in v.tools)
+
+
+def _events(log: Path) -> list[dict[str, object]]:
+    return [json.loads(line) for line in log.read_text().splitlines() if line.startswith("{")]
+
+
+def _wait(check: Callable[[], bool], what: str, timeout: float = 10) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"no {what} within {timeout}s")
+        time.sleep(0.03)
+
+
+def test_a_directory_listable_again_is_watched(tmp_path: Path) -> None:
+    # A watch in its own process: as root, only one without CAP_DAC_OVERRIDE is kept out.
+    prefix = permissions_bind()
+    specs, index, log = tmp_path / "specs", tmp_path / "index", tmp_path / "watch.log"
+    (specs / "team").mkdir(parents=True)
+    (specs / "team" / "shop.yaml").write_text(spec_yaml("Shop", ["listOrders"]))
+    (specs / "team").chmod(0o000)
+    command = [sys.executable, "-m", "indexer", "--workers", "1", "--watch"]
+    command += ["--specs", str(specs), "--index", str(index)]
+    with open(log, "w") as stderr:
+        proc = subprocess.Popen([*prefix, *command], cwd=ROOT, stderr=stderr)
+    try:
+        _wait(lambda: any(e["event"] == "watching" for e in _events(log)), "watch")
+        assert read_index(index).meta is not None
+        assert not read_index(index).tools  # the start-up build could not list team
+        (specs / "team").chmod(0o755)
+        _wait(lambda: "team_shop.list_orders" in read_index(index).tools, "index of team")
+        _wait(lambda: any(e["event"] == "watch_restarted" for e in _events(log)), "restart")
+        meta = read_index(index).meta
+        assert meta is not None
+        assert meta.unlisted == {}
+        time.sleep(1)  # past the new watcher's catch-up sync: only an event can bring more
+        (specs / "team" / "more.yaml").write_text(spec_yaml("More", ["doMore"]))
+        _wait(lambda: "team_more.do_more" in read_index(index).tools, "edit inside team")
+    finally:
+        (specs / "team").chmod(0o755)
+        proc.terminate()
+        proc.wait(timeout=10)
