@@ -27,7 +27,9 @@ The loop wakes on every batch and, without events, every ``POLL_MS``; each time 
   with the same files, 0.5 s later, doubling up to 30 s.
 
 After each watcher starts (the first one too) one sync, a stat scan, catches up with what
-changed while none was watching: during the start-up build, or around a restart.
+changed while none was watching: during the start-up build, or around a restart. The
+first watcher's first wake also reads the config file, and applies it if it is no
+longer what the start-up build read.
 
 Each commit logs ``latency_ms``: from the arrival of the oldest change it includes to the
 commit's return, failed attempts included. A change arrives with its watchfiles batch
@@ -95,6 +97,9 @@ class _Loop:
         self.config_path = config_path
         self.load_config = load_config
         self.config_stamp = _stamp(config_path)
+        # Whether the file was read since the start-up build read it: an edit in between
+        # leaves no new stamp behind.
+        self.config_checked = False
         self.touched: set[str] = set()
         self.rehash_all = False
         self.config: Config | None = None
@@ -184,17 +189,20 @@ class _Loop:
         if self.config_path is None:
             return
         stamp = _stamp(self.config_path)
-        if stamp == self.config_stamp:
+        if stamp == self.config_stamp and self.config_checked:
             return
         time.sleep(STEP_MS / 1000)  # a write in progress (truncate, then write) holds still
         if _stamp(self.config_path) != stamp:
             return  # still moving: the next wake looks again
         self.config_stamp = stamp
+        first, self.config_checked = not self.config_checked, True
         try:
             config = self.load_config()
         except ConfigError as exc:
             self.reporter.event("config_invalid", level="error", message=str(exc))
             return
+        if first and config == self.session.config:
+            return  # as the start-up build read it
         self.reporter.event("config_reloaded", file=str(self.config_path))
         self.config = config
         self._owe(now)

@@ -230,6 +230,23 @@ def test_a_change_during_the_start_up_build_is_caught_up(start: Start, tmp_path:
     w.until(lambda v: "shop.get_order" in v.tools)  # no event after the watcher started
 
 
+def test_a_config_changed_during_the_start_up_build_is_caught_up(
+    start: Start, tmp_path: Path
+) -> None:
+    config = tmp_path / "conf" / "sezzlee.toml"
+    config.parent.mkdir()
+    config.write_text("")
+    renamed = '[specs."shop.yaml"]\nnamespace = "store"\n'
+    w = start(config=config, before_watch=lambda: config.write_text(renamed))
+    w.until(_exactly("store.list_orders"))  # no change to the config after the watcher started
+    assert [e["event"] for e in w.events()].count("config_reloaded") == 1
+
+
+def test_an_unchanged_config_is_not_reloaded_by_the_catch_up(watched: Watched) -> None:
+    time.sleep(1)  # past the catch-up sync, which has nothing to catch up with
+    assert [e["event"] for e in watched.events()] == ["full_build", "watching"]
+
+
 def _exactly(*tools: str) -> Callable[[IndexView], bool]:
     return lambda view: set(view.tools) == set(tools)
 
