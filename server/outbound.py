@@ -19,13 +19,15 @@ connection's close; gzip and deflate decoded (the only codings it asks for); TLS
 CA bundle and a client certificate; an HTTP proxy (absolute-form requests for http,
 a CONNECT tunnel for https, Basic credentials from the proxy URL). What it never does:
 follow a redirect, read proxies from the environment, keep cookies, or reuse a
-connection whose answer it did not read to the end, or that sent more than the answer.
+connection whose answer it did not read to the end, or that sent more than the answer
+(then, or while it was idle).
 """
 
 from __future__ import annotations
 
 import asyncio
 import base64
+import select
 import ssl
 import time
 import zlib
@@ -247,6 +249,25 @@ class _Connection(asyncio.Protocol):
         finally:
             self._waiter = None
 
+    def quiet(self) -> bool:
+        """Open, and nothing waits unread on its socket: no bytes, no close from the peer.
+
+        What arrives on an idle connection is seen by :meth:`data_received` only when the
+        loop next polls, and a request sent before then would read it as its answer (a
+        body after a 304, say, read as "not valid HTTP"). The socket is asked directly.
+        """
+        if self.closed or self.transport is None:
+            return False
+        sock = self.transport.get_extra_info("socket")
+        if sock is None:
+            return False
+        # poll, not select: select refuses a descriptor past FD_SETSIZE (1024), which a
+        # busy server process reaches. Under TLS this sees the records, not the
+        # plaintext: any record waiting (a close_notify included) retires the connection.
+        poller = select.poll()
+        poller.register(sock.fileno(), select.POLLIN)
+        return not poller.poll(0)
+
     def tunnelled(self, transport: asyncio.BaseTransport) -> None:
         """Continue on ``transport`` (TLS inside a CONNECT tunnel) with a fresh parser."""
         self.transport = transport  # type: ignore[assignment]  # a stream transport
@@ -367,11 +388,13 @@ class Pool:
         return self._done(conn, await conn.exchange(head, body, budget=budget, head_only=head_only))
 
     def _reusable(self) -> _Connection | None:
-        """The most recently used idle connection still open and not idle too long."""
+        """The most recently used idle connection still open, with nothing waiting unread
+        on it, and not idle too long.
+        """
         now = time.monotonic()
         while self._idle:
             conn, since = self._idle.pop()
-            if not conn.closed and now - since < IDLE_SECONDS:
+            if now - since < IDLE_SECONDS and conn.quiet():
                 return conn
             conn.close()
         return None

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import gzip
 import ssl
+import time
 import zlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -220,6 +221,61 @@ def test_bytes_after_an_answer_retire_the_connection() -> None:
 
     assert asyncio.run(main()) == [b"/first", b"/second"]
     assert len(connections) == 2  # the first connection was not reused
+
+
+@pytest.mark.parametrize(
+    ("first", "after"),
+    [
+        pytest.param(
+            answer(b"", "Content-Length: 5", status="304 Not Modified"),
+            b"hello",
+            id="a body after a 304",
+        ),
+        pytest.param(answer(b"ok", "Content-Length: 2"), b"\r\nstray", id="bytes after"),
+        pytest.param(answer(b"ok", "Content-Length: 2"), None, id="the backend closed"),
+    ],
+)
+def test_an_idle_connection_with_bytes_waiting_or_closed_is_not_reused(
+    first: bytes, after: bytes | None
+) -> None:
+    # What arrives on an idle connection is read only when the loop next polls; a request
+    # sent on it before then read those bytes as its answer ("not valid HTTP"), or, when
+    # the backend had closed, failed a request that may not be retried (a POST).
+    connections: list[int] = []
+    sent = asyncio.Event()
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        connections.append(1)
+        async for line, _, _ in requests(reader):
+            if line.startswith(b"GET"):
+                writer.write(first)
+                await writer.drain()
+                await asyncio.sleep(0.01)  # not in the answer's packet: later, on its own
+                if after is None:
+                    writer.write_eof()  # the FIN goes now, not when the loop next runs
+                else:
+                    writer.write(after)
+                sent.set()
+            else:
+                writer.write(answer(b"posted", "Content-Length: 6"))
+            await writer.drain()
+
+    async def main() -> bytes:
+        async with raw_server(handler) as address:
+            p = pool(address)
+            try:
+                await get(p, address)
+                # Resumed before the loop next polls the sockets: the bytes (or the close)
+                # are on the idle connection, unread, when the POST takes it.
+                await sent.wait()
+                time.sleep(0.02)  # blocks the loop: let loopback deliver them
+                reply = await p.request("POST", f"http://{address}/", [], b"", budget=100)
+                return reply.body
+            finally:
+                await p.aclose()
+
+    assert asyncio.run(main()) == b"posted"
+    assert len(connections) == 2  # a fresh connection, not the one with bytes waiting
 
 
 def test_gzip_and_deflate_are_decoded_within_the_budget() -> None:
