@@ -22,8 +22,10 @@ Theory of operation (design.md, Visibility and Caller identity):
 * When the spec configures ``jwt`` and a bearer credential is a JWT, it is verified
   (signature, expiry, issuer, audience): its scopes then decide visibility, and its
   ``sub`` is the caller id of the audit log. A JWT that fails verification counts as not
-  presented (the backend would refuse it too). Anything else presented is unverified,
-  which makes the operations it unlocks ``authUncertain``.
+  presented (the backend would refuse it too), and so does a credential that cannot be
+  sent (a cookie value holding ``;``, ``,`` or whitespace: the call is refused, saying
+  why). Anything else presented is unverified, which makes the operations it unlocks
+  ``authUncertain``.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ from catalog.config import Config, JwtConfig, SpecConfig, default_namespace
 from catalog.errors import ConfigError
 from catalog.model import SecurityPolicy, SecurityScheme
 from catalog.visibility import PUBLIC_KEY, Audience, Presented, partition
+from server.invoke import sendable_cookie
 
 __all__ = [
     "Caller",
@@ -333,6 +336,10 @@ def caller_from_headers(
                 query.append((scheme.parameter, value))
             elif scheme.location == "cookie" and scheme.parameter:
                 cookies.append((scheme.parameter, value))
+                if not sendable_cookie(value):
+                    # Never sent: every call to this backend is refused, naming the
+                    # cookie, and visibility judges the caller as one who sent nothing.
+                    continue
             else:
                 out_headers[placed.lower()] = (placed, value)
             credential = Presented()

@@ -65,6 +65,7 @@ __all__ = [
     "interpret",
     "origin_of",
     "requote",
+    "sendable_cookie",
 ]
 
 
@@ -624,18 +625,26 @@ def _cookie_value(value: Any) -> str:
     return quote(_scalar(value), safe="")
 
 
-def _check_credential_cookie(name: str, value: str) -> None:
-    """Refuse a caller's credential that would not stay one cookie.
+def sendable_cookie(value: str) -> bool:
+    """Whether a caller's credential stays one cookie value, sent byte for byte.
 
     An argument cookie is percent-encoded; a credential is the caller's bytes, and a
     backend compares them as they are, so it is never rewritten: one holding ``;``, ``,``
-    or whitespace (which split or end a cookie) refuses the call, saying why, rather
-    than adding cookies to the header or sending a key the backend would not know.
+    or whitespace (which split or end a cookie) cannot be sent. :func:`build_request`
+    refuses the call then, and ``server.identity`` counts it as not presented.
+    """
+    return not _COOKIE_BREAKS.search(value)
+
+
+def _check_credential_cookie(name: str, value: str) -> None:
+    """Refuse a caller's credential that would not stay one cookie (:func:`sendable_cookie`),
+    saying why, rather than adding cookies to the header or sending a key the backend
+    would not know.
 
     Raises:
         InvalidArguments: the value holds one of those characters.
     """
-    if _COOKIE_BREAKS.search(value):
+    if not sendable_cookie(value):
         raise InvalidArguments(
             f"the caller's credential for cookie {name!r} cannot be sent: a cookie value "
             "may not contain ';', ',' or whitespace"

@@ -210,6 +210,10 @@ ECHO_CONFIG = """
 [specs."echo.json"]
 namespace = ""
 forward_headers = ["Authorization", "X-Caller"]
+
+[specs."session.json"]
+namespace = "session"
+credentials = { sid = "X-Session" }
 """
 
 
@@ -274,6 +278,28 @@ def swagger_document(port: int) -> dict[str, Any]:
     }
 
 
+def session_document(port: int) -> dict[str, Any]:
+    """An apiKey in a cookie (its caller header is X-Session), and a public operation."""
+    return {
+        "openapi": "3.0.3",
+        "info": {"title": "session", "version": "1"},
+        "servers": [{"url": f"http://127.0.0.1:{port}"}],
+        "components": {
+            "securitySchemes": {"sid": {"type": "apiKey", "in": "cookie", "name": "sid"}}
+        },
+        "paths": {
+            "/whoami": {
+                "get": {
+                    "operationId": "whoami",
+                    "security": [{"sid": []}],
+                    "responses": {"200": {"description": "ok"}},
+                }
+            },
+            "/open": {"get": {"operationId": "open", "responses": {"200": {"description": "ok"}}}},
+        },
+    }
+
+
 class Echo(ThreadingHTTPServer):
     """A loopback backend answering each GET with the hex of every header's bytes, and
     each POST with its body.
@@ -315,6 +341,7 @@ def echo_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerThre
     port = backend.server_address[1]
     (workdir / "specs" / "echo.json").write_text(json.dumps(echo_document(port)))
     (workdir / "specs" / "files.json").write_text(json.dumps(swagger_document(port)))
+    (workdir / "specs" / "session.json").write_text(json.dumps(session_document(port)))
     config_path = workdir / "sezzlee.toml"
     config_path.write_text(ECHO_CONFIG)
     config = decode_config(config_path.read_bytes(), file=str(config_path))
@@ -380,3 +407,28 @@ def test_a_binary_member_is_uploaded_as_a_file(
             'Content-Disposition: form-data; name="title"\r\n'
             "Content-Type: text/plain; charset=utf-8\r\n\r\nnotes\r\n"
         ) in body
+
+
+def test_a_credential_that_cannot_be_sent_counts_as_not_presented(
+    echo_server: ServerThread,
+) -> None:
+    # A cookie value holding ';' would add cookies to the header: the call is refused.
+    # It still counted as presented, so search_tools listed what it unlocks (uncertain)
+    # and invoking that answered invalid_arguments, not the unknown_tool of a caller
+    # who sent nothing: visibility judged a credential no call could send.
+    sent, broken = Agent(echo_server.url, None), Agent(echo_server.url, None)
+    sent.headers["x-session"] = "s3cr=t"
+    broken.headers["x-session"] = "abc; role=admin"
+    names = {
+        who: {r["name"] for r in agent.ok("search_tools", {"limit": 50})["results"]}
+        for who, agent in (("sent", sent), ("broken", broken))
+    }
+    assert "session.whoami" in names["sent"]
+    assert names["broken"] == names["sent"] - {"session.whoami"}
+    assert bytes.fromhex(sent.invoke("session.whoami", None)["body"]["cookie"]) == b"sid=s3cr=t"
+    hidden = broken.error("invoke_tool", {"name": "session.whoami", "arguments": {}})
+    assert hidden["code"] == "unknown_tool"
+    # Where the tool is visible without it, the call still says why nothing was sent.
+    refused = broken.error("invoke_tool", {"name": "session.open", "arguments": {}})
+    assert refused["code"] == "invalid_arguments"
+    assert "'sid'" in refused["message"]
