@@ -35,6 +35,7 @@ from urllib.parse import urlsplit
 import msgspec
 
 from catalog.errors import ConfigError
+from catalog.model import is_token
 
 __all__ = [
     "DEFAULT_ALLOWED_HOSTS",
@@ -284,6 +285,7 @@ def decode_config(data: bytes, *, file: str) -> Config:
             )
         if spec.client_key and not spec.client_cert:
             raise ConfigError(file, f"specs.{source!r}.client_key: set client_cert too")
+        _check_header_names(spec, f"specs.{source!r}", file)
         if spec.proxy is not None and not _is_http_proxy(spec.proxy):
             # Not the value itself in the message: it may hold the proxy's password.
             raise ConfigError(
@@ -291,6 +293,21 @@ def decode_config(data: bytes, *, file: str) -> Config:
             )
     _check_curation(config.curation, file)
     return config
+
+
+def _check_header_names(spec: SpecConfig, where: str, file: str) -> None:
+    """Every header name a spec's settings send or read is a token (``is_token``): one
+    with a space or a separator would make every request to the backend malformed.
+    """
+    forwarded = () if spec.forward_headers is msgspec.UNSET else spec.forward_headers
+    named = [
+        *((f"{where}.forward_headers", name) for name in forwarded),
+        *((f"{where}.static_headers", name) for name in spec.static_headers),
+        *((f"{where}.credentials.{scheme}", name) for scheme, name in spec.credentials.items()),
+    ]
+    for key, name in named:
+        if not is_token(name):
+            raise ConfigError(file, f"{key}: {name!r} is not a valid header name (RFC 9110 token)")
 
 
 def _is_http_proxy(url: str) -> bool:

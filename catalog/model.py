@@ -11,6 +11,7 @@ when true).
 
 from __future__ import annotations
 
+import re
 from typing import Any, Final, Literal, TypeAlias
 
 import msgspec
@@ -31,6 +32,7 @@ __all__ = [
     "SecurityScheme",
     "SpecResult",
     "ToolDefinition",
+    "is_token",
 ]
 
 JSONSchema: TypeAlias = dict[str, Any]
@@ -59,6 +61,16 @@ GATEWAY_HEADERS: Final = frozenset(
 )
 """Header parameters (lower-cased) that are never arguments: conversion leaves them out of
 the inputSchema, and invoke_tool never sends one from a call's arguments."""
+
+_TOKEN: Final = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+
+
+def is_token(text: str) -> bool:
+    """Whether ``text`` is an RFC 9110 token (§5.6.2): what a header field name must be
+    (§5.1). A space, a separator (``:``, ``(``, ``"``...), a control character or a
+    non-ASCII one in a name makes a malformed request.
+    """
+    return _TOKEN.fullmatch(text) is not None
 
 
 class Annotations(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, rename="camel"):

@@ -16,7 +16,8 @@ Theory of operation (the seed page, invoke_tool; design.md, Error envelope):
    The URL is the backend's base URL plus the path template, and every argument value is
    percent-encoded (path values with ``safe=""``, dot segments escaped), so no value can
    change the scheme, host, port or the path's shape. Header values with a control
-   character (CR, LF, NUL and the rest RFC 9110 §5.5 forbids) are refused, and so is a
+   character (CR, LF, NUL and the rest RFC 9110 §5.5 forbids) are refused, so are header
+   names that are no token (§5.1), and so is a
    caller's credential cookie holding ``;``, ``,`` or whitespace; an argument's text is
    sent as UTF-8, and a caller's credential byte for byte. OpenAPI ignores
    header parameters named Accept, Content-Type and Authorization (3.1 §4.8.12.1);
@@ -45,7 +46,7 @@ import jsonschema_rs
 import msgspec
 import referencing.exceptions
 
-from catalog.model import GATEWAY_HEADERS, ParameterBinding, Route, ToolDefinition
+from catalog.model import GATEWAY_HEADERS, ParameterBinding, Route, ToolDefinition, is_token
 from server.errors import (
     BackendError,
     BackendNotConfigured,
@@ -288,7 +289,6 @@ _PATH_PARAM: Final = re.compile(r"\{([^{}]+)\}")
 _RESERVED_KEPT: Final = ":/?[]@!$'()*,;"
 """allowReserved keeps RFC 3986 reserved characters, except those that would split the
 query (``&``, ``=``, ``+``) or end it (``#``)."""
-_TOKEN: Final = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 # What a field value may not hold (RFC 9110 §5.5): every control character but HTAB.
 _CONTROL: Final = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
 _JSON_TYPES: Final = re.compile(r"^application/(.+\+)?json$")
@@ -387,8 +387,9 @@ def build_request(
             string is sent as a file.
 
     Raises:
-        InvalidArguments: a header with a control character, a missing path parameter, a body
-            over ``max_body_bytes``, or a credential cookie that would not stay one cookie.
+        InvalidArguments: a header with a control character or a name that is no token, a
+            missing path parameter, a body over ``max_body_bytes``, or a credential cookie
+            that would not stay one cookie.
     """
     # A variant's defaults yield to the caller; its fixed values win (the schema already
     # refused a fixed argument, so this only adds them).
@@ -424,8 +425,14 @@ def build_request(
         elif binding.location == "query":
             query_parts.extend(_query_pairs(binding, value))
         elif binding.location == "header":
-            if binding.wire_name.lower() in GATEWAY_HEADERS or not _TOKEN.match(binding.wire_name):
+            if binding.wire_name.lower() in GATEWAY_HEADERS:
                 continue
+            if not is_token(binding.wire_name):
+                raise InvalidArguments(
+                    f"header parameter {binding.argument!r} cannot be sent: "
+                    f"{_no_token(binding.wire_name)}",
+                    errors=[{"path": f"/{binding.argument}", "message": "not a valid header name"}],
+                )
             header_list.append((binding.wire_name, _header_value(binding, value)))
         elif binding.location == "cookie":
             cookie_list.append((binding.wire_name, _cookie_value(value)))
@@ -451,7 +458,11 @@ def build_request(
     if content_type is not None:
         out["content-type"] = ("Content-Type", content_type)
     for name, value in out.values():
-        if _CONTROL.search(value) or _CONTROL.search(name) or ":" in name:
+        # A credential's name is the document's (an apiKey in a header); a static
+        # header's, the config's, checked at its load: a second line of defence.
+        if not is_token(name):
+            raise InvalidArguments(f"header {name!r} cannot be sent: {_no_token(name)}")
+        if _CONTROL.search(value):
             raise InvalidArguments(
                 f"header {name!r}: a header may not contain control characters",
                 errors=[{"path": f"/{name}", "message": "a control character in a header"}],
@@ -652,7 +663,11 @@ def _check_credential_cookie(name: str, value: str) -> None:
 
 
 def _cookie_name(name: str) -> str:
-    return name if _TOKEN.match(name) else quote(name, safe="")
+    return name if is_token(name) else quote(name, safe="")
+
+
+def _no_token(name: str) -> str:
+    return f"{name!r} is not a valid header name (RFC 9110 token)"
 
 
 def _body(

@@ -36,6 +36,7 @@ from urllib.parse import unquote, urlsplit
 
 import httptools
 
+from catalog.model import is_token
 from server.invoke import BackendResponse, requote
 
 __all__ = ["ACCEPT_ENCODING", "IDLE_SECONDS", "AnswerTooLarge", "ConnectionFailed", "Pool"]
@@ -422,7 +423,7 @@ class Pool:
         if self._proxy_auth and not self._https:
             lines.append(f"Proxy-Authorization: {self._proxy_auth}")
         for name, value in headers:
-            if any(c in name or c in value for c in _FORBIDDEN) or ":" in name:
+            if not is_token(name) or any(c in value for c in _FORBIDDEN):
                 raise ValueError(f"header {name!r} would break the request")
             lines.append(f"{name}: {value}")
         if body is not None or method in _WITH_BODY:

@@ -88,6 +88,22 @@ def test_bad_files_name_the_file_and_key(text: bytes, expected: str) -> None:
     assert expected in message
 
 
+@pytest.mark.parametrize(
+    ("text", "key"),
+    [
+        (b'[specs."a.json"]\nstatic_headers = { "X Team" = "TEAM" }\n', "static_headers"),
+        (b'[specs."a.json"]\nforward_headers = ["Authorization", "X-Trace "]\n', "forward_headers"),
+        (b'[specs."a.json"]\ncredentials = { key = "X(Key)" }\n', "credentials.key"),
+        (b'[specs."a.json"]\nforward_headers = [""]\n', "forward_headers"),
+    ],
+)
+def test_a_header_name_must_be_a_token(text: bytes, key: str) -> None:
+    # A name with a space or a separator (RFC 9110 §5.1, §5.6.2) makes a malformed request.
+    with pytest.raises(ConfigError, match="not a valid header name") as info:
+        decode_config(text, file="sezzlee.toml")
+    assert f"specs.'a.json'.{key}" in str(info.value)
+
+
 def test_unknown_key_names_it() -> None:
     with pytest.raises(ConfigError, match="nmespace"):
         decode_config(b'[specs."a.json"]\nnmespace = "x"\n', file="f.toml")

@@ -669,6 +669,29 @@ def test_a_credential_cookie_that_would_split_the_header_is_refused(
     assert backend.requests[0].headers["cookie"] == "t=a%3B%20b; k=s3cr=t"
 
 
+@pytest.mark.parametrize("source", ["parameter", "credential", "static"])
+def test_a_header_name_that_is_no_token_refuses_the_call(backend: Recorder, source: str) -> None:
+    # "X Note: n" is no header field (RFC 9110 §5.1: a name is a token): a credential's or
+    # static header's went out as a malformed request, and a parameter's was dropped
+    # without a word.
+    route = get_route(
+        "/x", backend.base, ParameterBinding(argument="note", location="header", wire_name="X Note")
+    )
+    headers = (("X Note", "n"),)
+    caller = ALICE
+    if source == "credential":  # an apiKey scheme's header, as the document names it
+        caller = Caller(audience=ALICE.audience, outbound={"": Outbound(headers=headers)})
+    secrets = Secrets(static_headers={"orders.yaml": headers} if source == "static" else {})
+    arguments = {"note": "n"} if source == "parameter" else {}
+    backend.expect(lambda r: Answer(204))
+    table = Table(tool("x", route, {"note": {"type": "string"}}))
+    error = outcome(invoker_for(secrets=secrets), table, "x", arguments, caller=caller)["error"]
+    assert error["code"] == "invalid_arguments"
+    assert "'X Note'" in error["message"]
+    assert "not a valid header name" in error["message"]
+    assert backend.requests == []
+
+
 def test_backend_cookies_never_reach_another_caller(backend: Recorder) -> None:
     backend.expect(lambda r: json_answer(200, {}, (("Set-Cookie", "session=alice-s; Path=/"),)))
     invoker = invoker_for()
