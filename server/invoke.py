@@ -750,10 +750,7 @@ def _multipart(payload: Any, files: Mapping[str, str]) -> tuple[bytes, str]:
 
 def _file_parts(route: Route, input_schema: Mapping[str, Any]) -> dict[str, str]:
     """Multipart field → its part's Content-Type, for each body member whose schema (or
-    its array's items) is a binary string: ``format: binary`` (what Swagger 2.0's
-    ``file`` converts to) or a ``contentMediaType``. OpenAPI's Encoding Object makes such
-    a part application/octet-stream by default; the route holds no Encoding Object (the
-    index does not carry one), so a ``contentMediaType`` is the only other type known.
+    its array's items) :func:`_binary` finds binary.
     """
     properties = input_schema.get("properties")
     if not isinstance(properties, dict):
@@ -765,12 +762,44 @@ def _file_parts(route: Route, input_schema: Mapping[str, Any]) -> dict[str, str]
         member = _defined(input_schema, properties.get(binding.argument))
         items = _defined(input_schema, member.get("items"))
         for schema in (member, items):
-            media = schema.get("contentMediaType")
-            if isinstance(media, str) and media and not _CONTROL.search(media):
+            media = _binary(schema)
+            if media is not None:
                 files[binding.wire_name or "body"] = media
-            elif schema.get("format") == "binary":
-                files[binding.wire_name or "body"] = "application/octet-stream"
     return files
+
+
+def _binary(schema: Mapping[str, Any]) -> str | None:
+    """The part's Content-Type when ``schema`` is binary content, sent as a file; else None.
+
+    Binary is ``format: binary`` (OpenAPI 3.0, and what Swagger 2.0's ``file`` converts
+    to), a ``contentEncoding`` (3.1: encoded binary, whose default part type is
+    application/octet-stream), or a ``contentMediaType`` that is no text type, or that
+    comes with no ``type`` (3.1.1: the part is then of that media type). A string whose
+    media type is text (``application/json``, ``text/plain``) holds that text: an ordinary
+    field, as OpenAPI's default for a string, text/plain, makes it. The route holds no
+    Encoding Object (the index does not carry one): the ``contentMediaType`` is the only
+    part type known, application/octet-stream when none is.
+    """
+    media = schema.get("contentMediaType")
+    if not isinstance(media, str) or not media or _CONTROL.search(media):
+        media = None
+    encoded = isinstance(schema.get("contentEncoding"), str)
+    if schema.get("format") == "binary" or encoded:
+        return media or "application/octet-stream"
+    if media is not None and ("type" not in schema or not _is_text(media)):
+        return media
+    return None
+
+
+def _is_text(media: str) -> bool:
+    """Whether ``media`` is a text type: text/*, JSON, XML, or another :data:`_TEXTUAL`."""
+    bare = media.split(";")[0].strip().lower()
+    return (
+        bare.startswith("text/")
+        or bare.endswith("+xml")
+        or bare in _TEXTUAL
+        or _JSON_TYPES.match(bare) is not None
+    )
 
 
 def _defined(root: Mapping[str, Any], node: Any) -> dict[str, Any]:

@@ -1011,6 +1011,50 @@ def test_binary_multipart_members_are_sent_as_files(uploads: str) -> None:
     }
 
 
+def test_a_multipart_member_is_a_file_only_when_binary(uploads: str) -> None:
+    # A string whose contentMediaType is text (JSON, plain text) holds that text: an
+    # ordinary field, whose default part type is text/plain (OpenAPI 3.1.1, Encoding
+    # Object). It went as a file, and a form parser handed the backend an upload.
+    members = {
+        "meta": {"type": "string", "contentMediaType": "application/json"},
+        "note": {"type": "string", "contentMediaType": "text/plain; charset=utf-8"},
+        "doc": {"type": "string", "contentMediaType": "application/vnd.api+json"},
+        # binary: a non-text media type, an encoding, or a media type with no type
+        "avatar": {"type": "string", "contentMediaType": "application/octet-stream"},
+        "blob": {"type": "string", "contentEncoding": "base64"},
+        "sheet": {"contentMediaType": "text/csv"},
+    }
+    route = Route(
+        method="POST",
+        path="/upload",
+        base_url=uploads,
+        bindings=tuple(
+            ParameterBinding(argument=name, location="body", wire_name=name) for name in members
+        ),
+        body_media_type="multipart/form-data",
+    )
+    arguments = {
+        "meta": '{"a": 1}',
+        "note": "hi",
+        "doc": "{}",
+        "avatar": "raw",
+        "blob": "aGk=",
+        "sheet": "a,b",
+    }
+    payload = outcome(invoker_for(), Table(tool("upload", route, members)), "upload", arguments)
+    assert payload == {
+        "status": 200,
+        "body": {
+            "meta": ['{"a": 1}'],
+            "note": ["hi"],
+            "doc": ["{}"],
+            "avatar": [["avatar", "application/octet-stream", "raw"]],
+            "blob": [["blob", "application/octet-stream", "aGk="]],
+            "sheet": [["sheet", "text/csv", "a,b"]],
+        },
+    }
+
+
 def test_tls_with_a_custom_ca_and_a_client_certificate(tmp_path: Any) -> None:
     ca_key, server_key, client_key = (ec.generate_private_key(ec.SECP256R1()) for _ in range(3))
     ca = certificate("test CA", ca_key, ca=True)
