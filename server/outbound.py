@@ -47,9 +47,15 @@ _FORBIDDEN: Final = ("\r", "\n", "\0")
 _CONNECT_BUDGET: Final = 64 * 1024
 _HEADER_CAP: Final = 64 * 1024
 """The most an answer's header fields (names and values) may take, and less when the
-response budget is less: the budget bounds what one answer makes the gateway hold. Far more
-than backends send (Node.js refuses a header section over 16 KiB, nginx reads an upstream's
-into 4 or 8 KiB), and a field costs more held than its bytes: two Python strings."""
+response budget is less, down to :data:`_HEADER_FLOOR`: the budget bounds what one answer
+makes the gateway hold. Far more than backends send (Node.js refuses a header section over
+16 KiB, nginx reads an upstream's into 4 or 8 KiB), and a field costs more held than its
+bytes: two Python strings."""
+_HEADER_FLOOR: Final = 8 * 1024
+"""The least the header fields may take, whatever the budget. A budget of a few hundred
+bytes is set for bodies, and an ordinary answer's fields (a date, a cookie, a security
+policy) take more than that; 8 KiB passes whatever nginx passes with its default upstream
+buffer, and still holds a flood of fields to a few kilobytes."""
 _CODINGS: Final = ("gzip", "deflate")
 ACCEPT_ENCODING: Final = ", ".join(_CODINGS)
 """The ``Accept-Encoding`` to send: the codings an answer is decoded from."""
@@ -67,7 +73,7 @@ class AnswerTooLarge(Exception):
     """The answer exceeds the response budget.
 
     ``header_cap`` is set (to the cap) when its header section is what went over
-    (``_HEADER_CAP``, or the budget when less).
+    (the budget, within ``_HEADER_FLOOR`` and ``_HEADER_CAP``).
     """
 
     def __init__(self, header_cap: int = 0) -> None:
@@ -235,7 +241,7 @@ class _Connection(asyncio.Protocol):
         loop = asyncio.get_running_loop()
         self._waiter = loop.create_future()
         self._budget = budget
-        self._header_cap = min(budget, _HEADER_CAP)
+        self._header_cap = min(max(budget, _HEADER_FLOOR), _HEADER_CAP)
         self._head_only = head_only
         self._status, self._size, self._decoder = 0, 0, None
         self._header_size = self._head_received = 0

@@ -421,6 +421,51 @@ def test_header_fields_are_held_within_the_budget() -> None:
     assert len(connections) == 3  # neither refused connection was reused
 
 
+def test_a_small_budget_still_reads_ordinary_header_fields() -> None:
+    # A budget of a few hundred bytes is for the body: header fields capped at the budget
+    # refused an ordinary answer (these fields, 850 bytes, under a budget of 300). They
+    # have a floor of 8 KiB, and a flood is still refused there.
+    ordinary = [
+        "Date: Tue, 01 Dec 2026 03:41:16 GMT",
+        "Server: nginx/1.27.0",
+        "Content-Type: application/json; charset=utf-8",
+        "Cache-Control: private, max-age=0, no-cache",
+        "Strict-Transport-Security: max-age=63072000; includeSubDomains; preload",
+        f"Content-Security-Policy: default-src 'none'; {'frame-ancestors none; ' * 8}",
+        f"Set-Cookie: session={'s' * 200}; Path=/; Secure; HttpOnly; SameSite=Lax",
+        "X-Request-Id: 0f7c9a52-8d4e-4c1b-9a63-3b1e2f6d7c80",
+        'ETag: W/"5f3c-1a2b3c4d5e6f"',
+        "Content-Length: 2",
+    ]
+    flood = [f"X-Filler-{i:02}: {'a' * 1000}" for i in range(9)]  # 9,117 bytes
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        async for line, _, _ in requests(reader):
+            fields = [*flood, "Content-Length: 2"] if b"/flood" in line else ordinary
+            writer.write(answer(b"ok", *fields))
+            await writer.drain()
+
+    async def main() -> list[bytes | int]:
+        got: list[bytes | int] = []
+        async with raw_server(handler) as address:
+            p = pool(address)
+            try:
+                for path in ("/", "/flood"):
+                    try:
+                        reply = await p.request(
+                            "GET", f"http://{address}{path}", [], None, budget=300
+                        )
+                        got.append(reply.body)
+                    except AnswerTooLarge as exc:
+                        got.append(exc.header_cap)
+            finally:
+                await p.aclose()
+        return got
+
+    assert sum(len(f) - 2 for f in ordinary) > 300  # names and values, without ": "
+    assert asyncio.run(main()) == [b"ok", 8192]
+
+
 def test_a_stale_keep_alive_connection_is_retried_only_when_idempotent() -> None:
     connections: list[int] = []
 
