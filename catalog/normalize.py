@@ -17,7 +17,8 @@ Kept are the 2020-12 keywords only (plus ``deprecated``, ``readOnly``, ``writeOn
 Dropped: ``x-`` extensions, OpenAPI-only keywords (``discriminator``, ``xml``,
 ``externalDocs``), ``$schema``/``$id``/``$anchor`` (a published schema is self-contained
 and has no dialect decoration), and any keyword whose value has the wrong JSON type (a
-broken document must not yield a schema that 2020-12 rejects).
+broken document must not yield a schema that 2020-12 rejects), or that JSON cannot hold
+(a YAML ``.nan`` or ``.inf``: an enum or ``examples`` loses those members only).
 """
 
 from __future__ import annotations
@@ -124,6 +125,24 @@ def is_template(node: Any) -> bool:
 
 def _is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _is_json(value: Any) -> bool:
+    """Whether a value holds no NaN or ±Infinity anywhere: YAML has them (``.nan``,
+    ``.inf``, ``1e400``), JSON does not, and an encoder writes them as ``null``.
+    """
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind is float:
+            if not math.isfinite(item):
+                return False
+        elif kind is list:
+            stack.extend(item)
+        elif kind is dict:
+            stack.extend(item.values())
+    return True
 
 
 def _count(value: Any) -> int | None:
@@ -361,13 +380,20 @@ class Normalizer:
                 if isinstance(value, bool):
                     out[key] = value
             elif key == "enum":
+                if isinstance(value, list) and not _is_json(value):
+                    # A member JSON cannot hold matches no argument or response: the
+                    # others accept exactly what the document's enum accepts of JSON.
+                    value = [member for member in value if _is_json(member)]
                 if isinstance(value, list) and value:
                     out["enum"] = value
             elif key == "examples":
                 if isinstance(value, list):
-                    out["examples"] = value
+                    out["examples"] = (
+                        value if _is_json(value) else [v for v in value if _is_json(v)]
+                    )
             elif key in _ANY:
-                out[key] = value
+                if _is_json(value):
+                    out[key] = value
             elif key == "dependentRequired" and isinstance(value, dict):
                 # The metaschema wants each list's names unique (as in "required").
                 out[key] = {
@@ -382,7 +408,7 @@ class Normalizer:
             # A member left out for its direction (readOnly in, writeOnly out) is not
             # required either.
             out["required"] = [n for n in out["required"] if n not in dropped]
-        if "examples" not in out and "example" in raw:
+        if "examples" not in out and "example" in raw and _is_json(raw["example"]):
             out["examples"] = [raw["example"]]
         if "required" in out and not out["required"]:
             del out["required"]

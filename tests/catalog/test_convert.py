@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import jsonschema
 import msgspec
 import pytest
+import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -810,6 +812,34 @@ def test_what_2020_12_rejects_is_never_published(
     _CHECK(input_schema)
 
 
+def test_values_json_cannot_hold_are_not_published() -> None:
+    # YAML has .nan and .inf (1e400 overflows to inf); JSON has neither, and they were
+    # published as null: a default, const or enum member the schema's own type refuses.
+    doc = b"""
+openapi: 3.0.3
+info: {title: t, version: '1'}
+paths:
+  /a:
+    get:
+      parameters:
+        - {name: n, in: query, schema: {type: number, default: .nan, example: .inf, minimum: -.inf}}
+        - {name: e, in: query, schema: {type: number, enum: [1, .NaN, -.inf, 1e400], const: .Inf}}
+        - name: o
+          in: query
+          schema: {type: object, default: {a: [1, .nan]}, examples: [{a: 1}, {a: [-.INF]}]}
+        - {name: only, in: query, schema: {enum: [.nan], nullable: true}}
+      responses: {}
+"""
+    tool = only_tool(doc, source="api.yaml")
+    assert tool.definition.input_schema["properties"] == {
+        "n": {"type": "number"},
+        "e": {"type": "number", "enum": [1]},
+        "o": {"type": "object", "examples": [{"a": 1}]},
+        "only": {},  # an enum left empty goes, as an empty enum does
+    }
+    json.dumps(msgspec.to_builtins(tool.definition), allow_nan=False)
+
+
 def test_openapi_31_ref_siblings_apply() -> None:
     schema = {
         "type": "object",
@@ -1204,6 +1234,55 @@ def test_every_definition_is_well_formed(
         assert msgspec.to_builtins(definition.annotations)
     arguments = set(definition.input_schema["properties"])
     assert {binding.argument for binding in tool.route.bindings} == arguments
+
+
+def _is_json(value: Any) -> bool:
+    try:
+        json.dumps(value, allow_nan=False)
+    except ValueError:
+        return False
+    return True
+
+
+# Any float, NaN and ±Infinity included; strings YAML 1.1 and 1.2 read alike.
+_YAML_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text("ab", max_size=2),
+    lambda children: (
+        st.lists(children, max_size=3) | st.dictionaries(st.text("ab", max_size=2), children)
+    ),
+    max_leaves=6,
+)
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    values=st.fixed_dictionaries(
+        {},
+        optional={
+            "default": _YAML_VALUES,
+            "const": _YAML_VALUES,
+            "example": _YAML_VALUES,
+            "enum": st.lists(_YAML_VALUES, max_size=4),
+            "examples": st.lists(_YAML_VALUES, max_size=3),
+        },
+    )
+)
+def test_published_values_are_the_json_ones(values: dict[str, Any]) -> None:
+    parameter = {"name": "p", "in": "query", "schema": values}
+    doc = openapi30({"/a": {"get": {"parameters": [parameter], "responses": {}}}})
+    data = yaml.dump(doc, Dumper=yaml.CSafeDumper).encode()
+    published = only_tool(data, source="api.yaml").definition.input_schema["properties"]["p"]
+    assert _is_json(published)
+    expected: dict[str, Any] = {k: values[k] for k in ("default", "const") if k in values}
+    expected = {k: v for k, v in expected.items() if _is_json(v)}
+    enum = [member for member in values.get("enum", []) if _is_json(member)]
+    if enum:
+        expected["enum"] = enum
+    if "examples" in values:
+        expected["examples"] = [v for v in values["examples"] if _is_json(v)]
+    elif "example" in values and _is_json(values["example"]):
+        expected["examples"] = [values["example"]]
+    assert published == expected
 
 
 _ANY_JSON = st.recursive(
