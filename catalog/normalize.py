@@ -240,17 +240,29 @@ class Normalizer:
         return cached
 
     def flagged(self, raw: Any, base: str, flag: str) -> bool:
-        """Whether a raw schema (following references) carries ``flag: true``."""
-        for _ in range(16):
-            if not isinstance(raw, dict):
-                return False
-            if raw.get(flag) is True:
+        """Whether a raw schema carries ``flag: true``: itself, its reference target or
+        an ``allOf`` branch (all of them apply to the one value, their flags too).
+        """
+        # A worklist, each reference once: chains and cycles of any length end.
+        pending: list[tuple[Any, str]] = [(raw, base)]
+        seen: set[str] = set()
+        while pending:
+            node, node_base = pending.pop()
+            if not isinstance(node, dict):
+                continue
+            if node.get(flag) is True:
                 return True
-            ref = raw.get("$ref")
-            if not isinstance(ref, str):
-                return False
-            key, raw = self._resolver.resolve(ref, base)
-            base = split_key(key)[0]
+            ref = node.get("$ref")
+            if isinstance(ref, str):
+                key, target = self._resolver.resolve(ref, node_base)
+                if key not in seen:
+                    seen.add(key)
+                    pending.append((target, split_key(key)[0]))
+                if self._legacy:
+                    continue  # 2.0/3.0 ignore the keywords beside $ref
+            branches = node.get("allOf")
+            if isinstance(branches, list):
+                pending.extend((branch, node_base) for branch in branches)
         return False
 
     def _norm(

@@ -403,6 +403,55 @@ def test_a_read_only_body_is_no_argument(body: dict[str, Any]) -> None:
     assert tool.route.bindings == ()
 
 
+@pytest.mark.parametrize("build", [openapi, openapi30])
+def test_read_only_through_all_of_leaves_input_as_read_only_does(build: Any) -> None:
+    # allOf branches all apply to the one value, their readOnly too: these members and
+    # the parameter were published as arguments, and the members as required ones.
+    id_ref = {"$ref": "#/components/schemas/Id"}
+    pet = {
+        "type": "object",
+        "properties": {
+            "id": {"allOf": [id_ref]},
+            "stamp": {"allOf": [{"type": "string"}, {"readOnly": True}]},
+            "owner": {"allOf": [{"$ref": "#/components/schemas/Owner"}], "description": "d"},
+            "name": {"type": "string"},
+        },
+        "required": ["id", "stamp", "owner", "name"],
+    }
+    schemas = {
+        "Id": {"type": "integer", "readOnly": True},
+        "Owner": {"allOf": [{"type": "string"}, id_ref]},
+    }
+    body = {"type": "object", "properties": {"pet": pet}, "required": ["pet"]}
+    doc = build(
+        {
+            "/pets": {
+                "post": {
+                    "parameters": [{"name": "q", "in": "query", "schema": {"allOf": [id_ref]}}],
+                    "requestBody": {"required": True, "content": _json(body)},
+                    "responses": _ok(pet),
+                }
+            }
+        },
+        components={"schemas": schemas},
+    )
+    definition = only_tool(doc).definition
+    assert definition.input_schema == {
+        "type": "object",
+        "properties": {
+            "pet": {
+                "type": "object",
+                "properties": {"name": {"type": "string"}},
+                "required": ["name"],
+            }
+        },
+        "required": ["pet"],
+        "additionalProperties": False,
+    }
+    assert definition.output_schema is not None
+    assert set(definition.output_schema["properties"]) == {"id", "stamp", "owner", "name"}
+
+
 _PET = {"$ref": "#/components/schemas/Pet"}
 
 
@@ -1172,8 +1221,22 @@ _PARAMETERS = st.lists(
 )
 
 
+def _flagged(node: Any, schemas: dict[str, Any], flag: str, depth: int = 0) -> bool:
+    """Whether ``node`` carries ``flag``: itself, through its $ref (into ``schemas``, by
+    the last pointer token) or in an allOf branch.
+    """
+    if not isinstance(node, dict) or depth > 8:
+        return False
+    if node.get(flag) is True:
+        return True
+    ref = node.get("$ref")
+    if ref is not None and _flagged(schemas[ref.rsplit("/", 1)[-1]], schemas, flag, depth + 1):
+        return True
+    return any(_flagged(branch, schemas, flag, depth + 1) for branch in node.get("allOf", ()))
+
+
 def _members(schema: dict[str, Any], flag: str) -> list[Any]:
-    """Every property schema in ``schema`` (including $defs), refs resolved one step."""
+    """Every property schema in ``schema`` (including $defs) that carries ``flag``."""
     defs = schema.get("$defs", {})
     found: list[Any] = []
 
@@ -1181,17 +1244,14 @@ def _members(schema: dict[str, Any], flag: str) -> list[Any]:
         if isinstance(node, dict):
             for key, value in node.items():
                 if key == "properties" and isinstance(value, dict):
-                    for member in value.values():
-                        if isinstance(member, dict) and "$ref" in member:
-                            found.append(defs[member["$ref"].rsplit("/", 1)[-1]])
-                        found.append(member)
+                    found.extend(m for m in value.values() if _flagged(m, defs, flag))
                 walk(value)
         elif isinstance(node, list):
             for value in node:
                 walk(value)
 
     walk(schema)
-    return [m for m in found if isinstance(m, dict) and m.get(flag) is True]
+    return found
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -1216,13 +1276,7 @@ def test_every_definition_is_well_formed(
     definition = tool.definition
     _assert_flat(definition.input_schema)
     assert _members(definition.input_schema, "readOnly") == []
-    root, components = output, {"A": a, "B": b}
-    for _ in range(4):  # follow a chain of references to the response root
-        if root.get("writeOnly") is True or "$ref" not in root:
-            break
-        root = components[root["$ref"][-1]]
-    write_only_root = root.get("writeOnly") is True
-    if write_only_root:
+    if _flagged(output, {"A": a, "B": b}, "writeOnly"):
         assert definition.output_schema is None
     else:
         assert definition.output_schema is not None
