@@ -210,7 +210,7 @@ class _Compactor:
             if self._trail:
                 self._trail[-1][node.key] = _INLINE
             body = self._body(node.key)
-            if node.extra is not None and isinstance(body, dict):
+            if node.extra is not None:
                 return _beside(body, self.emit(node.extra))
             return body
         # Plain children are final and shared; testing the type here saves a call each.
@@ -257,15 +257,20 @@ class _Compactor:
         return out
 
 
-def _beside(body: dict[str, Any], siblings: dict[str, Any]) -> dict[str, Any]:
+def _beside(body: Any, siblings: dict[str, Any]) -> Any:
     """An inlined target with the keywords written beside its ``$ref`` (3.1): what the
     hoisted ``{"$ref": ..., **siblings}`` means, where both apply.
     """
     asserting = {key for key in siblings if key not in ANNOTATIONS}
-    if asserting and (asserting & body.keys() or _READS_NEIGHBOURS & (asserting | body.keys())):
+    if not isinstance(body, dict) or (
+        asserting and (asserting & body.keys() or _READS_NEIGHBOURS & (asserting | body.keys()))
+    ):
         # Merged, a sibling would replace the target's keyword (a "required" of its own)
         # or change what a neighbour reads (additionalProperties and new properties).
-        return {"allOf": [body], **siblings}
+        # The target is one more allOf branch, first: a sibling allOf keeps its own.
+        branches = siblings.get("allOf")
+        others = {key: value for key, value in siblings.items() if key != "allOf"}
+        return {"allOf": [body, *(branches if isinstance(branches, list) else ())], **others}
     # Annotations are written over the target's: the document's local description wins.
     return {**body, **siblings}
 

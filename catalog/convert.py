@@ -597,11 +597,19 @@ class DocumentConverter:
         if depth > 8:
             return None
         try:
-            node, node_base = self._resolver.follow(raw, base)
+            node, node_base = self._resolver.follow(raw, base, siblings=self._v31)
         except RefError:
             # A dangling target is reported when the body is normalized; a schema that
             # only aliases itself is no object with members.
             return None
+        if isinstance(node, dict) and isinstance(node.get("$ref"), str):
+            # 3.1: the keywords beside a $ref apply too, as beside an allOf of its target.
+            branches = node.get("allOf", [])
+            if not isinstance(branches, list):
+                return None
+            node = {k: v for k, v in node.items() if k != "$ref"} | {
+                "allOf": [{"$ref": node["$ref"]}, *branches]
+            }
         if not isinstance(node, dict) or any(k in node for k in ("oneOf", "anyOf", "not")):
             return None
         kind = node.get("type")

@@ -147,9 +147,15 @@ class Resolver:
         key = self.key(ref, base)
         return key, self.node(key, ref=ref, base=base)
 
-    def follow(self, node: Any, base: str) -> tuple[Any, str]:
+    def follow(self, node: Any, base: str, *, siblings: bool = False) -> tuple[Any, str]:
         """A node with every ``$ref`` chain followed (parameters, responses, bodies,
         security schemes), and the file the final node lives in.
+
+        Args:
+            node: the node, maybe a reference.
+            base: the file it is written in.
+            siblings: stop at a reference with keywords beside it (a 3.1 schema's,
+                which apply too) rather than follow it.
 
         Raises:
             RefError: a dangling reference, or a chain that loops.
@@ -158,7 +164,7 @@ class Resolver:
             if not isinstance(node, dict):
                 return node, base
             ref = node.get("$ref")
-            if not isinstance(ref, str):
+            if not isinstance(ref, str) or (siblings and len(node) > 1):
                 return node, base
             key, node = self.resolve(ref, base)
             base = split_key(key)[0]

@@ -963,6 +963,82 @@ def test_openapi_31_ref_siblings_mean_the_same_inlined_or_hoisted(uses: int) -> 
     assert not validator.is_valid({"b": {"z": 1}})  # Extra's additionalProperties
 
 
+_A = {
+    "type": "object",
+    "properties": {"a": {"type": "string"}},
+    "required": ["a"],
+    "additionalProperties": False,
+}
+_B = {"type": "object", "properties": {"b": {"type": "integer"}}, "required": ["b"]}
+_REF_A = {"$ref": "#/components/schemas/A"}
+_REF_B = {"$ref": "#/components/schemas/B"}
+
+
+def test_an_all_of_beside_a_31_ref_keeps_the_target() -> None:
+    # Wrapped in an allOf of its own (A reads its neighbours), the target was then
+    # replaced by the sibling allOf: A's required "a" was lost.
+    doc = openapi(
+        {
+            "/a": {
+                "get": {
+                    "responses": _ok(
+                        {"type": "object", "properties": {"p": {**_REF_A, "allOf": [_REF_B]}}}
+                    )
+                }
+            }
+        },
+        components={"schemas": {"A": _A, "B": _B}},
+    )
+    schema = only_tool(doc).definition.output_schema
+    assert schema is not None
+    assert schema["properties"]["p"] == {"allOf": [_A, _B]}
+    validator = jsonschema.Draft202012Validator(schema)
+    assert not validator.is_valid({"p": {"b": 1}})  # A's required a
+    assert not validator.is_valid({"p": {"a": "x"}})  # B's required b
+
+
+@pytest.mark.parametrize(
+    ("body", "arguments", "required"),
+    [
+        ({**_REF_A, "allOf": [_REF_B]}, ["a", "b"], ["a", "b"]),
+        (
+            {**_REF_B, "properties": {"c": {"type": "string"}}, "required": ["c"]},
+            ["b", "c"],
+            ["b", "c"],
+        ),
+        (
+            {"allOf": [{**_REF_B, "properties": {"c": {}}, "required": ["c"]}]},
+            ["b", "c"],
+            ["b", "c"],
+        ),
+        ({"allOf": [_REF_A, _REF_B], "properties": {"c": {}}}, ["a", "b", "c"], ["a", "b"]),
+        ({"$ref": "#/components/schemas/C"}, ["b", "c"], ["b", "c"]),
+    ],
+)
+def test_a_31_object_body_takes_the_members_beside_its_refs(
+    body: dict[str, Any], arguments: list[str], required: list[str]
+) -> None:
+    # The keywords beside a body's $ref (3.1) were ignored when its members became
+    # arguments: B's sibling member c, and the sibling allOf's b, went missing.
+    doc = openapi(
+        {
+            "/a": {
+                "post": {"requestBody": {"required": True, "content": _json(body)}, "responses": {}}
+            }
+        },
+        components={
+            "schemas": {
+                "A": _A,
+                "B": _B,
+                "C": {**_REF_B, "properties": {"c": {}}, "required": ["c"]},
+            }
+        },
+    )
+    input_schema = only_tool(doc).definition.input_schema
+    assert sorted(input_schema["properties"]) == arguments
+    assert sorted(input_schema.get("required", [])) == required
+
+
 def test_swagger_20_body_formdata_file_and_servers() -> None:
     doc = swagger(
         {
@@ -1337,6 +1413,87 @@ def test_published_values_are_the_json_ones(values: dict[str, Any]) -> None:
     elif "example" in values and _is_json(values["example"]):
         expected["examples"] = [values["example"]]
     assert published == expected
+
+
+_NAMES_31 = st.sampled_from(["a", "b", "c"])
+_REFS_31 = st.sampled_from([{"$ref": "#/components/schemas/A"}, {"$ref": "#/components/schemas/B"}])
+_LEAVES_31 = _REFS_31 | st.sampled_from(
+    [{"type": "string"}, {"type": "integer"}, {"type": "object"}, {}, True]
+)
+
+
+def _objects_31(children: st.SearchStrategy[Any]) -> st.SearchStrategy[dict[str, Any]]:
+    return st.fixed_dictionaries(
+        {"type": st.just("object")},
+        optional={
+            "properties": st.dictionaries(_NAMES_31, children, max_size=3),
+            "required": st.lists(_NAMES_31, unique=True, max_size=2),
+            "additionalProperties": st.booleans(),
+        },
+    )
+
+
+def _beside_31(children: st.SearchStrategy[Any]) -> st.SearchStrategy[dict[str, Any]]:
+    """A $ref with keywords beside it: they all apply (3.1)."""
+    siblings = st.fixed_dictionaries(
+        {},
+        optional={
+            "properties": st.dictionaries(_NAMES_31, children, max_size=2),
+            "required": st.lists(_NAMES_31, unique=True, max_size=2),
+            "additionalProperties": st.booleans(),
+            "allOf": st.lists(children, min_size=1, max_size=2),
+            "description": st.just("local"),
+        },
+    )
+    return st.builds(lambda ref, more: {**ref, **more}, _REFS_31, siblings)
+
+
+_SCHEMAS_31 = st.recursive(
+    _LEAVES_31,
+    lambda children: (
+        _objects_31(children)
+        | _beside_31(children)
+        | st.fixed_dictionaries({"allOf": st.lists(children, min_size=1, max_size=3)})
+    ),
+    max_leaves=8,
+)
+_INSTANCES = st.recursive(
+    st.none() | st.integers(0, 2) | st.sampled_from(["", "a"]),
+    lambda children: (
+        st.dictionaries(_NAMES_31, children, max_size=3) | st.lists(children, max_size=2)
+    ),
+    max_leaves=6,
+)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    schema=_beside_31(_SCHEMAS_31) | _SCHEMAS_31,
+    a=_objects_31(_SCHEMAS_31),
+    b=_objects_31(_SCHEMAS_31),
+    instances=st.lists(_INSTANCES, min_size=1, max_size=6),
+)
+def test_31_schemas_accept_what_the_document_accepts(
+    schema: Any, a: dict[str, Any], b: dict[str, Any], instances: list[Any]
+) -> None:
+    # Inlined, hoisted or folded into an allOf, a 3.1 schema (2020-12 already) must
+    # accept exactly the values the document's own schema accepts.
+    root = {"type": "object", "properties": {"p": schema}}
+    components = {"schemas": {"A": a, "B": b}}
+    doc = openapi(
+        {"/x": {"post": {"requestBody": {"content": _json(root)}, "responses": _ok(root)}}},
+        components=components,
+    )
+    definition = only_tool(doc).definition
+    assert definition.output_schema is not None
+    original = jsonschema.Draft202012Validator({**root, "components": components})
+    published = [
+        jsonschema.Draft202012Validator(definition.input_schema),
+        jsonschema.Draft202012Validator(definition.output_schema),
+    ]
+    for instance in [{}, *instances]:  # {} meets no requirement: most often told apart
+        expected = original.is_valid({"p": instance})
+        assert [v.is_valid({"p": instance}) for v in published] == [expected, expected], instance
 
 
 _ANY_JSON = st.recursive(
