@@ -86,6 +86,9 @@ _COLLECTION_FORMATS: Final[dict[str, tuple[str, bool]]] = {
     "pipes": ("pipeDelimited", False),
     "multi": ("form", True),
 }
+# Swagger 2.0 collectionFormats no OpenAPI 3 style writes in a path or header (simple is
+# comma-separated there) nor, for tsv, in a query: the caller joins the items itself.
+_JOINED_BY: Final[dict[str, str]] = {"ssv": "a space", "tsv": "a tab", "pipes": '"|"'}
 # Swagger 2.0 non-body parameter fields that are schema keywords.
 _SWAGGER_SCHEMA_KEYS: Final = frozenset(
     (
@@ -461,6 +464,7 @@ class DocumentConverter:
         if (location, wire.lower() if location == "header" else wire) in credentials:
             return
         content_type: str | None = None
+        description = _text(parameter.get("description"))
         style: str | None
         explode: bool | None
         if self._v2:
@@ -473,6 +477,12 @@ class DocumentConverter:
                 style, explode = _COLLECTION_FORMATS.get(fmt, ("form", False))
                 if location in ("path", "header"):
                     style = "simple"
+                if fmt in _JOINED_BY and (location != "query" or fmt == "tsv"):
+                    # A string is sent as it is: joined by the caller, it reaches the wire
+                    # as the document wrote it, which the style would not.
+                    schema = {"type": "string"}
+                    note = f"Several values: one string, the items separated by {_JOINED_BY[fmt]}."
+                    description = f"{description}\n\n{note}" if description else note
         else:
             raw_schema = parameter.get("schema")
             content = parameter.get("content")
@@ -490,9 +500,7 @@ class DocumentConverter:
             explode = declared_explode if isinstance(declared_explode, bool) else style == "form"
             if content_type is not None:
                 style, explode = None, None
-        schema = _annotate(
-            schema, _text(parameter.get("description")), parameter.get("deprecated") is True
-        )
+        schema = _annotate(schema, description, parameter.get("deprecated") is True)
         arguments.add(
             wire,
             location,

@@ -16,6 +16,7 @@ from catalog.compact import MAX_REF_DEPTH, MAX_SCHEMA_BYTES
 from catalog.convert import choose_status
 from catalog.model import Annotations, ParameterBinding
 from catalog.visibility import Verdict, decide
+from server.invoke import build_request
 from tests.catalog.conftest import convert, only_tool, openapi, openapi30, swagger
 from tests.contract import GET_ORDER as _CONTRACT_EXAMPLE
 
@@ -1124,6 +1125,72 @@ def test_swagger_20_body_formdata_file_and_servers() -> None:
 
 
 # -- route, base URL ---------------------------------------------------------------------
+
+
+def test_swagger_20_collection_formats_reach_the_wire_as_written() -> None:
+    # A path or header array was sent comma-separated whatever its collectionFormat
+    # (OpenAPI 3 has no other style there), and a query's tsv too.
+    def array(name: str, where: str, fmt: str) -> dict[str, Any]:
+        return {
+            "name": name,
+            "in": where,
+            "required": True,
+            "description": f"{fmt} {where}",
+            "type": "array",
+            "items": {"type": "string"},
+            "collectionFormat": fmt,
+        }
+
+    parameters = [
+        array("pipes", "path", "pipes"),
+        array("ssv", "path", "ssv"),
+        array("csv", "path", "csv"),
+        array("q_pipes", "query", "pipes"),
+        array("q_ssv", "query", "ssv"),
+        array("q_tsv", "query", "tsv"),
+        array("q_multi", "query", "multi"),
+        array("X-Pipes", "header", "pipes"),
+        array("X-Tsv", "header", "tsv"),
+        array("X-Csv", "header", "csv"),
+    ]
+    doc = swagger({"/i/{pipes}/{ssv}/{csv}": {"get": {"parameters": parameters, "responses": {}}}})
+    tool = only_tool(doc)
+    properties = tool.definition.input_schema["properties"]
+    joined = {
+        "pipes": '"|"',
+        "ssv": "a space",
+        "q_tsv": "a tab",
+        "X-Pipes": '"|"',
+        "X-Tsv": "a tab",
+    }
+    for name, separator in joined.items():
+        fmt, where = properties[name]["description"].split("\n\n")[0].split()
+        assert properties[name] == {
+            "type": "string",
+            "description": f"{fmt} {where}\n\n"
+            f"Several values: one string, the items separated by {separator}.",
+        }
+    for name in ("csv", "q_pipes", "q_ssv", "q_multi", "X-Csv"):
+        assert properties[name]["type"] == "array"
+    arguments = {
+        "pipes": "a|b",
+        "ssv": "a b",
+        "csv": ["a", "b"],
+        "q_pipes": ["a", "b"],
+        "q_ssv": ["a", "b"],
+        "q_tsv": "a\tb",
+        "q_multi": ["a", "b"],
+        "X-Pipes": "a|b",
+        "X-Tsv": "a\tb",
+        "X-Csv": ["a", "b"],
+    }
+    jsonschema.validate(arguments, tool.definition.input_schema)
+    request = build_request(tool.route, arguments, base_url="http://api.test")
+    assert request.url == (
+        "http://api.test/i/a%7Cb/a%20b/a,b?q_pipes=a|b&q_ssv=a%20b&q_tsv=a%09b&q_multi=a&q_multi=b"
+    )
+    sent = dict(request.headers)
+    assert (sent["X-Pipes"], sent["X-Tsv"], sent["X-Csv"]) == ("a|b", "a\tb", "a,b")
 
 
 def test_base_url_from_servers_with_variables_operation_first() -> None:
