@@ -33,6 +33,7 @@ from catalog.config import SpecConfig
 from catalog.curation import EXTENSION, apply_extension
 from catalog.errors import RefError, SpecError
 from catalog.fingerprint import with_version
+from catalog.media import multipart_parts, part_type
 from catalog.model import (
     GATEWAY_HEADERS,
     Annotations,
@@ -204,12 +205,19 @@ class _Arguments:
 class _Body:
     """What the request body contributed."""
 
-    __slots__ = ("is_whole", "media_type", "required")
+    __slots__ = ("encoding", "is_whole", "media_type", "required")
 
-    def __init__(self, media_type: str | None, required: bool, is_whole: bool) -> None:
+    def __init__(
+        self,
+        media_type: str | None,
+        required: bool,
+        is_whole: bool,
+        encoding: dict[str, str] | None = None,
+    ) -> None:
         self.media_type = media_type
         self.required = required
         self.is_whole = is_whole
+        self.encoding = encoding or {}  # member → its part's type (the Encoding Object)
 
 
 class DocumentConverter:
@@ -390,14 +398,17 @@ class DocumentConverter:
             )
         )
         card = card_for(definition, summary=summary or None, description=long or description)
+        bindings = tuple(arguments.bindings)
+        multipart = (body.media_type or "").lower().startswith("multipart/form-data")
         route = Route(
             method=verb,
             path=path,
             base_url=self._base_url(item, operation),
-            bindings=tuple(arguments.bindings),
+            bindings=bindings,
             body_media_type=body.media_type,
             body_required=body.required,
             body_is_whole=body.is_whole,
+            parts=multipart_parts(bindings, input_schema, body.encoding) if multipart else {},
         )
         tags = operation.get("tags")
         terms = operation.get(SEARCH_TERMS_EXTENSION)
@@ -540,7 +551,7 @@ class DocumentConverter:
         is_whole = self._body_schema(
             arguments, schema if schema is not None else {}, body_base, required
         )
-        return _Body(media, required, is_whole)
+        return _Body(media, required, is_whole, _encoding(entry))
 
     def _body_v2(
         self,
@@ -801,6 +812,19 @@ def _renamed(tool: CatalogTool, name: str) -> CatalogTool:
         card=msgspec.structs.replace(tool.card, name=name),
         search=msgspec.structs.replace(tool.search, name=f"{name} {tool.search.name}"),
     )
+
+
+def _encoding(entry: Any) -> dict[str, str]:
+    """A Media Type Object's ``encoding``: member → the Content-Type of its part."""
+    declared = entry.get("encoding") if isinstance(entry, dict) else None
+    if not isinstance(declared, dict):
+        return {}
+    types: dict[str, str] = {}
+    for member, encoding in declared.items():
+        media = part_type(encoding.get("contentType")) if isinstance(encoding, dict) else None
+        if isinstance(member, str) and media is not None:
+            types[member] = media
+    return types
 
 
 def _request_media(media_types: list[str]) -> str:

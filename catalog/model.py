@@ -24,6 +24,7 @@ __all__ = [
     "JSONSchema",
     "Location",
     "ParameterBinding",
+    "Part",
     "Problem",
     "Route",
     "SchemeUse",
@@ -131,6 +132,15 @@ class ParameterBinding(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=
     content_type: str | None = None  # a parameter declared with `content` (JSON-encoded)
 
 
+class Part(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """How a multipart body sends one member that is not a plain text or JSON field
+    (``catalog.media.multipart_parts``).
+    """
+
+    content_type: str
+    file: bool = False  # sent with a filename: what makes a part an upload to a backend
+
+
 class Route(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     """Everything invoke_tool needs to build the HTTP request, without reading the spec.
 
@@ -146,6 +156,10 @@ class Route(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     body_media_type: str | None = None
     body_required: bool = False
     body_is_whole: bool = False  # a non-object body, sent as the ``body`` argument
+    parts: dict[str, Part] = msgspec.field(default_factory=dict)
+    """A multipart body's files, and members the Encoding Object gives a type: by field.
+    Decided at conversion, from the whole inputSchema, so that a curated variant that
+    fixes a file (and drops it from its own schema) still sends a file."""
     fixed_arguments: dict[str, Any] = msgspec.field(default_factory=dict)
     """Arguments a curated variant fixes: absent from its inputSchema, sent on invoke."""
     default_arguments: dict[str, Any] = msgspec.field(default_factory=dict)

@@ -46,7 +46,8 @@ import jsonschema_rs
 import msgspec
 import referencing.exceptions
 
-from catalog.model import GATEWAY_HEADERS, ParameterBinding, Route, ToolDefinition, is_token
+from catalog.media import is_json_media, is_text_media
+from catalog.model import GATEWAY_HEADERS, ParameterBinding, Part, Route, ToolDefinition, is_token
 from server.errors import (
     BackendError,
     BackendNotConfigured,
@@ -291,14 +292,12 @@ _RESERVED_KEPT: Final = ":/?[]@!$'()*,;"
 query (``&``, ``=``, ``+``) or end it (``#``)."""
 # What a field value may not hold (RFC 9110 §5.5): every control character but HTAB.
 _CONTROL: Final = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
-_JSON_TYPES: Final = re.compile(r"^application/(.+\+)?json$")
 _URI_KEPT: Final = "!#$%&'()*+,/:;=?@[]~|"
 """What :func:`requote` keeps besides letters, digits and ``-._~``: RFC 3986's
 reserved characters, ``%`` (of a ``%XX``) and ``|``."""
 _STRAY_PERCENT: Final = re.compile(rb"%(?![0-9A-Fa-f]{2})")
 # What ends a cookie-value, or the cookie, in a Cookie header (RFC 6265 §4.2.1).
 _COOKIE_BREAKS: Final = re.compile(r"[;, \t]")
-_MAX_REF_HOPS: Final = 8  # a $defs entry that is itself a $ref, and so on: bounded
 # The separator of an unexploded array or object, by query style (form's is a comma).
 _DELIMITERS: Final = {"spaceDelimited": "%20", "pipeDelimited": "|"}
 
@@ -366,7 +365,6 @@ def build_request(
     query: Sequence[tuple[str, str]] = (),
     cookies: Sequence[tuple[str, str]] = (),
     max_body_bytes: int | None = None,
-    input_schema: Mapping[str, Any] | None = None,
 ) -> OutboundRequest:
     """The request for ``route`` with ``arguments`` (already validated).
 
@@ -383,8 +381,6 @@ def build_request(
             ``headers`` are.
         cookies: credential cookies (an apiKey in a cookie), values read as ``headers`` are.
         max_body_bytes: the outgoing body budget.
-        input_schema: the tool's inputSchema; a multipart member it declares a binary
-            string is sent as a file.
 
     Raises:
         InvalidArguments: a header with a control character or a name that is no token, a
@@ -440,7 +436,7 @@ def build_request(
     query_parts.extend(f"{_q(k)}={quote(_octets(v), safe='')}" for k, v in query)
     if query_parts:
         url += "?" + "&".join(query_parts)
-    body, content_type = _body(route, body_members, whole_body, has_whole_body, input_schema)
+    body, content_type = _body(route, body_members, whole_body, has_whole_body)
     if body is not None and max_body_bytes is not None and len(body) > max_body_bytes:
         raise InvalidArguments(
             f"the request body is {len(body)} bytes, over the {max_body_bytes}-byte limit"
@@ -675,7 +671,6 @@ def _body(
     members: dict[str, Any],
     whole: Any,
     has_whole: bool,
-    input_schema: Mapping[str, Any] | None,
 ) -> tuple[bytes | None, str | None]:
     media = (route.body_media_type or "application/json").split(";")[0].strip().lower()
     if has_whole:
@@ -686,12 +681,12 @@ def _body(
         payload = {}
     else:
         return None, None
-    if _JSON_TYPES.match(media) or media == "*/*":
+    if is_json_media(media) or media == "*/*":
         return msgspec.json.encode(payload), route.body_media_type or "application/json"
     if media == "application/x-www-form-urlencoded":
         return _form(payload).encode("ascii"), media
     if media == "multipart/form-data":
-        return _multipart(payload, _file_parts(route, input_schema or {}))
+        return _multipart(payload, route.parts)
     if isinstance(payload, str):
         return payload.encode("utf-8"), route.body_media_type
     if media.startswith("text/"):
@@ -713,8 +708,10 @@ def _form(payload: Any) -> str:
     return "&".join(pairs)
 
 
-def _multipart(payload: Any, files: Mapping[str, str]) -> tuple[bytes, str]:
-    """A multipart/form-data body; ``files`` maps a field to its file part's Content-Type."""
+def _multipart(payload: Any, parts: Mapping[str, Part]) -> tuple[bytes, str]:
+    """A multipart/form-data body; ``parts`` says which fields are files, and the type of
+    those and of any field the Encoding Object types (``Route.parts``).
+    """
     boundary = uuid.uuid4().hex
     fields = payload if isinstance(payload, dict) else {"body": payload}
     chunks: list[bytes] = []
@@ -724,20 +721,20 @@ def _multipart(payload: Any, files: Mapping[str, str]) -> tuple[bytes, str]:
         name = str(key).replace("\\", "\\\\").replace('"', "%22")
         name = name.replace("\r", "%0D").replace("\n", "%0A")
         disposition = f'form-data; name="{name}"'
-        file_type = files.get(str(key))
-        if file_type is not None:
+        part = parts.get(str(key))
+        if part is not None and part.file:
             # A file part (a filename is what makes one, to Starlette's UploadFile and the
             # rest): its content is the argument's text as UTF-8, all a JSON string can
             # carry. Under contentEncoding that text is the encoded content, which is what
             # OpenAPI 3.1 sends ("Working with Binary Data"): it is not decoded here.
             disposition += f'; filename="{name}"'
         for item in value if isinstance(value, list) else [value]:
-            if file_type is not None:
-                data, kind = _scalar(item).encode("utf-8"), file_type
-            elif isinstance(item, dict | list):
+            if isinstance(item, dict | list):
                 data, kind = msgspec.json.encode(item), "application/json"
             else:
                 data, kind = _scalar(item).encode("utf-8"), "text/plain; charset=utf-8"
+            if part is not None:
+                kind = part.content_type
             chunks.append(
                 f"--{boundary}\r\nContent-Disposition: {disposition}\r\n"
                 f"Content-Type: {kind}\r\n\r\n".encode()
@@ -746,77 +743,6 @@ def _multipart(payload: Any, files: Mapping[str, str]) -> tuple[bytes, str]:
             )
     chunks.append(f"--{boundary}--\r\n".encode())
     return b"".join(chunks), f"multipart/form-data; boundary={boundary}"
-
-
-def _file_parts(route: Route, input_schema: Mapping[str, Any]) -> dict[str, str]:
-    """Multipart field → its part's Content-Type, for each body member whose schema (or
-    its array's items) :func:`_binary` finds binary.
-    """
-    properties = input_schema.get("properties")
-    if not isinstance(properties, dict):
-        return {}
-    files: dict[str, str] = {}
-    for binding in route.bindings:
-        if binding.location != "body":
-            continue
-        member = _defined(input_schema, properties.get(binding.argument))
-        items = _defined(input_schema, member.get("items"))
-        for schema in (member, items):
-            media = _binary(schema)
-            if media is not None:
-                files[binding.wire_name or "body"] = media
-    return files
-
-
-def _binary(schema: Mapping[str, Any]) -> str | None:
-    """The part's Content-Type when ``schema`` is binary content, sent as a file; else None.
-
-    Binary is ``format: binary`` (OpenAPI 3.0, and what Swagger 2.0's ``file`` converts
-    to), a ``contentEncoding`` (3.1: encoded binary, whose default part type is
-    application/octet-stream), or a ``contentMediaType`` that is no text type, or that
-    comes with no ``type`` (3.1.1: the part is then of that media type). A string whose
-    media type is text (``application/json``, ``text/plain``) holds that text: an ordinary
-    field, as OpenAPI's default for a string, text/plain, makes it. The route holds no
-    Encoding Object (the index does not carry one): the ``contentMediaType`` is the only
-    part type known, application/octet-stream when none is.
-    """
-    media = schema.get("contentMediaType")
-    if not isinstance(media, str) or not media or _CONTROL.search(media):
-        media = None
-    encoded = isinstance(schema.get("contentEncoding"), str)
-    if schema.get("format") == "binary" or encoded:
-        return media or "application/octet-stream"
-    if media is not None and ("type" not in schema or not _is_text(media)):
-        return media
-    return None
-
-
-def _is_text(media: str) -> bool:
-    """Whether ``media`` is a text type: text/*, JSON, XML, or another :data:`_TEXTUAL`."""
-    bare = media.split(";")[0].strip().lower()
-    return (
-        bare.startswith("text/")
-        or bare.endswith("+xml")
-        or bare in _TEXTUAL
-        or _JSON_TYPES.match(bare) is not None
-    )
-
-
-def _defined(root: Mapping[str, Any], node: Any) -> dict[str, Any]:
-    """``node`` with a ``$ref`` into the root's ``$defs`` (as ``catalog.compact`` writes
-    them) followed, its siblings over the target; ``{}`` for anything but an object.
-    """
-    for _ in range(_MAX_REF_HOPS):
-        if not isinstance(node, dict):
-            return {}
-        ref = node.get("$ref")
-        if not isinstance(ref, str) or not ref.startswith("#/$defs/"):
-            return node
-        defs = root.get("$defs")
-        target = defs.get(ref.removeprefix("#/$defs/")) if isinstance(defs, dict) else None
-        siblings = {k: v for k, v in node.items() if k != "$ref"}
-        node = {**target, **siblings} if isinstance(target, dict) else siblings
-    return {}
 
 
 # -- 3. the result ------------------------------------------------------------------------
@@ -850,13 +776,13 @@ def _decode_body(response: BackendResponse) -> dict[str, Any]:
     media = content_type.split(";")[0].strip().lower()
     if not raw:
         return {"body": None}
-    if _JSON_TYPES.match(media) or media == "":
+    if is_json_media(media) or media == "":
         try:
             return {"body": msgspec.json.decode(raw)}
         except (msgspec.DecodeError, RecursionError):
             pass  # declared JSON but is not (or nested too deep): fall through to text
     charset = _charset(content_type)
-    if media.startswith("text/") or media in _TEXTUAL or charset or _JSON_TYPES.match(media):
+    if charset or is_text_media(media):
         try:
             return {"body": raw.decode(charset or "utf-8")}
         except (ValueError, LookupError):
@@ -874,18 +800,6 @@ def _decode_body(response: BackendResponse) -> dict[str, Any]:
         "contentType": content_type or "application/octet-stream",
         "encoding": "base64",
     }
-
-
-_TEXTUAL: Final = frozenset(
-    {
-        "application/xml",
-        "application/javascript",
-        "application/x-www-form-urlencoded",
-        "application/yaml",
-        "application/x-yaml",
-        "application/graphql",
-    }
-)
 
 
 def _charset(content_type: str) -> str | None:

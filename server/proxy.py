@@ -267,7 +267,6 @@ class Invoker:
                 query=outbound.query,
                 cookies=outbound.cookies,
                 max_body_bytes=self._config.invoke.max_request_bytes,
-                input_schema=definition.input_schema,
             )
             settings = self._settings(request.origin, record.source, spec)
             response = await self._proxy.send(request, settings)

@@ -211,6 +211,15 @@ ECHO_CONFIG = """
 namespace = ""
 forward_headers = ["Authorization", "X-Caller"]
 
+[[curation.variants]]
+match = { operation_id = "upload" }
+keep_original = true
+
+[[curation.variants.tools]]
+name = "upload_readme"
+description = "Upload the read-me."
+fixed = { file = "# read me" }
+
 [specs."session.json"]
 namespace = "session"
 credentials = { sid = "X-Session" }
@@ -246,8 +255,13 @@ def echo_document(port: int) -> dict[str, Any]:
                                     "properties": {
                                         "title": {"type": "string"},
                                         "file": {"type": "string", "format": "binary"},
+                                        "meta": {"type": "string"},
                                     },
-                                }
+                                },
+                                "encoding": {
+                                    "file": {"contentType": "text/markdown, text/*"},
+                                    "meta": {"contentType": "application/xml"},
+                                },
                             }
                         }
                     },
@@ -387,26 +401,42 @@ def test_a_callers_header_bytes_reach_the_backend_as_sent(echo_server: ServerThr
 
 
 @pytest.mark.parametrize(
-    ("tool", "arguments"),
+    ("tool", "arguments", "file", "kind"),
     [
-        ("upload", {"title": "notes", "file": "héllo"}),  # OpenAPI 3: format binary
-        ("files.upload_file", {"file": "héllo"}),  # Swagger 2.0: type file
+        # OpenAPI 3: format binary, typed by its Encoding Object (the first concrete type)
+        ("upload", {"title": "notes", "file": "héllo"}, "héllo", "text/markdown"),
+        # a curated variant fixing the file: its inputSchema no longer shows it binary
+        ("upload_readme", {"title": "notes"}, "# read me", "text/markdown"),
+        # Swagger 2.0: type file
+        ("files.upload_file", {"file": "héllo"}, "héllo", "application/octet-stream"),
     ],
 )
 def test_a_binary_member_is_uploaded_as_a_file(
-    echo_server: ServerThread, tool: str, arguments: dict[str, Any]
+    echo_server: ServerThread, tool: str, arguments: dict[str, Any], file: str, kind: str
 ) -> None:
-    # Sent as a text field (no filename, text/plain), an UploadFile endpoint saw a str.
+    # Sent as a text field (no filename, text/plain), an UploadFile endpoint saw a str;
+    # a variant's fixed file went so until conversion, not the server, decided the parts.
     body = Agent(echo_server.url, None).invoke(tool, arguments)["body"]
     assert (
         'Content-Disposition: form-data; name="file"; filename="file"\r\n'
-        "Content-Type: application/octet-stream\r\n\r\nhéllo\r\n"
+        f"Content-Type: {kind}\r\n\r\n{file}\r\n"
     ) in body
     if "title" in arguments:
         assert (
             'Content-Disposition: form-data; name="title"\r\n'
             "Content-Type: text/plain; charset=utf-8\r\n\r\nnotes\r\n"
         ) in body
+
+
+def test_a_member_the_encoding_object_types_is_sent_with_that_type(
+    echo_server: ServerThread,
+) -> None:
+    # The Encoding Object's contentType was not kept: the field went as text/plain.
+    body = Agent(echo_server.url, None).invoke("upload", {"meta": "<a/>"})["body"]
+    assert (
+        'Content-Disposition: form-data; name="meta"\r\n'
+        "Content-Type: application/xml\r\n\r\n<a/>\r\n"
+    ) in body
 
 
 def test_a_credential_that_cannot_be_sent_counts_as_not_presented(
