@@ -5,7 +5,8 @@ the persistent index of the whole APIs.guru directory (~125,000 operations), bui
 by the real indexer into ``.sezzlee/bench/http-apis-guru-v<schema>/`` (or ``--index``).
 wrk (Debian's package) drives it with ``benchmarks/wrk_search.lua``, which cycles
 through the fixed ``benchmarks/queries.txt`` (cards, limit 20, MCP 2026-07-28 headers)
-at 1, 16 and 64 concurrent connections, for 1 and 2 server workers.
+at 1, 16 and 64 concurrent connections, for 1 and 2 server workers. Then the same app
+under uvicorn (httptools), at 1 and 16 connections, once each: why the server runs granian.
 
 Cold start is spawn → first 200 from ``/readyz`` (catalog loaded). RSS is read from
 ``/proc`` for each worker: ``RssAnon`` is the process's own memory, ``RssFile`` the
@@ -48,6 +49,8 @@ REPO = HERE.parent
 RESULTS = HERE / "results"
 DEFAULT_INDEX = REPO / ".sezzlee" / "bench" / f"http-apis-guru-v{SCHEMA_VERSION}"
 CONCURRENCY = (1, 16, 64)
+COMPARED_CLIENTS = (1, 16)
+"""The client counts the uvicorn comparison runs at."""
 SEARCH = {
     "jsonrpc": "2.0",
     "id": 1,
@@ -94,28 +97,34 @@ def ensure_index(index: Path) -> None:
 
 
 class Server:
-    def __init__(self, index: Path, workers: int) -> None:
+    """The server on the index: ``python -m server`` (granian), or with ``asgi="uvicorn"``
+    the same app factory under uvicorn with httptools, for the comparison of the two.
+    """
+
+    def __init__(self, index: Path, workers: int, *, asgi: str = "granian") -> None:
         self.port = _free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         self.spawned = time.monotonic()
+        env = {**os.environ, "PYTHONPATH": str(REPO)}
+        if asgi == "granian":
+            argv = ["-m", "server", "--index", str(index), "--port", str(self.port)]
+            argv += ["--workers", str(workers), "--log-level", "warning"]
+        else:
+            # What python -m server hands its workers, given to uvicorn's instead.
+            env |= {
+                "SEZZLEE_INDEX": str(index),
+                "SEZZLEE_CONFIG": "",
+                "SEZZLEE_LOG_LEVEL": "warning",
+            }
+            argv = ["-m", "uvicorn", "--factory", "--loop", "asyncio", "--http", "httptools"]
+            argv += ["--port", str(self.port), "--workers", str(workers), "--no-access-log"]
+            argv += ["--log-level", "warning", "server.__main__:app_from_env"]
         self.process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "server",
-                "--index",
-                str(index),
-                "--port",
-                str(self.port),
-                "--workers",
-                str(workers),
-                "--log-level",
-                "warning",
-            ],
+            [sys.executable, *argv],
             cwd=REPO,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
-            env={**os.environ, "PYTHONPATH": str(REPO)},
+            env=env,
         )
 
     def wait_ready(self, timeout: float = 60.0) -> float:
@@ -254,6 +263,20 @@ def main() -> int:
         finally:
             server.stop()
 
+    # The ASGI server's choice: the same app under uvicorn (httptools), one run per row.
+    uvicorn: list[dict[str, Any]] = []
+    for workers in args.workers:
+        server = Server(args.index, workers, asgi="uvicorn")
+        try:
+            server.wait_ready()
+            time.sleep(0.5)
+            for connections in COMPARED_CLIENTS:
+                row = run_wrk(server.base + "/mcp", connections, args.seconds)
+                row["workers"] = workers
+                uvicorn.append(row)
+        finally:
+            server.stop()
+
     result = {
         "machine": f"{platform.machine()}, {os.cpu_count()} cores",
         "index": str(args.index),
@@ -261,6 +284,7 @@ def main() -> int:
         "seconds_per_run": args.seconds,
         "cold_start_s": [round(x, 3) for x in cold],
         "runs": runs,
+        "uvicorn_runs": uvicorn,
         "memory": memory,
     }
     RESULTS.mkdir(exist_ok=True)
@@ -295,6 +319,26 @@ def main() -> int:
             f"| {workers} | {', '.join(str(f.get('VmRSS')) for f in after)} "
             f"| {', '.join(str(f.get('RssAnon')) for f in after)} "
             f"| {', '.join(str(f.get('RssFile')) for f in after)} |"
+        )
+    print(
+        "\nThe same app under uvicorn (httptools, asyncio loop, `--workers`), one run per "
+        "row, against granian's median run above:\n"
+    )
+    print(
+        "| workers | clients | granian calls/s | uvicorn calls/s | granian p50 ms "
+        "| uvicorn p50 ms |"
+    )
+    print("|---:|---:|---:|---:|---:|---:|")
+    for row in uvicorn:
+        same = [
+            r
+            for r in runs
+            if r["workers"] == row["workers"] and r["connections"] == row["connections"]
+        ]
+        ours = median_run(same)
+        print(
+            f"| {row['workers']} | {row['connections']} | {ours['rps']:,.0f} | {row['rps']:,.0f} "
+            f"| {ours['p50_ms']} | {row['p50_ms']} |"
         )
     return 0
 
