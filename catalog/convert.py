@@ -90,6 +90,7 @@ _COLLECTION_FORMATS: Final[dict[str, tuple[str, bool]]] = {
 # Swagger 2.0 collectionFormats no OpenAPI 3 style writes in a path or header (simple is
 # comma-separated there) nor, for tsv, in a query: the caller joins the items itself.
 _JOINED_BY: Final[dict[str, str]] = {"ssv": "a space", "tsv": "a tab", "pipes": '"|"'}
+_FORM: Final = "application/x-www-form-urlencoded"
 # Swagger 2.0 non-body parameter fields that are schema keywords.
 _SWAGGER_SCHEMA_KEYS: Final = frozenset(
     (
@@ -484,16 +485,9 @@ class DocumentConverter:
             )
             style, explode = _DEFAULT_STYLE[location], location in ("query", "cookie")
             if parameter.get("type") == "array":
-                fmt = parameter.get("collectionFormat", "csv")
-                style, explode = _COLLECTION_FORMATS.get(fmt, ("form", False))
-                if location in ("path", "header"):
-                    style = "simple"
-                if fmt in _JOINED_BY and (location != "query" or fmt == "tsv"):
-                    # A string is sent as it is: joined by the caller, it reaches the wire
-                    # as the document wrote it, which the style would not.
-                    schema = {"type": "string"}
-                    note = f"Several values: one string, the items separated by {_JOINED_BY[fmt]}."
-                    description = f"{description}\n\n{note}" if description else note
+                style, explode, joined_by = _collection_format(parameter, location)
+                if joined_by is not None:
+                    schema, description = _joined(description, joined_by)
         else:
             raw_schema = parameter.get("schema")
             content = parameter.get("content")
@@ -548,8 +542,13 @@ class DocumentConverter:
         entry = content[media]
         schema = entry.get("schema") if isinstance(entry, dict) else None
         required = body.get("required") is True
+        form = media.split(";", 1)[0].strip().lower() == _FORM
         is_whole = self._body_schema(
-            arguments, schema if schema is not None else {}, body_base, required
+            arguments,
+            schema if schema is not None else {},
+            body_base,
+            required,
+            _form_styles(entry) if form else None,
         )
         return _Body(media, required, is_whole, _encoding(entry))
 
@@ -574,10 +573,7 @@ class DocumentConverter:
         if not form:
             return _Body(None, False, False)
         has_file = any(p.get("type") == "file" for p, _ in form)
-        if has_file or "multipart/form-data" in consumes:
-            media = "multipart/form-data"
-        else:
-            media = "application/x-www-form-urlencoded"
+        media = "multipart/form-data" if has_file or "multipart/form-data" in consumes else _FORM
         for parameter, parameter_base in form:
             wire = cast(str, parameter["name"])
             schema = self._normalizer.schema(
@@ -585,15 +581,37 @@ class DocumentConverter:
                 parameter_base,
                 "in",
             )
-            schema = _annotate(schema, _text(parameter.get("description")), False)
+            description = _text(parameter.get("description"))
+            written: dict[str, Any] = {}
+            if media == _FORM and parameter.get("type") == "array":
+                # A form body is written as a query is; a multipart body sends one part
+                # per item whatever the format.
+                style, explode, joined_by = _collection_format(parameter, "query")
+                written = {"style": style, "explode": explode}
+                if joined_by is not None:
+                    schema, description = _joined(description, joined_by)
+            schema = _annotate(schema, description, False)
             arguments.add(
-                wire, "body", schema, required=parameter.get("required") is True, wire_name=wire
+                wire,
+                "body",
+                schema,
+                required=parameter.get("required") is True,
+                wire_name=wire,
+                **written,
             )
         return _Body(media, any(p.get("required") is True for p, _ in form), False)
 
-    def _body_schema(self, arguments: _Arguments, raw: Any, base: str, required: bool) -> bool:
+    def _body_schema(
+        self,
+        arguments: _Arguments,
+        raw: Any,
+        base: str,
+        required: bool,
+        styles: dict[str, dict[str, Any]] | None = None,
+    ) -> bool:
         """Object members become arguments; any other body is the one argument ``body``
-        (returns True then: the body is sent whole).
+        (returns True then: the body is sent whole). ``styles``: a form body's members'
+        wire data (:func:`_form_styles`).
         """
         if self._normalizer.flagged(raw, base, "readOnly"):
             return True  # a read-only body, object or not, is nothing the caller can send
@@ -605,7 +623,12 @@ class DocumentConverter:
         properties, needed = members
         for member, schema in properties.items():
             arguments.add(
-                member, "body", schema, required=required and member in needed, wire_name=member
+                member,
+                "body",
+                schema,
+                required=required and member in needed,
+                wire_name=member,
+                **(styles or {}).get(member, {}),
             )
         return False
 
@@ -812,6 +835,60 @@ def _renamed(tool: CatalogTool, name: str) -> CatalogTool:
         card=msgspec.structs.replace(tool.card, name=name),
         search=msgspec.structs.replace(tool.search, name=f"{name} {tool.search.name}"),
     )
+
+
+def _collection_format(parameter: dict[str, Any], location: str) -> tuple[str, bool, str | None]:
+    """A Swagger 2.0 array's ``collectionFormat`` (csv when absent) as the OpenAPI 3
+    style and explode that write it in ``location`` (a form body's is ``query``), and
+    the separator the caller joins the items by when no style writes it there (else
+    None).
+    """
+    fmt = parameter.get("collectionFormat", "csv")
+    style, explode = _COLLECTION_FORMATS.get(fmt, ("form", False))
+    if location in ("path", "header"):
+        style = "simple"
+    if fmt in _JOINED_BY and (location != "query" or fmt == "tsv"):
+        return style, explode, _JOINED_BY[fmt]
+    return style, explode, None
+
+
+def _joined(description: str, separator: str) -> tuple[JSONSchema, str]:
+    """The schema and description of an array the caller joins by ``separator``.
+
+    A string is sent as it is: joined by the caller, it reaches the wire as the document
+    wrote it, which no style would.
+    """
+    note = f"Several values: one string, the items separated by {separator}."
+    return {"type": "string"}, f"{description}\n\n{note}" if description else note
+
+
+def _form_styles(entry: Any) -> dict[str, dict[str, Any]]:
+    """A form-urlencoded Media Type Object's ``encoding``: member → the ``style``,
+    ``explode`` and ``allowReserved`` of its binding.
+
+    A member whose Encoding Object declares any of the three is written as a query
+    parameter with them is (OpenAPI 3: its ``contentType`` is then ignored); one that
+    declares none is left without a style, and is sent as its ``contentType`` says,
+    an object as JSON.
+    """
+    declared = entry.get("encoding") if isinstance(entry, dict) else None
+    if not isinstance(declared, dict):
+        return {}
+    styles: dict[str, dict[str, Any]] = {}
+    for member, encoding in declared.items():
+        if not isinstance(member, str) or not isinstance(encoding, dict):
+            continue
+        style, explode = encoding.get("style"), encoding.get("explode")
+        reserved = encoding.get("allowReserved")
+        if not (isinstance(style, str) or isinstance(explode, bool) or isinstance(reserved, bool)):
+            continue
+        style = style if isinstance(style, str) else "form"
+        styles[member] = {
+            "style": style,
+            "explode": explode if isinstance(explode, bool) else style == "form",
+            "allow_reserved": reserved is True,
+        }
+    return styles
 
 
 def _encoding(entry: Any) -> dict[str, str]:

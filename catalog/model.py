@@ -120,7 +120,9 @@ class ParameterBinding(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=
     """Where one top-level argument of the flat inputSchema goes on the wire.
 
     ``wire_name`` is the parameter's name in the document (or the body member's name);
-    it is empty for a non-object body sent whole as the ``body`` argument.
+    it is empty for a non-object body sent whole as the ``body`` argument. ``style``,
+    ``explode`` and ``allow_reserved`` are a parameter's, or a form-urlencoded body
+    member's (its Encoding Object, or Swagger 2.0's ``collectionFormat``).
     """
 
     argument: str

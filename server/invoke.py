@@ -684,7 +684,7 @@ def _body(
     if is_json_media(media) or media == "*/*":
         return msgspec.json.encode(payload), route.body_media_type or "application/json"
     if media == "application/x-www-form-urlencoded":
-        return _form(payload).encode("ascii"), media
+        return _form(payload, route.bindings).encode("ascii"), media
     if media == "multipart/form-data":
         return _multipart(payload, route.parts)
     if isinstance(payload, str):
@@ -694,17 +694,25 @@ def _body(
     return msgspec.json.encode(payload), "application/json"
 
 
-def _form(payload: Any) -> str:
+def _form(payload: Any, bindings: Iterable[ParameterBinding]) -> str:
+    """A form-urlencoded body: each member written as a query parameter with its
+    binding's style is (form and exploded when it has none, as OpenAPI 3 defaults).
+    """
     if not isinstance(payload, dict):
         return _q(_scalar(payload))
+    members = {b.wire_name: b for b in bindings if b.location == "body" and b.wire_name}
     pairs: list[str] = []
     for key, value in payload.items():
         if value is None:
             continue
-        if isinstance(value, list):
-            pairs.extend(f"{_q(str(key))}={_q(_scalar(v))}" for v in value)
-        else:
-            pairs.append(f"{_q(str(key))}={_q(_scalar(value))}")
+        binding = members.get(str(key)) or ParameterBinding(
+            argument=str(key), location="body", wire_name=str(key)
+        )
+        if binding.style is None and isinstance(value, dict):
+            # No style, explode or allowReserved in its Encoding Object: an object is
+            # its contentType's, application/json, one value.
+            value = _scalar(value)
+        pairs.extend(_query_pairs(binding, value))
     return "&".join(pairs)
 
 

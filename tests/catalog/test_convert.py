@@ -1193,6 +1193,74 @@ def test_swagger_20_collection_formats_reach_the_wire_as_written() -> None:
     assert (sent["X-Pipes"], sent["X-Tsv"], sent["X-Csv"]) == ("a|b", "a\tb", "a,b")
 
 
+def test_form_body_members_record_the_style_they_are_written_in() -> None:
+    # Form members had no style: every array went as repeated keys (multi), whatever the
+    # collectionFormat or the Encoding Object said.
+    def form(fmt: str, media: str = "application/x-www-form-urlencoded") -> dict[str, Any]:
+        field = {"name": "f", "in": "formData", "type": "array", "items": {"type": "string"}}
+        parameter = field | ({"collectionFormat": fmt} if fmt else {})
+        return {"post": {"consumes": [media], "parameters": [parameter], "responses": {}}}
+
+    formats = ("", "csv", "ssv", "pipes", "multi", "tsv")
+    paths = {f"/{fmt or 'default'}": form(fmt) for fmt in formats}
+    paths["/multipart"] = form("csv", "multipart/form-data")
+    tools = {t.route.path: t for t in convert(swagger(paths)).tools}
+    styles = {path: tool.route.bindings[0] for path, tool in tools.items()}
+    assert {path: (b.style, b.explode) for path, b in styles.items()} == {
+        "/default": ("form", False),
+        "/csv": ("form", False),
+        "/ssv": ("spaceDelimited", False),
+        "/pipes": ("pipeDelimited", False),
+        "/multi": ("form", True),
+        "/tsv": ("form", False),
+        "/multipart": (None, None),  # one part per item
+    }
+    assert tools["/tsv"].definition.input_schema["properties"]["f"] == {
+        "type": "string",
+        "description": "Several values: one string, the items separated by a tab.",
+    }
+    arguments = {"f": ["a", "b"]}
+    bodies = {
+        path: build_request(tools[path].route, arguments, base_url="http://api.test").body
+        for path in ("/default", "/ssv", "/pipes", "/multi")
+    }
+    assert bodies == {
+        "/default": b"f=a,b",
+        "/ssv": b"f=a%20b",
+        "/pipes": b"f=a|b",
+        "/multi": b"f=a&f=b",
+    }
+    multipart = build_request(tools["/multipart"].route, arguments, base_url="http://api.test")
+    assert (multipart.body or b"").count(b'name="f"') == 2
+
+    def body(media: str) -> dict[str, Any]:
+        strings = {"type": "array", "items": {"type": "string"}}
+        properties = {k: strings for k in ("plain", "joined", "piped")}
+        encoding = {
+            "joined": {"explode": False},
+            "piped": {"style": "pipeDelimited", "allowReserved": True},
+            "plain": {"contentType": "text/plain"},
+        }
+        content = {"schema": {"type": "object", "properties": properties}, "encoding": encoding}
+        return {"post": {"requestBody": {"content": {media: content}}, "responses": {}}}
+
+    urlencoded = only_tool(openapi({"/f": body("application/x-www-form-urlencoded")}))
+    bindings = urlencoded.route.bindings
+    assert {b.argument: (b.style, b.explode, b.allow_reserved) for b in bindings} == {
+        "plain": (None, None, False),  # no style, explode nor allowReserved: no style
+        "joined": ("form", False, False),
+        "piped": ("pipeDelimited", False, True),
+    }
+    request = build_request(
+        urlencoded.route,
+        {"plain": ["a", "b"], "joined": ["a", "b"], "piped": ["a/b", "c"]},
+        base_url="http://api.test",
+    )
+    assert request.body == b"plain=a&plain=b&joined=a,b&piped=a/b|c"
+    multipart_3 = only_tool(openapi({"/f": body("multipart/form-data")}))
+    assert {b.style for b in multipart_3.route.bindings} == {None}
+
+
 def test_base_url_from_servers_with_variables_operation_first() -> None:
     servers = [
         {

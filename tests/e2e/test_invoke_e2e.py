@@ -227,7 +227,9 @@ credentials = { sid = "X-Session" }
 
 
 def echo_document(port: int) -> dict[str, Any]:
-    """A GET with a header argument, behind a bearer scheme, and a multipart upload."""
+    """A GET with a header argument, behind a bearer scheme, a multipart upload, and a
+    form whose Encoding Object styles some members.
+    """
     return {
         "openapi": "3.0.3",
         "info": {"title": "echo", "version": "1"},
@@ -268,12 +270,44 @@ def echo_document(port: int) -> dict[str, Any]:
                     "responses": {"200": {"description": "ok"}},
                 }
             },
+            "/form": {
+                "post": {
+                    "operationId": "form",
+                    "requestBody": {
+                        "content": {
+                            "application/x-www-form-urlencoded": {
+                                "schema": {
+                                    "type": "object",
+                                    "properties": {
+                                        "tags": {"type": "array", "items": {"type": "string"}},
+                                        "ids": {"type": "array", "items": {"type": "integer"}},
+                                        "words": {"type": "array", "items": {"type": "string"}},
+                                        "pipes": {"type": "array", "items": {"type": "string"}},
+                                        "filter": {"type": "object"},
+                                        "meta": {"type": "object"},
+                                    },
+                                },
+                                "encoding": {
+                                    "ids": {"explode": False},
+                                    "words": {"style": "spaceDelimited", "explode": False},
+                                    "pipes": {"style": "pipeDelimited"},
+                                    "filter": {"style": "deepObject", "explode": True},
+                                },
+                            }
+                        }
+                    },
+                    "responses": {"200": {"description": "ok"}},
+                }
+            },
         },
     }
 
 
 def swagger_document(port: int) -> dict[str, Any]:
-    """Swagger 2.0's file upload: a formData parameter of type file."""
+    """Swagger 2.0's file upload: a formData parameter of type file; and a form of arrays,
+    one per collectionFormat.
+    """
+    strings = {"type": "string"}
     return {
         "swagger": "2.0",
         "info": {"title": "files", "version": "1"},
@@ -287,7 +321,19 @@ def swagger_document(port: int) -> dict[str, Any]:
                     "parameters": [{"name": "file", "in": "formData", "type": "file"}],
                     "responses": {"200": {"description": "ok"}},
                 }
-            }
+            },
+            "/form": {
+                "post": {
+                    "operationId": "form",
+                    "consumes": ["application/x-www-form-urlencoded"],
+                    "parameters": [
+                        {"name": fmt, "in": "formData", "type": "array", "items": strings}
+                        | ({"collectionFormat": fmt} if fmt != "default" else {})
+                        for fmt in ("default", "csv", "ssv", "pipes", "multi", "tsv")
+                    ],
+                    "responses": {"200": {"description": "ok"}},
+                }
+            },
         },
     }
 
@@ -437,6 +483,47 @@ def test_a_member_the_encoding_object_types_is_sent_with_that_type(
         'Content-Disposition: form-data; name="meta"\r\n'
         "Content-Type: application/xml\r\n\r\n<a/>\r\n"
     ) in body
+
+
+def test_form_members_are_written_as_their_encoding_says(echo_server: ServerThread) -> None:
+    # Every array member went as repeated keys (collectionFormat multi), whatever the
+    # Swagger 2.0 collectionFormat or the OpenAPI 3 Encoding Object said.
+    agent = Agent(echo_server.url, None)
+    items = ["a b", "c"]
+    body = agent.invoke(
+        "files.form", {n: items for n in ("default", "csv", "ssv", "pipes", "multi")}
+    )["body"]
+    assert body.split("&") == [
+        "default=a%20b,c",  # csv when absent
+        "csv=a%20b,c",
+        "ssv=a%20b%20c",
+        "pipes=a%20b|c",
+        "multi=a%20b",
+        "multi=c",
+    ]
+    # tsv: no OpenAPI 3 style writes it; the caller joins the items, as in a query
+    assert agent.invoke("files.form", {"tsv": "a\tb"})["body"] == "tsv=a%09b"
+    body = agent.invoke(
+        "form",
+        {
+            "tags": items,
+            "ids": [1, 2],
+            "words": items,
+            "pipes": items,
+            "filter": {"color": "red", "size": 2},
+            "meta": {"k": "v"},
+        },
+    )["body"]
+    assert body.split("&") == [
+        "tags=a%20b",  # no Encoding Object: form, exploded
+        "tags=c",
+        "ids=1,2",
+        "words=a%20b%20c",
+        "pipes=a%20b|c",
+        "filter%5Bcolor%5D=red",
+        "filter%5Bsize%5D=2",
+        "meta=%7B%22k%22%3A%22v%22%7D",  # no style: its contentType, JSON
+    ]
 
 
 def test_a_credential_that_cannot_be_sent_counts_as_not_presented(
