@@ -50,6 +50,7 @@ from catalog.fingerprint import with_version
 from catalog.fold import fold_tag
 from catalog.model import Annotations, CatalogTool
 from catalog.naming import qualify
+from catalog.normalize import is_json_value
 
 __all__ = ["EXTENSION", "apply_extension", "curate", "for_namespace", "matches"]
 
@@ -315,6 +316,14 @@ def _variant(tool: CatalogTool, variant: Variant, rule: str) -> CatalogTool:
 def _check_value(
     root: dict[str, Any], schema: Any, value: object, rule: str, variant: str, argument: str
 ) -> None:
+    if not is_json_value(value):
+        # JSON has no NaN nor infinity (YAML .nan/.inf, TOML nan/inf): encoded, it is
+        # null, so the description, the default and the call would all say null.
+        raise CurationError(
+            rule,
+            f"variant {variant!r}: value for {argument!r} is invalid: {value!r} holds a "
+            "number JSON cannot hold (NaN or an infinity)",
+        )
     # Validate against the argument's schema with the root's $defs in reach, so a fixed
     # value the backend would reject is caught when the rule is written, not on invoke.
     subject = {**_schema_object(schema), "$defs": root["$defs"]} if "$defs" in root else schema

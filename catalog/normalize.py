@@ -38,6 +38,7 @@ __all__ = [
     "Ref",
     "TemplateDict",
     "TemplateList",
+    "is_json_value",
     "is_template",
     "shape_of",
 ]
@@ -127,7 +128,7 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
-def _is_json(value: Any) -> bool:
+def is_json_value(value: Any) -> bool:
     """Whether a value holds no NaN or ±Infinity anywhere: YAML has them (``.nan``,
     ``.inf``, ``1e400``), JSON does not, and an encoder writes them as ``null``.
     """
@@ -398,19 +399,19 @@ class Normalizer:
                 if isinstance(value, bool):
                     out[key] = value
             elif key == "enum":
-                if isinstance(value, list) and not _is_json(value):
+                if isinstance(value, list) and not is_json_value(value):
                     # A member JSON cannot hold matches no argument or response: the
                     # others accept exactly what the document's enum accepts of JSON.
-                    value = [member for member in value if _is_json(member)]
+                    value = [member for member in value if is_json_value(member)]
                 if isinstance(value, list) and value:
                     out["enum"] = value
             elif key == "examples":
                 if isinstance(value, list):
                     out["examples"] = (
-                        value if _is_json(value) else [v for v in value if _is_json(v)]
+                        value if is_json_value(value) else [v for v in value if is_json_value(v)]
                     )
             elif key in _ANY:
-                if _is_json(value):
+                if is_json_value(value):
                     out[key] = value
             elif key == "dependentRequired" and isinstance(value, dict):
                 # The metaschema wants each list's names unique (as in "required").
@@ -426,7 +427,7 @@ class Normalizer:
             # A member left out for its direction (readOnly in, writeOnly out) is not
             # required either.
             out["required"] = [n for n in out["required"] if n not in dropped]
-        if "examples" not in out and "example" in raw and _is_json(raw["example"]):
+        if "examples" not in out and "example" in raw and is_json_value(raw["example"]):
             out["examples"] = [raw["example"]]
         if "required" in out and not out["required"]:
             del out["required"]

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import msgspec
@@ -201,6 +202,62 @@ def test_fixed_value_must_fit_the_argument_schema() -> None:
         curate([tool], rules)
 
 
+# A variant fixing or defaulting a value JSON cannot hold, in YAML and in TOML.
+NON_JSON = """
+openapi: 3.1.0
+info: {title: t, version: '1'}
+servers: [{url: 'https://api.example'}]
+paths:
+  /things:
+    get:
+      operationId: things
+      parameters:
+        - {name: x, in: query, schema: {}}
+      responses: {'200': {description: ok}}
+      x-sezzlee: {variants: [{name: v, description: d, %s: {x: %s}}]}
+"""
+
+
+@pytest.mark.parametrize("kind", ["fixed", "defaults"])
+@pytest.mark.parametrize(
+    ("yaml", "toml", "shown"),
+    [
+        (".nan", "nan", "nan"),
+        (".inf", "inf", "inf"),
+        ("-.inf", "-inf", "-inf"),
+        ("[1, {y: .nan}]", "[1, { y = nan }]", "[1, {'y': nan}]"),
+    ],
+)
+def test_a_value_json_cannot_hold_is_refused_naming_it(
+    kind: str, yaml: str, toml: str, shown: str
+) -> None:
+    # An encoder writes NaN and infinities as null: fixed, the description read
+    # "Fixed: x = null" and invoke sent null (an absent argument); defaulted, the
+    # published schema said "default": null.
+    reason = rf"variant 'v': value for 'x' is invalid: {re.escape(shown)} holds a number JSON"
+    result = _convert((NON_JSON % (kind, yaml)).encode(), source="github.yaml")
+    assert result.tools == ()
+    (warning,) = result.warnings
+    assert warning.location == "/paths/~1things/get/x-sezzlee"
+    assert re.search(reason, warning.reason), warning.reason
+    config = decode_config(
+        f"""
+[[curation.variants]]
+match = {{ operation_id = "things" }}
+[[curation.variants.tools]]
+name = "v"
+description = "d"
+{kind} = {{ x = {toml} }}
+""".encode(),
+        file="sezzlee.toml",
+    )
+    plain = _convert(
+        (NON_JSON % ("fixed", "1")).replace("x-sezzlee", "x-other").encode(), source="github.yaml"
+    )
+    with pytest.raises(CurationError, match=rf"^curation\.variants\[0\]: {reason}"):
+        curate(plain.tools, config.curation)
+
+
 @pytest.mark.parametrize("with_defs", [False, True])
 def test_variants_on_boolean_argument_schemas(with_defs: bool) -> None:
     # OpenAPI 3.1 allows the schemas true and false; merging a default into one (or
@@ -356,9 +413,9 @@ def _document(extension: object, *, second: str = "github.repo_alias") -> bytes:
     )
 
 
-def _convert(data: bytes) -> SpecResult:
+def _convert(data: bytes, *, source: str = "github.json") -> SpecResult:
     return convert_document(
-        "github.json",
+        source,
         data,
         namespace="github",
         spec_config=SpecConfig(),
