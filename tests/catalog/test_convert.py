@@ -700,12 +700,43 @@ def test_choose_status_order() -> None:
         {"type": "integer", "format": "int64"},
         {"type": ["object", "null"], "properties": {"a": {"type": "string"}}},
         {"oneOf": [{"type": "string"}, {"type": "integer"}]},
+        {"oneOf": [{"type": "object"}, {"type": "array"}]},  # one branch is no object
+        {"anyOf": [{"type": "object"}, {"type": "null"}]},  # a nullable object
         {},
     ],
 )
 def test_non_object_roots_are_wrapped_as_result(root: dict[str, Any]) -> None:
     schema = only_tool(openapi({"/a": {"get": {"responses": _ok(root)}}})).definition.output_schema
     assert schema == {"type": "object", "properties": {"result": root}, "required": ["result"]}
+
+
+@pytest.mark.parametrize(
+    "root",
+    [
+        {"oneOf": [{"$ref": "#/components/schemas/Cat"}, {"$ref": "#/components/schemas/Dog"}]},
+        {
+            "oneOf": [{"$ref": "#/components/schemas/Cat"}, {"$ref": "#/components/schemas/Dog"}],
+            "discriminator": {"propertyName": "kind"},
+        },
+        {"anyOf": [{"type": "object"}, {"properties": {"a": {}}}]},
+        {"oneOf": [{"$ref": "#/components/schemas/Cat"}, {"anyOf": [{"type": "object"}]}]},
+    ],
+)
+def test_a_choice_of_objects_is_an_object_root(root: dict[str, Any]) -> None:
+    # Every answer is an object, so MCP's object root holds. It was wrapped under
+    # "result" unless the document also wrote type: object beside the oneOf: one
+    # response shape, two outputSchemas, by how the document was written.
+    animal = {"type": "object", "properties": {"kind": {"type": "string"}}}
+    document = openapi({"/a": {"get": {"responses": _ok(root)}}})
+    document["components"] = {"schemas": {"Cat": animal, "Dog": animal}}
+    written = {**root, "type": "object"}
+    typed = openapi({"/a": {"get": {"responses": _ok(written)}}})
+    typed["components"] = document["components"]
+    schema = only_tool(document).definition.output_schema
+    assert schema is not None
+    assert "result" not in schema.get("properties", {})
+    assert schema == only_tool(typed).definition.output_schema
+    assert schema["type"] == "object"
 
 
 def test_a_nullable_object_root_without_type_keeps_null() -> None:
