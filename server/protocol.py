@@ -319,12 +319,36 @@ def _parse_modern(headers: Headers, body: bytes, server: Implementation) -> Repl
     if rpc_method == "subscriptions/listen":
         if not _accepts_sse(accept, strict=True):
             return Reply(status=406)
-        wanted = params.get("notifications")
-        if wanted is not None and not isinstance(wanted, dict):
-            return _modern_error(request_id, INVALID_PARAMS, "notifications must be an object")
-        honored = {"toolsListChanged": True} if (wanted or {}).get("toolsListChanged") else {}
+        problem = _listen_params_problem(params)
+        if problem is not None:
+            return _modern_error(request_id, INVALID_PARAMS, problem)
+        honored = (
+            {"toolsListChanged": True} if params["notifications"].get("toolsListChanged") else {}
+        )
         return Listen(id=request_id, honored=honored)
     return _tool_request(Era.MODERN, request_id, rpc_method, params)
+
+
+_LISTEN_FLAGS: Final = ("toolsListChanged", "promptsListChanged", "resourcesListChanged")
+
+
+def _listen_params_problem(params: Mapping[str, Any]) -> str | None:
+    """Why a ``subscriptions/listen`` request's params do not match the 2026 schema
+    (``SubscriptionsListenRequestParams``: a required ``notifications`` filter of
+    boolean flags and a list of resource URIs), or None. A flag that is not a boolean
+    is refused, not read as true: the client would get notifications it did not ask for.
+    """
+    wanted = params.get("notifications")
+    if not isinstance(wanted, dict):
+        return "notifications is required and must be an object"
+    for flag in _LISTEN_FLAGS:
+        value = wanted.get(flag)
+        if value is not None and not isinstance(value, bool):
+            return f"notifications.{flag} must be a boolean"
+    uris = wanted.get("resourceSubscriptions")
+    if uris is not None and not (isinstance(uris, list) and all(isinstance(u, str) for u in uris)):
+        return "notifications.resourceSubscriptions must be a list of strings"
+    return None
 
 
 def _header_mismatch(

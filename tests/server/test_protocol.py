@@ -307,12 +307,31 @@ def test_listen_honors_tools_list_changed_only() -> None:
     assert listen == Listen(id="listen-2", honored={})
 
 
+@pytest.mark.parametrize(
+    "params",
+    [
+        {},  # notifications is required
+        {"notifications": None},
+        {"notifications": [True]},
+        # Read as truthy, these subscribed the client to what it never asked for.
+        {"notifications": {"toolsListChanged": "maybe"}},
+        {"notifications": {"toolsListChanged": [0]}},
+        {"notifications": {"toolsListChanged": 1}},
+        {"notifications": {"promptsListChanged": "yes"}},
+        {"notifications": {"resourceSubscriptions": "file:///a"}},
+    ],
+)
+def test_listen_params_must_match_the_2026_schema(params: dict[str, Any]) -> None:
+    assert error_of(modern("subscriptions/listen", params))[:2] == (400, -32602)
+
+
 def test_listen_needs_event_stream() -> None:
     headers = modern_headers("subscriptions/listen")
     headers["accept"] = ["application/json, text/event-stream"]
-    assert isinstance(modern("subscriptions/listen", headers=headers), Listen)
+    wanted = {"notifications": {"toolsListChanged": None}}
+    assert isinstance(modern("subscriptions/listen", wanted, headers=headers), Listen)
     headers["accept"] = ["application/json"]
-    reply = modern("subscriptions/listen", headers=headers)
+    reply = modern("subscriptions/listen", wanted, headers=headers)
     assert isinstance(reply, Reply)
     assert reply.status == 406
 
