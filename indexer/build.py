@@ -22,7 +22,7 @@ import os
 import shutil
 import signal
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from concurrent.futures import Executor, ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import BinaryIO, Final
@@ -254,13 +254,14 @@ class Converter:
         *,
         payload: bool = True,
         spool: FieldsSpool | None = None,
-    ) -> Iterator[Conversion]:
+    ) -> Generator[Conversion, None, None]:
         """Convert ``sources``; yield their conversions as they complete.
 
         Completion order, not submission order: one slow document must not hold every
         later result in memory (the planner sorts by source path anyway). ``payload``:
         see :func:`convert_file`. With ``spool``, pool workers write the fields into its
-        directory (in-process conversions keep them in memory).
+        directory (in-process conversions keep them in memory). Closing the generator
+        early gives the rest of the batch up.
         """
         rules: dict[str, CurationConfig] = {}
         args: list[tuple[str, str, SpecConfig, CurationConfig]] = []
@@ -293,9 +294,9 @@ class Converter:
             for future in as_completed(pending):
                 pending.discard(future)  # drop our reference: the result is consumed once
                 yield _CONVERSION.decode(future.result())
-        finally:
-            for future in pending:
-                future.cancel()
+        except BaseException:  # an interrupt, a broken pool, a consumer that stopped
+            self._abandon(pool)
+            raise
 
     def _size(self, source: str) -> int:
         try:
@@ -313,6 +314,19 @@ class Converter:
                 max_workers=self._workers, mp_context=context, initializer=_start_worker
             )
         return self._pool
+
+    def _abandon(self, pool: Executor) -> None:
+        """Stop ``pool``, whose batch is given up, without waiting for it; the next batch
+        starts another.
+        """
+        # Its pending work is cancelled by the pool's own thread, not here: that thread
+        # fails every pending future when a worker dies (a SIGTERM to the process group
+        # kills them too), and on Python 3.11 it dies of InvalidStateError, with a
+        # traceback, on a future cancelled under its feet. Work under way finishes, and
+        # the pool is joined at exit.
+        if self._pool is pool:
+            self._pool = None
+        pool.shutdown(wait=False, cancel_futures=True)
 
     def close(self) -> None:
         """Stop the pool, if one was started."""

@@ -258,6 +258,79 @@ def test_an_interrupted_build_says_so_and_keeps_the_last_commit(
     assert _run("--specs", specs, "--index", index).returncode == 0  # the lock was released
 
 
+def _bulk_specs(specs: Path, documents: int) -> None:
+    for i in range(documents):
+        ops = [f"op{i}x{j}" for j in range(25)]
+        (specs / f"bulk{i:03d}.yaml").write_text(spec_yaml(f"Bulk{i}", ops))
+
+
+def _converting(specs: Path, index: Path) -> subprocess.Popen[str]:
+    """An indexer in its own process group, returned once its pool is converting."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "indexer", "--specs", str(specs), "--index", str(index)],
+        cwd=ROOT,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    assert proc.stderr is not None
+    for line in proc.stderr:
+        if '"stage":"converting"' in line:
+            return proc
+    raise AssertionError(f"no conversion under way: {proc.stderr.read()}")
+
+
+def _pool_workers(pid: int) -> set[int]:
+    # Not the resource tracker, the spawn context's other child.
+    return {c for c in _children(pid) if b"spawn_main" in Path(f"/proc/{c}/cmdline").read_bytes()}
+
+
+def test_a_sigterm_to_the_process_group_ends_a_build_cleanly(tmp_path: Path) -> None:
+    # systemd's KillMode=control-group: the pool's workers die of the indexer's SIGTERM,
+    # and the pool fails their pending work while the indexer gives the batch up. The
+    # two raced, and the pool's thread died with a traceback (test_pool meets that race
+    # every time; here, about every other build).
+    specs = tmp_path / "specs"
+    specs.mkdir()
+    _bulk_specs(specs, 160)
+    for attempt in range(4):
+        proc = _converting(specs, tmp_path / f"index{attempt}")
+        os.killpg(proc.pid, signal.SIGTERM)
+        assert proc.stderr is not None
+        rest = proc.stderr.read()
+        proc.stderr.close()
+        assert proc.wait(timeout=30) == 143
+        assert "Traceback" not in rest
+        assert all(line.startswith("{") for line in rest.splitlines()), rest
+        events = [e for e in _events(rest) if e["event"] != "progress"]
+        assert [(e["event"], e["signal"]) for e in events] == [("interrupted", "SIGTERM")]
+
+
+def test_a_pool_worker_that_dies_alone_fails_the_build(specs: Path, tmp_path: Path) -> None:
+    index = tmp_path / "index"
+    assert _run("--specs", specs, "--index", index).returncode == 0
+    before = read_index(index)
+    _bulk_specs(specs, 160)
+    proc = _converting(specs, index)
+    workers = _pool_workers(proc.pid)
+    assert workers, "a 160-document build converts in a process pool"
+    os.kill(min(workers), signal.SIGKILL)  # not a signal the indexer stops for
+    assert proc.stderr is not None
+    rest = proc.stderr.read()
+    proc.stderr.close()
+    assert proc.wait(timeout=30) == 1
+    assert "BrokenProcessPool: A process in the process pool was terminated abruptly" in rest
+    assert "InvalidStateError" not in rest
+    assert not any(e["event"] == "interrupted" for e in _events(rest))
+    deadline = time.monotonic() + 10
+    while _alive(workers) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(workers)
+    after = read_index(index)
+    assert after.meta == before.meta
+    assert after.tools == before.tools
+
+
 @pytest.mark.parametrize("layout", ["same", "specs inside the index"])
 def test_an_index_that_is_or_holds_the_spec_directory_is_refused(
     specs: Path, tmp_path: Path, layout: str
