@@ -23,9 +23,9 @@ Theory of operation (design.md, Visibility and Caller identity):
   (signature, expiry, issuer, audience): its scopes then decide visibility, and its
   ``sub`` is the caller id of the audit log. A JWT that fails verification counts as not
   presented (the backend would refuse it too), and so does a credential that cannot be
-  sent (a cookie value holding ``;``, ``,`` or whitespace: the call is refused, saying
-  why). Anything else presented is unverified, which makes the operations it unlocks
-  ``authUncertain``.
+  sent (a cookie value holding ``;``, ``,`` or whitespace, or an apiKey header whose
+  name in the document is no RFC 9110 token: the call is refused, saying why). Anything
+  else presented is unverified, which makes the operations it unlocks ``authUncertain``.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ import msgspec
 
 from catalog.config import Config, JwtConfig, SpecConfig, default_namespace
 from catalog.errors import ConfigError
-from catalog.model import SecurityPolicy, SecurityScheme
+from catalog.model import SecurityPolicy, SecurityScheme, is_token
 from catalog.visibility import PUBLIC_KEY, Audience, Presented, partition
 from server.invoke import sendable_cookie
 
@@ -332,16 +332,19 @@ def caller_from_headers(
             if found is None:
                 continue
             value, placed = found
+            sendable = True
             if scheme.location == "query" and scheme.parameter:
                 query.append((scheme.parameter, value))
             elif scheme.location == "cookie" and scheme.parameter:
                 cookies.append((scheme.parameter, value))
-                if not sendable_cookie(value):
-                    # Never sent: every call to this backend is refused, naming the
-                    # cookie, and visibility judges the caller as one who sent nothing.
-                    continue
+                sendable = sendable_cookie(value)
             else:
                 out_headers[placed.lower()] = (placed, value)
+                sendable = is_token(placed)  # an apiKey's header, named by the document
+            if not sendable:
+                # Never sent: every call to this backend is refused, naming the cookie or
+                # header, and visibility judges the caller as one who sent nothing.
+                continue
             credential = Presented()
             token = _bearer_token(scheme, value)
             if verifier is not None and token is not None and token.count(".") == 2:

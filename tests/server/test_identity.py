@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from catalog.config import Config, JwtConfig, SpecConfig, VisibilityConfig
 from catalog.errors import ConfigError
 from catalog.model import SchemeUse, SecurityPolicy, SecurityScheme
-from catalog.visibility import PUBLIC_KEY, Verdict, partition, visibility_key
+from catalog.visibility import PUBLIC_KEY, Presented, Verdict, partition, visibility_key
 from examples.backend import DEMO_AUDIENCE, DEMO_ISSUER, DEMO_SECRET, demo_token
 from server.identity import (
     Caller,
@@ -200,6 +200,32 @@ def test_credentials_name_the_inbound_header_and_the_scheme_places_it() -> None:
     # the inbound header itself is forwarded because the config names it
     assert ("X-Svc-Key", "s3cret") in outbound.headers
     assert caller.audience.verdict(visibility_key(qpolicy)) is Verdict.UNCERTAIN
+
+
+@pytest.mark.parametrize(
+    ("header", "verdict"),
+    [("X-Svc-Key", Verdict.UNCERTAIN), ("X Svc Key", Verdict.HIDDEN), ("X:Key", Verdict.HIDDEN)],
+)
+def test_an_api_key_whose_header_name_cannot_be_sent_is_not_presented(
+    header: str, verdict: Verdict
+) -> None:
+    # The document names the header; one that is no RFC 9110 token refuses every call
+    # that would send it (server.invoke.build_request, naming it), so it unlocks nothing.
+    scheme = SecurityScheme(name="key", type="apiKey", location="header", parameter=header)
+    config = Config(specs={"svc.yaml": SpecConfig(namespace="svc", credentials={"key": "X-Key"})})
+    key_policy = policy("svc", scheme)
+    caller = caller_from_headers(
+        {"X-Key": "s3cret"},
+        config=config,
+        namespaces=namespaces_of(["svc.yaml"], config),
+        policies={visibility_key(key_policy): key_policy},
+        secrets=Secrets(),
+    )
+    assert (header, "s3cret") in caller.outbound_for("svc").headers  # refused, not dropped
+    assert caller.presented == (
+        {"svc": {"key": Presented()}} if verdict is Verdict.UNCERTAIN else {}
+    )
+    assert caller.audience.verdict(visibility_key(key_policy)) is verdict
 
 
 def test_basic_credential_is_uncertain() -> None:
