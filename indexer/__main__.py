@@ -18,10 +18,11 @@ import difflib
 import os
 import signal
 import sys
+import threading
 import time
 from collections.abc import Collection, Sequence
 from pathlib import Path
-from typing import Final
+from typing import Final, NoReturn
 
 import msgspec
 
@@ -222,11 +223,46 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt as exc:
         if built and not session.syncing:
             return 0  # between builds: the normal way to stop a watch
-        return _interrupted(reporter, _as_interrupted(exc))
+        status = _interrupted(reporter, _as_interrupted(exc))
+        session.close()
+        if _stuck_threads():
+            _leave(status)
+        return status
     finally:
         _ignore_signals()
         session.close()
     return 0
+
+
+_GRACE_S: Final = 2.0
+"""How long an interrupted build waits for its threads (the conversion pool's) to end."""
+
+
+def _stuck_threads() -> list[threading.Thread]:
+    """The threads besides this one still running after :data:`_GRACE_S`: the
+    interpreter's exit would wait for them.
+
+    A pool worker killed while it writes its result (a SIGTERM to the process group
+    reaches the workers too) can leave half a message in the result pipe, and on Python
+    3.11 the pool's thread then waits for the rest forever.
+    """
+    deadline = time.monotonic() + _GRACE_S
+    others = [t for t in threading.enumerate() if t is not threading.current_thread()]
+    for thread in others:
+        if not thread.daemon:
+            thread.join(timeout=max(0.0, deadline - time.monotonic()))
+    return [t for t in others if t.is_alive() and not t.daemon]
+
+
+def _leave(status: int) -> NoReturn:
+    """End an interrupted build now, the writer released, without joining the threads
+    :func:`_stuck_threads` found. The pool's workers follow the indexer's death
+    (``build._start_worker``); the semaphores its queues held are unlinked by
+    multiprocessing's resource tracker, which says so on stderr.
+    """
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(status)
 
 
 def _convert_all(

@@ -2,18 +2,11 @@
 
 from __future__ import annotations
 
-import multiprocessing
-import multiprocessing.connection
-import os
-import signal
-import threading
 from pathlib import Path
 from typing import TextIO
 
-import pytest
-
-from catalog.config import Config, decode_config
-from indexer.build import POOL_THRESHOLD, Converter
+from catalog.config import decode_config
+from indexer.build import POOL_THRESHOLD
 from indexer.report import Reporter
 from indexer.session import SPOOL_DIR, Session
 from tests.indexer.helpers import IndexView, read_index, spec_yaml
@@ -81,37 +74,3 @@ def test_a_crashed_runs_spool_is_dropped_when_the_next_opens(tmp_path: Path) -> 
             assert not leftover.exists()
         finally:
             session.close()
-
-
-def test_a_batch_given_up_as_its_workers_die_stops_the_pool_quietly(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # A SIGTERM to the process group (systemd's KillMode=control-group) kills the workers
-    # as the indexer gives the batch up. The pool's own thread then fails the pending
-    # work; on Python 3.11 it died of InvalidStateError on a future cancelled under it.
-    specs = tmp_path / "specs"
-    specs.mkdir()
-    for i in range(100):
-        ops = [f"op{i}x{j}" for j in range(25)]
-        (specs / f"bulk{i:03d}.yaml").write_text(spec_yaml(f"Bulk{i}", ops))
-    failures: list[threading.ExceptHookArgs] = []
-    monkeypatch.setattr(threading, "excepthook", failures.append)
-    threads = set(threading.enumerate())
-    converter = Converter(specs, workers=2)
-    try:
-        conversions = converter.convert(Config(), sorted(p.name for p in specs.iterdir()))
-        assert next(conversions).ok
-        workers = multiprocessing.active_children()
-        assert len(workers) == 2
-        for worker in workers:
-            os.kill(worker.pid or 0, signal.SIGTERM)
-        conversions.close()  # as the indexer's interruption does, before the pool notices
-        # The pool's thread ends on its own (not a daemon: the interpreter waits for it).
-        for thread in set(threading.enumerate()) - threads:
-            if not thread.daemon:
-                thread.join(timeout=30)
-                assert not thread.is_alive(), f"{thread.name} hangs"
-    finally:
-        converter.close()
-    assert [f"{f.exc_type.__name__}: {f.exc_value}" for f in failures] == []
-    assert not any(w.is_alive() for w in workers)
