@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
-from catalog.model import ParameterBinding, Part
+from catalog.model import ParameterBinding, Part, has_control
 
 __all__ = ["is_json_media", "is_text_media", "multipart_parts", "part_type"]
 
@@ -28,8 +28,6 @@ _TEXTUAL: Final = frozenset(
         "application/graphql",
     }
 )
-# What a field value may not hold (RFC 9110 §5.5): a part's Content-Type is one.
-_CONTROL: Final = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
 _OCTETS: Final = "application/octet-stream"
 _MAX_REF_HOPS: Final = 8  # a $defs entry that is itself a $ref, and so on: bounded
 
@@ -63,7 +61,7 @@ def part_type(declared: Any) -> str | None:
         return None
     for candidate in declared.split(","):
         media = candidate.strip()
-        if media and "*" not in media and "/" in media and not _CONTROL.search(media):
+        if media and "*" not in media and "/" in media and not has_control(media):
             return media
     return None
 
@@ -112,7 +110,7 @@ def _binary(schema: Mapping[str, Any]) -> str | None:
     field, as OpenAPI's default for a string, text/plain, makes it.
     """
     media = schema.get("contentMediaType")
-    if not isinstance(media, str) or not media or _CONTROL.search(media):
+    if not isinstance(media, str) or not media or has_control(media):
         media = None
     encoded = isinstance(schema.get("contentEncoding"), str)
     if schema.get("format") == "binary" or encoded:

@@ -33,6 +33,7 @@ __all__ = [
     "SecurityScheme",
     "SpecResult",
     "ToolDefinition",
+    "has_control",
     "is_token",
 ]
 
@@ -64,6 +65,8 @@ GATEWAY_HEADERS: Final = frozenset(
 the inputSchema, and invoke_tool never sends one from a call's arguments."""
 
 _TOKEN: Final = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+# What a field value may not hold (RFC 9110 §5.5): every control character but HTAB.
+_CONTROL: Final = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
 
 
 def is_token(text: str) -> bool:
@@ -72,6 +75,13 @@ def is_token(text: str) -> bool:
     non-ASCII one in a name makes a malformed request.
     """
     return _TOKEN.fullmatch(text) is not None
+
+
+def has_control(text: str) -> bool:
+    """Whether ``text`` holds a character no header field value may (RFC 9110 §5.5):
+    CR, LF, NUL or any other control character but HTAB.
+    """
+    return _CONTROL.search(text) is not None
 
 
 class Annotations(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, rename="camel"):

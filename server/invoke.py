@@ -47,7 +47,15 @@ import msgspec
 import referencing.exceptions
 
 from catalog.media import is_json_media, is_text_media
-from catalog.model import GATEWAY_HEADERS, ParameterBinding, Part, Route, ToolDefinition, is_token
+from catalog.model import (
+    GATEWAY_HEADERS,
+    ParameterBinding,
+    Part,
+    Route,
+    ToolDefinition,
+    has_control,
+    is_token,
+)
 from server.errors import (
     BackendError,
     BackendNotConfigured,
@@ -290,8 +298,6 @@ _PATH_PARAM: Final = re.compile(r"\{([^{}]+)\}")
 _RESERVED_KEPT: Final = ":/?[]@!$'()*,;"
 """allowReserved keeps RFC 3986 reserved characters, except those that would split the
 query (``&``, ``=``, ``+``) or end it (``#``)."""
-# What a field value may not hold (RFC 9110 §5.5): every control character but HTAB.
-_CONTROL: Final = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
 _URI_KEPT: Final = "!#$%&'()*+,/:;=?@[]~|"
 """What :func:`requote` keeps besides letters, digits and ``-._~``: RFC 3986's
 reserved characters, ``%`` (of a ``%XX``) and ``|``."""
@@ -458,7 +464,7 @@ def build_request(
         # header's, the config's, checked at its load: a second line of defence.
         if not is_token(name):
             raise InvalidArguments(f"header {name!r} cannot be sent: {_no_token(name)}")
-        if _CONTROL.search(value):
+        if has_control(value):
             raise InvalidArguments(
                 f"header {name!r}: a header may not contain control characters",
                 errors=[{"path": f"/{name}", "message": "a control character in a header"}],
@@ -594,7 +600,7 @@ def _header_value(binding: ParameterBinding, value: Any) -> str:
             text = ",".join(f"{k},{_scalar(v)}" for k, v in value.items())
     else:
         text = _scalar(value)
-    if _CONTROL.search(text):
+    if has_control(text):
         raise InvalidArguments(
             f"header parameter {binding.argument!r}: a value may not contain control characters"
             " (CR, LF, NUL, ...)",
@@ -603,7 +609,7 @@ def _header_value(binding: ParameterBinding, value: Any) -> str:
             ],
         )
     # An argument is text: its UTF-8 goes on the wire, one character per byte here. Its
-    # continuation bytes (0x80-0xBF) are no control _CONTROL knows, nor CR or LF.
+    # continuation bytes (0x80-0xBF) are no control has_control knows, nor CR or LF.
     return text if text.isascii() else text.encode("utf-8").decode("latin-1")
 
 
