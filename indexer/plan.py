@@ -42,6 +42,7 @@ from catalog.index_schema import (
     IndexMeta,
     JsonDocument,
     PayloadRecord,
+    ToolFields,
     ToolPayload,
     decode_invoke,
     decode_payloads,
@@ -135,9 +136,7 @@ def encode_fields(tools: Sequence[CatalogTool], keys: Sequence[str]) -> bytes:
     fields = [
         tool_fields(t, visibility_key=k, folder=folder) for t, k in zip(tools, keys, strict=True)
     ]
-    return _encode_documents(
-        [json_document(f) for f in fields], [payload_record(g) for g in payload_groups(fields)]
-    )
+    return _encode_fields(fields)
 
 
 class Carried(msgspec.Struct, frozen=True, kw_only=True):
@@ -165,9 +164,7 @@ def stored_documents(
         if name not in parts or name not in cards:
             raise ValueError(f"the index holds no stored documents for {name!r}")
         fields.append(stored_fields(parts[name], cards[name], folder=folder))
-    return _encode_documents(
-        [json_document(f) for f in fields], [payload_record(g) for g in payload_groups(fields)]
-    )
+    return _encode_fields(fields)
 
 
 def indexed_entry(
@@ -202,6 +199,15 @@ def indexed_entry(
         tools=tuple(tools),
         policies=summary.policies,
         tags=summary.tags,
+    )
+
+
+def _encode_fields(fields: Sequence[ToolFields]) -> bytes:
+    """One file's tools' fields as the writer reads them: a card document per tool, then
+    a payload record per group (:class:`FileDocuments`).
+    """
+    return _encode_documents(
+        [json_document(f) for f in fields], [payload_record(g) for g in payload_groups(fields)]
     )
 
 
