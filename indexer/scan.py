@@ -104,7 +104,7 @@ def _walk(
     except OSError as exc:
         # Not gone but not listable (permissions, an I/O error): what it holds is unknown,
         # and must not look deleted. scan() reads the files it knew there one by one.
-        unlisted[prefix] = f"cannot list the directory: {exc.strerror}"
+        _cannot_list(unlisted, prefix, exc)
         return
     for entry in entries:
         if entry.name.startswith("."):
@@ -143,11 +143,15 @@ def _enter(
     except FileNotFoundError:
         return
     except OSError as exc:  # its parent can be listed but not searched
-        unlisted[prefix] = f"cannot list the directory: {exc.strerror}"
+        _cannot_list(unlisted, prefix, exc)
         return
     if (st.st_dev, st.st_ino) not in seen:
         seen.add((st.st_dev, st.st_ino))
         _walk(entry.path, prefix, seen, found, unlisted)
+
+
+def _cannot_list(unlisted: dict[str, str], prefix: str, exc: OSError) -> None:
+    unlisted[prefix] = f"cannot list the directory: {exc.strerror}"
 
 
 def scan(
