@@ -26,6 +26,7 @@ searches, which always select cards, never return them.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from itertools import chain
 from typing import Final, Literal
 
 import msgspec
@@ -277,21 +278,20 @@ def _fields(
 ) -> ToolFields:
     fold = folder.words if folder is not None else fold_words
     expand = folder.edge_grams if folder is not None else edge_grams
+
+    def fold_all(values: Sequence[str]) -> list[str]:
+        return list(chain.from_iterable(map(fold, values)))
+
     texts = {
-        "name": [search.name],
-        "terms": list(search.terms),
-        "tagtext": list(search.tags),
-        "args": list(search.arguments),
-        "route": [search.route],
-        "desc": [search.description],
+        "name": fold(search.name),
+        "terms": fold_all(search.terms),
+        "tagtext": fold_all(search.tags),
+        "args": fold_all(search.arguments),
+        "route": fold(search.route),
+        "desc": fold(search.description),
     }
-    grams: list[tuple[str, str]] = []
-    exact: set[str] = set()
-    for field, values in texts.items():
-        folded = [word for value in values for word in fold(value)]
-        grams.append((field, expand(folded)))
-        exact.update(folded)
-    words = tuple(sorted(exact))
+    grams = [(field, expand(folded)) for field, folded in texts.items()]
+    words = tuple(sorted(set(chain.from_iterable(texts.values()))))
     grams.append((_ANY, expand(words)))
     return ToolFields(
         id=part.name,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 import tantivy
 from hypothesis import given, settings
@@ -72,6 +74,45 @@ def test_edge_fields_index_each_words_edge_ngrams(texts: list[str]) -> None:
 def test_edge_grams_stop_at_max_gram() -> None:
     assert edge_grams(["ab", "x" * 25]) == "a ab " + " ".join("x" * n for n in range(1, 21))
     assert edge_grams([]) == ""
+
+
+_WORDS = (
+    tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple())
+    .filter(tantivy.Filter.lowercase())
+    .filter(tantivy.Filter.ascii_fold())
+    .filter(tantivy.Filter.lowercase())
+    .build()
+)
+_CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])|(?<=\D)(?=\d)|(?<=\d)(?=\D)")
+_DIGIT = re.compile(r"(?<=\D)(?=\d)|(?<=\d)(?=\D)")
+
+
+def _by_the_rules(text: str) -> list[str]:
+    # search-semantics.md's folding, run by run with no shortcut and no memory: every
+    # run through the boundary split and tantivy's filters, then the letter/digit parts.
+    words: list[str] = []
+    extra: list[str] = []
+    for run in re.findall(r"[^\W_]+", prefold(text)):
+        parts = _CAMEL.split(run)
+        for word in _WORDS.analyze(" ".join([run, *parts] if len(parts) > 1 else [run])):
+            words.append(word)
+            pieces = _DIGIT.split(word)
+            if len(pieces) > 1:
+                extra.extend(pieces)
+    return words + [part for part in dict.fromkeys(extra) if part not in set(words)]
+
+
+_ASCII_TEXTS = st.text(alphabet=st.sampled_from(list("aAbBzZ09 _-./{}é")), max_size=40)
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.lists(_TEXTS | _ASCII_TEXTS, min_size=1, max_size=4))
+def test_folding_follows_the_rules_with_or_without_memory(texts: list[str]) -> None:
+    folder = WordFolder()
+    for text in texts:
+        expected = _by_the_rules(text)
+        assert fold_words(text) == expected
+        assert folder.words(text) == expected
 
 
 @settings(max_examples=400, deadline=None)
