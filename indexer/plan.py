@@ -83,6 +83,7 @@ __all__ = [
     "file_documents",
     "indexed_entry",
     "make_plan",
+    "payload_records",
     "stored_documents",
     "tools_sum",
 ]
@@ -120,11 +121,19 @@ class _Cards(msgspec.Struct, frozen=True, array_like=True):
     cards: tuple[str, ...]
 
 
+class _Payloads(msgspec.Struct, frozen=True, array_like=True):
+    """:class:`FileDocuments` for a payload pass: the card texts are skipped, not decoded."""
+
+    cards: msgspec.Raw
+    payloads: tuple[PayloadRecord, ...]
+
+
 _DOCUMENT_ENCODER: Final = msgspec.json.Encoder()
 _DOCUMENT_DECODER: Final = msgspec.json.Decoder(JsonDocument)
 _FILE_ENCODER: Final = msgspec.msgpack.Encoder()
 _FILE_DECODER: Final = msgspec.msgpack.Decoder(FileDocuments)
 _CARDS_DECODER: Final = msgspec.msgpack.Decoder(_Cards)
+_PAYLOADS_DECODER: Final = msgspec.msgpack.Decoder(_Payloads)
 
 
 def encode_fields(tools: Sequence[CatalogTool], keys: Sequence[str]) -> bytes:
@@ -229,7 +238,7 @@ def file_documents(data: bytes, tools: int) -> FileDocuments:
     return documents
 
 
-def card_texts(data: bytes, tools: int) -> tuple[str, ...]:
+def card_texts(data: bytes | memoryview, tools: int) -> tuple[str, ...]:
     """The card texts of :func:`file_documents`, without decoding the payloads.
 
     Raises:
@@ -238,6 +247,17 @@ def card_texts(data: bytes, tools: int) -> tuple[str, ...]:
     cards = _CARDS_DECODER.decode(data).cards if data else ()
     _check("card", len(cards), tools, tools)
     return cards
+
+
+def payload_records(data: bytes | memoryview, tools: int) -> tuple[PayloadRecord, ...]:
+    """The payload records of :func:`file_documents`, without decoding the card texts.
+
+    Raises:
+        ValueError: ``data`` does not hold the payload documents of ``tools`` tools.
+    """
+    payloads = _PAYLOADS_DECODER.decode(data).payloads if data else ()
+    _check("payload", len(payloads), payload_count(tools), tools)
+    return payloads
 
 
 def _check(kind: str, found: int, expected: int, tools: int) -> None:

@@ -294,7 +294,8 @@ class Session:
         for source, conv in conversions.items():
             finals = names.finals.get(source, tuple(t.name for t in conv.tools))
             if finals != tuple(t.name for t in conv.tools):  # a rename needs the fields
-                conv = msgspec.structs.replace(conv, fields=spool.fields(source, conv.fields))
+                fields = bytes(spool.fields(source, conv.fields))
+                conv = msgspec.structs.replace(conv, fields=fields)
             named[source] = apply_names(conv, finals, names.warnings.get(source, ()))
         stats = {s: (f.size, f.mtime_ns) for s, f in scanned.items()}
         previous = self.manifest

@@ -44,7 +44,7 @@ from catalog.index_schema import (
 )
 from indexer.errors import IndexBusyError, IndexStoreError
 from indexer.manifest import MANIFEST_NAME, PENDING_NAME
-from indexer.plan import FileAdd, IndexPlan, card_texts, file_documents
+from indexer.plan import FileAdd, IndexPlan, card_texts, payload_records
 
 __all__ = ["WRITER_HEAP_BYTES", "IndexStore"]
 
@@ -60,11 +60,11 @@ _TANTIVY_FILES: Final = (".idx", ".pos", ".term", ".store", ".fast", ".fieldnorm
 
 
 def _documents(
-    decode: Callable[[bytes, int], _T],
+    decode: Callable[[bytes | memoryview, int], _T],
     add: FileAdd,
-    fields_of: Callable[[str, bytes], bytes] | None,
+    fields_of: Callable[[str, bytes], bytes | memoryview] | None,
 ) -> _T:
-    """``decode`` (``card_texts`` or ``file_documents``) of the fields of ``add``."""
+    """``decode`` (``card_texts`` or ``payload_records``) of the fields of ``add``."""
     data = fields_of(add.source, add.fields) if fields_of else add.fields
     try:
         return decode(data, len(add.ordinals))
@@ -184,7 +184,7 @@ class IndexStore:
         plan: IndexPlan,
         *,
         progress: Callable[[int], None] | None = None,
-        fields_of: Callable[[str, bytes], bytes] | None = None,
+        fields_of: Callable[[str, bytes], bytes | memoryview] | None = None,
     ) -> float:
         """Write the plan and commit; the seconds the commit call took.
 
@@ -216,7 +216,7 @@ class IndexStore:
                 if progress is not None:
                     progress(len(add.ordinals))
             for add in plan.adds:
-                for record in _documents(file_documents, add, fields_of).payloads:
+                for record in _documents(payload_records, add, fields_of):
                     writer.add_document(payload_document(record))
                 if progress is not None:
                     progress(len(add.ordinals))
