@@ -36,17 +36,25 @@ _MD_REF_LINK: Final = re.compile(r"\[([^\]]*)\]\[[^\]]*\]")
 _HTML_TAG: Final = re.compile(r"</?[A-Za-z][^<>]*>")
 _MD_MARKS: Final = re.compile(r"(\*\*|__|`+|(?<!\w)[*_](?=\S)|(?<=\S)[*_](?!\w))")
 _MD_LINE_PREFIX: Final = re.compile(r"(?m)^\s{0,3}(?:#{1,6}\s+|>\s?(?:\[![A-Z]+\]\s*)?|[-*+]\s+)")
+_LINE_MARK: Final = re.compile(r"[#>*+-]")
+_MARK: Final = re.compile(r"[*_`]")
 _SENTENCE_END: Final = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[])")
 
 
 def plain_text(text: str) -> str:
     """Markdown/HTML to one line of plain text."""
-    text = _MD_IMAGE.sub(r"\1", text)
-    text = _MD_LINK.sub(r"\1", text)
-    text = _MD_REF_LINK.sub(r"\1", text)
-    text = _HTML_TAG.sub(" ", text)
-    text = _MD_LINE_PREFIX.sub("", text)
-    text = _MD_MARKS.sub("", text)
+    # Each pattern runs only where its mark can be: most texts have no markup at all.
+    if "](" in text:
+        text = _MD_IMAGE.sub(r"\1", text)
+        text = _MD_LINK.sub(r"\1", text)
+    if "][" in text:
+        text = _MD_REF_LINK.sub(r"\1", text)
+    if "<" in text:
+        text = _HTML_TAG.sub(" ", text)
+    if _LINE_MARK.search(text):
+        text = _MD_LINE_PREFIX.sub("", text)
+    if _MARK.search(text):
+        text = _MD_MARKS.sub("", text)
     return " ".join(text.split())
 
 

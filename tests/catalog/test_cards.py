@@ -5,6 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from catalog import cards
 from catalog.cards import (
     CARD_DESCRIPTION_LIMIT,
     card_description,
@@ -29,6 +30,28 @@ def test_first_sentence_of_description_without_summary() -> None:
 
 def test_plain_text_strips_markup_and_collapses_whitespace() -> None:
     assert plain_text("# Title\n\n<b>bold</b>  `code`\n- item") == "Title bold code item"
+
+
+def _every_pattern(text: str) -> str:
+    # plain_text with each of its patterns run whether or not its mark is in the text.
+    text = cards._MD_IMAGE.sub(r"\1", text)
+    text = cards._MD_LINK.sub(r"\1", text)
+    text = cards._MD_REF_LINK.sub(r"\1", text)
+    text = cards._HTML_TAG.sub(" ", text)
+    text = cards._MD_LINE_PREFIX.sub("", text)
+    text = cards._MD_MARKS.sub("", text)
+    return " ".join(text.split())
+
+
+_PIECES = ["[", "]", "(", ")", "![", "](", "][", "<b>", "</a>", "<", ">", "*", "**", "_"]
+_PIECES += ["__", "`", "#", "## ", "- ", "+ ", "> ", "[!NOTE]", "\n", "  ", "a", "Word", "1"]
+_MARKUP = st.lists(st.sampled_from(_PIECES), max_size=16).map("".join)
+
+
+@settings(max_examples=800, deadline=None)
+@given(_MARKUP | st.text())
+def test_plain_text_skips_only_patterns_that_cannot_match(text: str) -> None:
+    assert plain_text(text) == _every_pattern(text)
 
 
 def test_short_text_is_unchanged() -> None:
