@@ -420,7 +420,11 @@ class Normalizer:
                     for name, names in value.items()
                     if isinstance(names, list)
                 }
-        if "exclusiveMinimum" in raw or "exclusiveMaximum" in raw or "format" not in out:
+        if (
+            "exclusiveMinimum" in raw
+            or "exclusiveMaximum" in raw
+            or ("format" not in out and raw.get("type") == "file")
+        ):
             self._legacy_idioms(raw, out)
         dropped |= absent
         if dropped and "required" in out:
