@@ -16,6 +16,7 @@ writer reads back, so the parent neither receives nor holds it while converting.
 from __future__ import annotations
 
 import ctypes
+import functools
 import hashlib
 import mmap
 import multiprocessing
@@ -24,7 +25,8 @@ import shutil
 import signal
 import sys
 from collections.abc import Callable, Generator, Sequence
-from concurrent.futures import Executor, ProcessPoolExecutor, as_completed
+from concurrent.futures import Executor, Future, ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import BinaryIO, Final
 
@@ -276,28 +278,34 @@ class Converter:
                 yield _CONVERSION.decode(convert_file(self._specs_dir, *arg, payload=payload))
             return
         spool_dir = str(spool.directory) if spool is not None else ""
-        pool = self._ensure_pool()
         # Largest first: the longest conversions start at once and overlap everything
         # else, instead of one big document starting last and running alone.
         args.sort(key=lambda a: -self._size(a[0]))
-        # Workers are spawned by these submissions: with SIGINT blocked, so that one still
-        # importing cannot die of a Ctrl-C before _start_worker ignores it (the mask is
-        # inherited; the indexer's own handler runs as soon as it is unblocked).
-        mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-        try:
-            pending = {
-                pool.submit(convert_file, self._specs_dir, *a, payload=payload, spool_dir=spool_dir)
-                for a in args
-            }
-        finally:
-            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
-        try:
-            for future in as_completed(pending):
-                pending.discard(future)  # drop our reference: the result is consumed once
-                yield _CONVERSION.decode(future.result())
-        except BaseException:  # an interrupt, a broken pool, a consumer that stopped
-            self._abandon(pool)
-            raise
+        submit = functools.partial(
+            convert_file, self._specs_dir, payload=payload, spool_dir=spool_dir
+        )
+        for attempt in (1, 2):
+            pool = self._ensure_pool()
+            consumed = False
+            try:
+                pending = _submit_all(pool, submit, args)
+                for future in as_completed(pending):
+                    pending.discard(future)  # drop our reference: the result is consumed once
+                    conversion = _CONVERSION.decode(future.result())
+                    consumed = True
+                    yield conversion
+                return
+            except BrokenProcessPool:
+                self._abandon(pool)
+                if consumed or attempt == 2:
+                    raise
+                # A worker died while the pool sat idle between syncs (the OOM killer, a
+                # stray kill): the pool refuses all work from then on, at submission or
+                # with the first result. Nothing of this batch was used: it runs again in
+                # a new pool, once.
+            except BaseException:  # an interrupt, a consumer that stopped
+                self._abandon(pool)
+                raise
 
     def _size(self, source: str) -> int:
         try:
@@ -334,6 +342,20 @@ class Converter:
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
+
+
+def _submit_all(
+    pool: Executor, submit: Callable[..., bytes], args: Sequence[tuple[object, ...]]
+) -> set[Future[bytes]]:
+    """``submit(*a)`` in ``pool`` for each of ``args``."""
+    # Workers are spawned by these submissions: with SIGINT blocked, so that one still
+    # importing cannot die of a Ctrl-C before _start_worker ignores it (the mask is
+    # inherited; the indexer's own handler runs as soon as it is unblocked).
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        return {pool.submit(submit, *a) for a in args}
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
 
 
 def _start_worker() -> None:

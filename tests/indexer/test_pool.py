@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import multiprocessing
+import os
+import signal
 from pathlib import Path
 from typing import TextIO
 
@@ -74,3 +77,27 @@ def test_a_crashed_runs_spool_is_dropped_when_the_next_opens(tmp_path: Path) -> 
             assert not leftover.exists()
         finally:
             session.close()
+
+
+def test_a_worker_killed_between_syncs_costs_no_later_sync(tmp_path: Path) -> None:
+    # The OOM killer may take an idle worker: the pool is broken from then on, and every
+    # later batch large enough for it would fail if it were kept.
+    specs, index = tmp_path / "specs", tmp_path / "index"
+    _write_specs(specs)
+    with open(tmp_path / "log", "w") as stream:
+        session = _session(specs, index, stream, workers=2)
+        try:
+            session.sync()
+            workers = multiprocessing.active_children()
+            assert len(workers) == 2  # the pool's, started by the full build
+            os.kill(workers[0].pid or 0, signal.SIGKILL)
+            workers[0].join(10)
+            for i in range(POOL_THRESHOLD):
+                ops = [f"op{i}x{j}" for j in range(i + 1)] + [f"new{i}"]
+                (specs / f"api{i}.yaml").write_text(spec_yaml(f"Api {i}", ops))
+            result = session.sync()
+        finally:
+            session.close()
+    assert result.committed
+    assert result.converted == POOL_THRESHOLD
+    assert {f"api{i}.new{i}" for i in range(POOL_THRESHOLD)} <= set(read_index(index).tools)
