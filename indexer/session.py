@@ -333,7 +333,7 @@ class Session:
                 save_pending(
                     self.index_dir, manifest_change(self.manifest, plan.manifest, whole=full)
                 )
-                # Two passes over the tools: cards, then payloads (IndexStore.apply).
+                # Two passes over the tools: payloads, then cards (IndexStore.apply).
                 passes = 2 * plan.operations_written
                 with self.reporter.progress("writing", passes) as advance:
                     commit_s = self.store.apply(plan, progress=advance, fields_of=spool.fields)
