@@ -38,17 +38,17 @@ from catalog.fingerprint import with_version
 from catalog.fold import WordFolder
 from catalog.index_schema import (
     SCHEMA_VERSION,
+    CardDocument,
     FileStatus,
     IndexMeta,
-    JsonDocument,
     PayloadRecord,
     ToolFields,
     ToolPayload,
+    card_document,
     decode_invoke,
     decode_payloads,
     decode_search,
     encode_payloads,
-    json_document,
     payload_count,
     payload_groups,
     payload_record,
@@ -73,9 +73,8 @@ __all__ = [
     "allocate_ordinals",
     "apply_names",
     "assign_names",
-    "card_texts",
+    "card_documents",
     "catalog_fingerprint",
-    "decode_fields",
     "decode_tools",
     "dirty_sources",
     "encode_fields",
@@ -107,29 +106,27 @@ def decode_tools(payload: bytes) -> tuple[CatalogTool, ...]:
 
 
 class FileDocuments(msgspec.Struct, frozen=True, array_like=True):
-    """One file's documents as the writer adds them: the card documents' JSON texts (for
-    ``json_text`` and ``add_json``), then the payload records, in tool order.
+    """One file's documents as the writer adds them: the card documents (for
+    ``card_json`` and ``add_json``), then the payload records, in tool order.
     """
 
-    cards: tuple[str, ...]
+    cards: tuple[CardDocument, ...]
     payloads: tuple[PayloadRecord, ...]
 
 
 class _Cards(msgspec.Struct, frozen=True, array_like=True):
     """The leading member of :class:`FileDocuments`: a card pass skips the payloads."""
 
-    cards: tuple[str, ...]
+    cards: tuple[CardDocument, ...]
 
 
 class _Payloads(msgspec.Struct, frozen=True, array_like=True):
-    """:class:`FileDocuments` for a payload pass: the card texts are skipped, not decoded."""
+    """:class:`FileDocuments` for a payload pass: the cards are skipped, not decoded."""
 
     cards: msgspec.Raw
     payloads: tuple[PayloadRecord, ...]
 
 
-_DOCUMENT_ENCODER: Final = msgspec.json.Encoder()
-_DOCUMENT_DECODER: Final = msgspec.json.Decoder(JsonDocument)
 _FILE_ENCODER: Final = msgspec.msgpack.Encoder()
 _FILE_DECODER: Final = msgspec.msgpack.Decoder(FileDocuments)
 _CARDS_DECODER: Final = msgspec.msgpack.Decoder(_Cards)
@@ -138,8 +135,8 @@ _PAYLOADS_DECODER: Final = msgspec.msgpack.Decoder(_Payloads)
 
 def encode_fields(tools: Sequence[CatalogTool], keys: Sequence[str]) -> bytes:
     """One file's tools' documents, folded and encoded (the costly part of indexing), as
-    the msgpack of a :class:`FileDocuments`: one :class:`JsonDocument` text per tool,
-    one :class:`PayloadRecord` per group of ``PAYLOAD_GROUP`` tools.
+    the msgpack of a :class:`FileDocuments`: one :class:`CardDocument` per tool, one
+    :class:`PayloadRecord` per group of ``PAYLOAD_GROUP`` tools.
     """
     folder = WordFolder()  # one per document: its tools repeat the same words
     fields = [
@@ -215,15 +212,10 @@ def _encode_fields(fields: Sequence[ToolFields]) -> bytes:
     """One file's tools' fields as the writer reads them: a card document per tool, then
     a payload record per group (:class:`FileDocuments`).
     """
-    return _encode_documents(
-        [json_document(f) for f in fields], [payload_record(g) for g in payload_groups(fields)]
+    documents = FileDocuments(
+        tuple(map(card_document, fields)), tuple(map(payload_record, payload_groups(fields)))
     )
-
-
-def _encode_documents(cards: Sequence[JsonDocument], payloads: Sequence[PayloadRecord]) -> bytes:
-    encode = _DOCUMENT_ENCODER.encode
-    texts = tuple(encode(card).decode() for card in cards)
-    return _FILE_ENCODER.encode(FileDocuments(texts, tuple(payloads)))
+    return _FILE_ENCODER.encode(documents)
 
 
 def file_documents(data: bytes, tools: int) -> FileDocuments:
@@ -238,8 +230,8 @@ def file_documents(data: bytes, tools: int) -> FileDocuments:
     return documents
 
 
-def card_texts(data: bytes | memoryview, tools: int) -> tuple[str, ...]:
-    """The card texts of :func:`file_documents`, without decoding the payloads.
+def card_documents(data: bytes | memoryview, tools: int) -> tuple[CardDocument, ...]:
+    """The cards of :func:`file_documents`, without decoding the payloads.
 
     Raises:
         ValueError: ``data`` does not hold ``tools`` card documents.
@@ -250,7 +242,7 @@ def card_texts(data: bytes | memoryview, tools: int) -> tuple[str, ...]:
 
 
 def payload_records(data: bytes | memoryview, tools: int) -> tuple[PayloadRecord, ...]:
-    """The payload records of :func:`file_documents`, without decoding the card texts.
+    """The payload records of :func:`file_documents`, without decoding the cards.
 
     Raises:
         ValueError: ``data`` does not hold the payload documents of ``tools`` tools.
@@ -263,14 +255,6 @@ def payload_records(data: bytes | memoryview, tools: int) -> tuple[PayloadRecord
 def _check(kind: str, found: int, expected: int, tools: int) -> None:
     if found != expected:
         raise ValueError(f"{found} {kind} documents for {tools} tools, not {expected}")
-
-
-def decode_fields(
-    data: bytes, tools: int
-) -> tuple[tuple[JsonDocument, ...], tuple[PayloadRecord, ...]]:
-    """Inverse of :func:`encode_fields`: the card documents and the payload records."""
-    documents = file_documents(data, tools)
-    return tuple(_DOCUMENT_DECODER.decode(text) for text in documents.cards), documents.payloads
 
 
 class Conversion(msgspec.Struct, frozen=True, kw_only=True):
@@ -494,9 +478,9 @@ def _renamed_fields(
     are what :func:`encode_fields` gives for the renamed tools of the payload path: both
     take the definition and card through the same JSON codec, and group the same tools.
     """
-    decoded = decode_fields(conv.fields, len(conv.tools))
-    cards = list(decoded[0])
-    parts = [part for group in decoded[1] for part in decode_payloads(group.payloads)]
+    decoded = file_documents(conv.fields, len(conv.tools))
+    cards = list(decoded.cards)
+    parts = [part for group in decoded.payloads for part in decode_payloads(group.payloads)]
     entries = list(conv.tools)
     for i, name in enumerate(names):
         if cards[i].id == name:
@@ -510,7 +494,7 @@ def _renamed_fields(
         entries[i] = msgspec.structs.replace(entries[i], name=name, version=definition.version)
     payloads: list[PayloadRecord] = []
     start = 0
-    for group in decoded[1]:  # the same groups, their tools renamed
+    for group in decoded.payloads:  # the same groups, their tools renamed
         chunk = parts[start : start + len(group.names)]
         start += len(chunk)
         payloads.append(
@@ -521,7 +505,7 @@ def _renamed_fields(
     return msgspec.structs.replace(
         conv,
         tools=tuple(entries),
-        fields=_encode_documents(cards, payloads),
+        fields=_FILE_ENCODER.encode(FileDocuments(tuple(cards), tuple(payloads))),
         problems=problems,
     )
 

@@ -19,9 +19,9 @@ from indexer.plan import (
     allocate_ordinals,
     apply_names,
     assign_names,
-    decode_fields,
     decode_tools,
     dirty_sources,
+    file_documents,
     make_plan,
 )
 from tests.indexer.helpers import make_conversion, make_tool
@@ -210,7 +210,8 @@ def test_clash_in_shared_namespace_gets_a_suffix_by_source_order() -> None:
     assert warning.severity == "warning"
     assert "get_2" in warning.reason
     add = next(add for add in plan.adds if add.source == "b.yaml")
-    cards, payloads = decode_fields(add.fields, len(add.ordinals))
+    documents = file_documents(add.fields, len(add.ordinals))
+    cards, payloads = documents.cards, documents.payloads
     assert cards[0].id == payloads[0].names[0] == "get_2"
     assert b'"get_2"' in decode_payloads(payloads[0].payloads)[0].definition
     renamed = decode_tools(apply_names(b, ["get_2"], []).payload)[0]
@@ -246,7 +247,8 @@ def test_a_rename_without_payload_gives_what_the_payload_gives(
     assert got.fields == expected.fields
     assert got.tools == expected.tools
     assert got.problems == expected.problems
-    cards, payloads = decode_fields(got.fields, len(names))
+    documents = file_documents(got.fields, len(names))
+    cards, payloads = documents.cards, documents.payloads
     assert [f.id for f in cards] == [n for p in payloads for n in p.names] == names
     parts = [part for p in payloads for part in decode_payloads(p.payloads)]
     assert [part.name for part in parts] == names
