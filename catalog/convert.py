@@ -33,7 +33,7 @@ from catalog.config import SpecConfig
 from catalog.curation import EXTENSION, apply_extension
 from catalog.errors import RefError, SpecError
 from catalog.fingerprint import with_version
-from catalog.media import multipart_parts, part_type
+from catalog.media import is_json_media, media_type, multipart_parts, part_type
 from catalog.model import (
     GATEWAY_HEADERS,
     Annotations,
@@ -134,11 +134,6 @@ def choose_status(codes: Iterator[str] | list[str]) -> str | None:
     if others:
         return present[others[0]]
     return present.get("2XX")
-
-
-def _is_json(media: str) -> bool:
-    kind = media.split(";", 1)[0].strip().lower()
-    return kind == "application/json" or kind.endswith("+json")
 
 
 def _text(value: Any) -> str:
@@ -542,7 +537,7 @@ class DocumentConverter:
         entry = content[media]
         schema = entry.get("schema") if isinstance(entry, dict) else None
         required = body.get("required") is True
-        form = media.split(";", 1)[0].strip().lower() == _FORM
+        form = media_type(media) == _FORM
         is_whole = self._body_schema(
             arguments,
             schema if schema is not None else {},
@@ -907,9 +902,9 @@ def _encoding(entry: Any) -> dict[str, str]:
 def _request_media(media_types: list[str]) -> str:
     """JSON first, then form-urlencoded, then multipart, then the first declared."""
     for media in media_types:
-        if _is_json(media):
+        if is_json_media(media_type(media)):
             return media
-    lowered = [m.split(";", 1)[0].strip().lower() for m in media_types]
+    lowered = [media_type(m) for m in media_types]
     for wanted in ("application/x-www-form-urlencoded", "multipart/form-data"):
         if wanted in lowered:
             return media_types[lowered.index(wanted)]
@@ -922,7 +917,7 @@ def _response_schema(content: dict[str, Any]) -> Any:
     for media, entry in content.items():
         if not isinstance(entry, dict) or "schema" not in entry:
             continue
-        if _is_json(media):
+        if is_json_media(media_type(media)):
             return entry["schema"]
         if first is None:
             first = entry["schema"]

@@ -9,15 +9,13 @@ server uses the same tests of a media type to read a backend's answer.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 from catalog.model import ParameterBinding, Part, has_control
 
-__all__ = ["is_json_media", "is_text_media", "multipart_parts", "part_type"]
+__all__ = ["is_json_media", "is_text_media", "media_type", "multipart_parts", "part_type"]
 
-_JSON: Final = re.compile(r"^application/(.+\+)?json$")
 _TEXTUAL: Final = frozenset(
     {
         "application/xml",
@@ -32,21 +30,28 @@ _OCTETS: Final = "application/octet-stream"
 _MAX_REF_HOPS: Final = 8  # a $defs entry that is itself a $ref, and so on: bounded
 
 
+def media_type(value: str) -> str:
+    """The bare, lower-case type of a media type or a Content-Type header value:
+    ``application/json`` of ``Application/JSON; charset=utf-8``.
+    """
+    return value.split(";", 1)[0].strip().lower()
+
+
 def is_json_media(media: str) -> bool:
-    """Whether a bare, lower-case media type is JSON: ``application/json`` or ``+json``."""
-    return _JSON.match(media) is not None
+    """Whether a bare, lower-case media type (:func:`media_type`) is JSON:
+    ``application/json`` or any type with the ``+json`` structured syntax suffix
+    (RFC 6839), ``application/problem+json`` as well as ``model/gltf+json``.
+    """
+    return media == "application/json" or media.endswith("+json")
 
 
 def is_text_media(media: str) -> bool:
     """Whether a media type (parameters allowed) is text: text/*, JSON, XML, YAML and
     the other application types that hold text.
     """
-    bare = media.split(";")[0].strip().lower()
+    bare = media_type(media)
     return (
-        bare.startswith("text/")
-        or bare.endswith("+xml")
-        or bare in _TEXTUAL
-        or _JSON.match(bare) is not None
+        bare.startswith("text/") or bare.endswith("+xml") or bare in _TEXTUAL or is_json_media(bare)
     )
 
 

@@ -46,7 +46,7 @@ import jsonschema_rs
 import msgspec
 import referencing.exceptions
 
-from catalog.media import is_json_media, is_text_media
+from catalog.media import is_json_media, is_text_media, media_type
 from catalog.model import (
     GATEWAY_HEADERS,
     ParameterBinding,
@@ -678,7 +678,7 @@ def _body(
     whole: Any,
     has_whole: bool,
 ) -> tuple[bytes | None, str | None]:
-    media = (route.body_media_type or "application/json").split(";")[0].strip().lower()
+    media = media_type(route.body_media_type or "application/json")
     if has_whole:
         payload: Any = whole
     elif members:
@@ -787,7 +787,7 @@ def interpret(response: BackendResponse) -> dict[str, Any]:
 def _decode_body(response: BackendResponse) -> dict[str, Any]:
     raw = response.body
     content_type = response.header("content-type") or ""
-    media = content_type.split(";")[0].strip().lower()
+    media = media_type(content_type)
     if not raw:
         return {"body": None}
     if is_json_media(media) or media == "":

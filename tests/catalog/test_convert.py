@@ -762,12 +762,13 @@ def test_object_root_without_type_gets_type_object() -> None:
     assert schema == {"type": "object", "properties": {"a": {"type": "string"}}}
 
 
-def test_json_media_type_is_preferred_for_output() -> None:
+@pytest.mark.parametrize(
+    "json_media", ["application/vnd.api+json", "Model/GLTF+JSON; charset=utf-8"]
+)
+def test_json_media_type_is_preferred_for_output(json_media: str) -> None:
     content = {
         "text/plain": {"schema": {"type": "string"}},
-        "application/vnd.api+json": {
-            "schema": {"type": "object", "properties": {"j": {"type": "string"}}}
-        },
+        json_media: {"schema": {"type": "object", "properties": {"j": {"type": "string"}}}},
     }
     schema = only_tool(
         openapi({"/a": {"get": {"responses": {"200": {"description": "", "content": content}}}}})

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from catalog.media import is_text_media, multipart_parts, part_type
+from catalog.media import is_json_media, is_text_media, media_type, multipart_parts, part_type
 from catalog.model import ParameterBinding, Part
 from tests.catalog.conftest import convert
 
@@ -80,6 +80,32 @@ def test_an_encoding_content_type_gives_one_concrete_part_type(
     declared: Any, sent: str | None
 ) -> None:
     assert part_type(declared) == sent
+
+
+@pytest.mark.parametrize(
+    ("media", "json"),
+    [
+        ("application/json", True),
+        ("Application/JSON; charset=utf-8", True),
+        ("application/problem+json", True),
+        ("application/vnd.api+json;version=2", True),
+        ("model/gltf+json", True),  # RFC 6839: the suffix, whatever the top-level type
+        ("text/json", False),
+        ("application/json-seq", False),
+        ("application/x-json-smile", False),
+        ("application/jsonl", False),
+        ("text/plain", False),
+    ],
+)
+def test_json_is_application_json_or_the_json_suffix(media: str, json: bool) -> None:
+    # One test for the converter (which body and response schema to publish) and the
+    # invoker (how to send a body, how to read an answer).
+    assert is_json_media(media_type(media)) is json
+
+
+@given(st.from_regex(r"[a-z]{1,8}/[a-z.+-]{0,12}", fullmatch=True), st.sampled_from(["", "; q=1"]))
+def test_a_media_type_is_its_bare_lower_case_type(media: str, parameters: str) -> None:
+    assert media_type(f"  {media.upper()}{parameters}") == media
 
 
 @given(st.from_regex(r"application/[a-z.-]{1,12}\+(json|xml)|text/[a-z.+-]{1,12}", fullmatch=True))

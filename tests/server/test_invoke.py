@@ -609,8 +609,11 @@ def test_json_success_is_parsed() -> None:
     assert payload == {"status": 200, "body": {"id": 1, "owner": "alice"}}
 
 
-def test_problem_json_is_json() -> None:
-    payload = interpret(response(201, b'{"a": 1}', "application/problem+json"))
+@pytest.mark.parametrize("media", ["application/problem+json", "model/gltf+json; charset=utf-8"])
+def test_a_json_suffix_is_json(media: str) -> None:
+    # The conversion picks a response schema by the same test (catalog.media): a
+    # model/gltf+json answer is JSON to both, not base64 to one.
+    payload = interpret(response(201, b'{"a": 1}', media))
     assert payload["body"] == {"a": 1}
 
 
