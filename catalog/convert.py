@@ -901,10 +901,10 @@ def _encoding(entry: Any) -> dict[str, str]:
 
 def _request_media(media_types: list[str]) -> str:
     """JSON first, then form-urlencoded, then multipart, then the first declared."""
-    for media in media_types:
-        if is_json_media(media_type(media)):
-            return media
     lowered = [media_type(m) for m in media_types]
+    for media, kind in zip(media_types, lowered, strict=True):
+        if is_json_media(kind):
+            return media
     for wanted in ("application/x-www-form-urlencoded", "multipart/form-data"):
         if wanted in lowered:
             return media_types[lowered.index(wanted)]
