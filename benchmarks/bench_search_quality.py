@@ -2,8 +2,8 @@
 
 Runs sezzlee's search_tools (a real index per catalog, cards, limit 10) and FastMCP's
 BM25 search transform (``fastmcp==4.1.6``, the ``bench`` extra) over the same converted
-tools, side by side. Query sets come from ``$SEZZLEE_BENCH_DATA`` (default
-``../shared/bench-data`` next to the repository); see its README.
+tools, side by side. Query sets come from ``benchmarks/data`` (or
+``$SEZZLEE_BENCH_DATA``); see its README.
 
 Definitions (search-semantics.md, Quality):
 

@@ -42,9 +42,9 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def bench_data_dir() -> Path:
-    """``$SEZZLEE_BENCH_DATA``, or ``../shared/bench-data`` next to the repository."""
+    """``$SEZZLEE_BENCH_DATA``, or the query sets kept in ``benchmarks/data``."""
     configured = os.environ.get("SEZZLEE_BENCH_DATA")
-    return Path(configured) if configured else (REPO.parent / "shared" / "bench-data").resolve()
+    return Path(configured) if configured else REPO / "benchmarks" / "data"
 
 
 def _slug(text: str) -> str:
