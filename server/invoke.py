@@ -122,7 +122,9 @@ def check_version(definition: ToolDefinition, version: object) -> None:
         ToolChanged: ``version`` is given and differs from the definition's.
         InvalidType: ``version`` is neither absent (None) nor a string.
     """
-    if version is None:
+    # Clients with strict tool schemas (openai-agents) fill every optional string with "":
+    # no version a definition can have is empty, so "" means the caller pinned nothing.
+    if version is None or version == "":
         return
     if not isinstance(version, str):
         raise InvalidType(f"version must be a string, got {_kind(version)}")

@@ -100,6 +100,11 @@ def test_version_absent_is_not_checked() -> None:
     check_version(GET_ORDER, None)
 
 
+def test_empty_version_is_absent() -> None:
+    # openai-agents' strict schemas send "" for an unset optional string.
+    check_version(GET_ORDER, "")
+
+
 def test_same_version_passes() -> None:
     check_version(GET_ORDER, "6361f59c4d6b968c")
 
