@@ -32,6 +32,7 @@ from urllib.parse import urlsplit
 
 import msgspec
 
+from catalog import __version__
 from server.messages import (
     GENERATION_KEY,
     KEY_CLIENT_CAPABILITIES,
@@ -214,7 +215,7 @@ _ERA_BY_VERSION: Final[dict[str, Era]] = {
 Headers = Mapping[str, Sequence[str]]
 """Lower-case header name → every value sent under it (a repeat is visible)."""
 
-_SERVER: Final = Implementation(name="sezzlee", version="0.1.0")
+_SERVER: Final = Implementation(name="sezzlee", version=__version__)
 
 
 def era_of(headers: Headers) -> Era:
