@@ -5,6 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 SPECS ?= examples/specs
 PORT ?= 8000
+BACKEND_PORT ?= 8001
 INDEX ?= .sezzlee/index
 # Two cores: two pytest workers.
 PYTEST_WORKERS ?= 2
@@ -29,7 +30,7 @@ corpora: install
 	$(BIN)/python -m scripts.corpora
 
 run: install
-	$(BIN)/python -m examples.run --specs $(SPECS) --port $(PORT) --index $(INDEX)
+	$(BIN)/python -m examples.run --specs $(SPECS) --port $(PORT) --backend-port $(BACKEND_PORT) --index $(INDEX)
 
 # nginx (Debian's package) fronts two replicas in tests/reliability/test_replicas.py.
 # Installed only when missing; CI runs as root.

@@ -1,8 +1,9 @@
 """``make run``: the demo backend, the indexer (watching) and the server, side by side.
 
-``python -m examples.run --specs DIR --port P --index DIR [--config FILE]`` starts
+``python -m examples.run --specs DIR --port P --index DIR [--config FILE] [--backend-port B]``
+starts
 
-* the demo orders API on 127.0.0.1:8001 (``examples/backend.py``),
+* the demo orders API on 127.0.0.1:B, 8001 by default (``examples/backend.py``),
 * ``python -m indexer --specs DIR --index DIR --watch`` (edit a spec: the catalog follows),
 * ``python -m server --index DIR --port P`` on 127.0.0.1,
 
@@ -26,7 +27,9 @@ import httpx
 from examples.backend import DEMO_SECRET, DEMO_SECRET_ENV, demo_token
 
 ROOT: Final = Path(__file__).resolve().parent.parent
-BACKEND_PORT: Final = 8001
+DEMO_PORT: Final = 8001
+"""The port ``examples/specs/orders.yaml`` names in ``servers``."""
+DEMO_SPEC: Final = '[specs."orders.yaml"]'
 
 _CLIENT_SNIPPET: Final = """\
     import anyio
@@ -64,12 +67,32 @@ def _wait(url: str, process: subprocess.Popen[bytes], *, timeout: float) -> bool
     return False
 
 
+def _with_backend_port(config: Path | None, port: int, state: Path) -> Path | None:
+    """The config to run with: ``config`` itself, or a copy aiming the demo at ``port``.
+
+    The demo document names 127.0.0.1:8001 in ``servers``; another port needs the demo's
+    spec section to carry a ``base_url``, written into a copy beside the index.
+    """
+    if port == DEMO_PORT:
+        return config
+    text = config.read_text(encoding="utf-8") if config is not None else ""
+    line = f'base_url = "http://127.0.0.1:{port}"'
+    if DEMO_SPEC in text:
+        text = text.replace(DEMO_SPEC, f"{DEMO_SPEC}\n{line}", 1)
+    else:
+        text += f"\n{DEMO_SPEC}\n{line}\n"
+    derived = state / "run-config.toml"
+    derived.write_text(text, encoding="utf-8")
+    return derived
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m examples.run", description=__doc__)
     parser.add_argument("--specs", default="examples/specs")
     parser.add_argument("--index", default=".sezzlee/index")
     parser.add_argument("--port", type=int, default=8000)
     parser.add_argument("--config", default="examples/sezzlee.toml")
+    parser.add_argument("--backend-port", type=int, default=DEMO_PORT)
     args = parser.parse_args(argv)
 
     # `timeout`, systemd and CI stop with SIGTERM: treat it like Ctrl-C so the children stop.
@@ -77,11 +100,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     signal.signal(signal.SIGINT, signal.default_int_handler)  # even if started with it ignored
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     env.setdefault(DEMO_SECRET_ENV, DEMO_SECRET)  # the demo config verifies demo JWTs
-    Path(args.index).mkdir(parents=True, exist_ok=True)
-    config = ["--config", args.config] if args.config and Path(args.config).is_file() else []
+    index = Path(args.index)
+    index.mkdir(parents=True, exist_ok=True)
+    given = Path(args.config) if args.config and Path(args.config).is_file() else None
+    chosen = _with_backend_port(given, args.backend_port, index.parent)
+    config = ["--config", str(chosen)] if chosen is not None else []
 
     processes = [
-        _spawn(["-m", "examples.backend", "--port", str(BACKEND_PORT)], env),
+        _spawn(["-m", "examples.backend", "--port", str(args.backend_port)], env),
         _spawn(
             ["-m", "indexer", "--specs", args.specs, "--index", args.index, "--watch", *config], env
         ),
@@ -94,7 +120,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(
             f"\nsezzlee is {'ready' if ready else 'starting (the index is not ready yet)'}\n"
             f"  MCP endpoint : {url}  (Streamable HTTP, 2026-07-28 and 2025-era clients)\n"
-            f"  demo backend : http://127.0.0.1:{BACKEND_PORT}  (specs: {args.specs})\n"
+            f"  demo backend : http://127.0.0.1:{args.backend_port}  (specs: {args.specs})\n"
             f"  readiness    : http://127.0.0.1:{args.port}/readyz   metrics: /metrics\n"
             f"  demo token   : Authorization: Bearer <TOKEN below>\n"
             f"                 (alice: orders:read orders:write; other users: "

@@ -1,0 +1,69 @@
+"""``make run``'s script end to end: the demo backend, the indexer and the server, on the
+ports a newcomer chose, then search, load and invoke as the printed snippet would."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+from tests.e2e.conftest import ROOT, Agent
+from tests.server.harness import free_port
+
+
+def _ready(url: str, process: subprocess.Popen[bytes], log: Path) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        assert process.poll() is None, log.read_text()
+        try:
+            if httpx.get(url, timeout=1).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        time.sleep(0.1)
+    raise AssertionError(f"not ready: {log.read_text()}")
+
+
+def test_run_serves_the_demo_on_the_chosen_backend_port(tmp_path: Path) -> None:
+    port, backend = free_port(), free_port()
+    assert backend != 8001  # the port the demo document names: the override must matter
+    log = tmp_path / "run.log"
+    command = [sys.executable, "-m", "examples.run", "--port", str(port)]
+    command += ["--backend-port", str(backend), "--index", str(tmp_path / "state" / "index")]
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            command,
+            cwd=ROOT,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+        )
+    try:
+        _ready(f"http://127.0.0.1:{port}/readyz", process, log)
+        agent = Agent(f"http://127.0.0.1:{port}/mcp", "alice")
+        # The indexer may still be committing its first build when /readyz answers.
+        deadline = time.monotonic() + 30
+        while agent.ok("search_tools", {"query": "orders"})["total"] == 0:
+            assert time.monotonic() < deadline, "the demo catalog never appeared"
+            time.sleep(0.2)
+        names = [
+            card["name"] for card in agent.ok("search_tools", {"query": "list orders"})["results"]
+        ]
+        assert "list_orders" in names
+        assert agent.ok("load_tool", {"name": "list_orders"})["name"] == "list_orders"
+        answer = agent.invoke("list_orders", {})
+        assert answer["status"] == 200, answer
+        assert f"127.0.0.1:{backend}" in log.read_text()
+    finally:
+        process.send_signal(signal.SIGINT)
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+    assert process.returncode == 0, log.read_text()
