@@ -27,9 +27,9 @@ The loop wakes on every batch and, without events, every ``POLL_MS``; each time 
   with the same files, 0.5 s later, doubling up to 30 s.
 
 After each watcher starts (the first one too) one sync, a stat scan, catches up with what
-changed while none was watching: during the start-up build, or around a restart. The
-first watcher's first wake also reads the config file, and applies it if it is no
-longer what the start-up build read.
+changed while none was watching: during the start-up build, or around a restart; the
+``caught_up`` event follows it. The first watcher's first wake also reads the config
+file, and applies it if it is no longer what the start-up build read.
 
 Each commit logs ``latency_ms``: from the arrival of the oldest change it includes to the
 commit's return, failed attempts included. A change arrives with its watchfiles batch
@@ -160,6 +160,10 @@ class _Loop:
                     return  # replaced or gone: sync nothing from a directory in flux
                 unlisted = self.session.unlisted
                 self._sync()
+                if not count:
+                    # Whatever changed while no watcher ran is in the index now: from here
+                    # on only an event brings a change.
+                    self.reporter.event("caught_up")
                 if relinked:
                     self.reporter.event("watch_restarted", reason=f"{relinked} is a new link")
                     return

@@ -58,8 +58,7 @@ class Watched:
             daemon=True,
         )
         self._thread.start()
-        self.wait_for_event("watching")
-        time.sleep(0.2)  # let the OS watch settle before the first write
+        self.wait_for_event("caught_up")  # the OS watch is up: a write now is an event
 
     def events(self) -> list[dict[str, object]]:
         self._stream.flush()
@@ -243,8 +242,8 @@ def test_a_config_changed_during_the_start_up_build_is_caught_up(
 
 
 def test_an_unchanged_config_is_not_reloaded_by_the_catch_up(watched: Watched) -> None:
-    time.sleep(1)  # past the catch-up sync, which has nothing to catch up with
-    assert [e["event"] for e in watched.events()] == ["full_build", "watching"]
+    # The catch-up sync, which had nothing to catch up with, reloaded nothing.
+    assert [e["event"] for e in watched.events()] == ["full_build", "watching", "caught_up"]
 
 
 def _exactly(*tools: str) -> Callable[[IndexView], bool]:
@@ -291,8 +290,7 @@ def test_the_config_directory_costs_no_watch_per_subdirectory(start: Start, tmp_
     config = home / "sezzlee.toml"
     config.write_text("")
     before = _inotify_watches()
-    w = start(config=config)
-    time.sleep(1)
+    w = start(config=config)  # returns once its watcher is up and caught up
     assert _inotify_watches() - before < 10  # the spec directory's, not the home's
     config.write_text('[specs."shop.yaml"]\nnamespace = "store"\n')
     w.until(lambda v: "store.list_orders" in v.tools)
@@ -303,7 +301,8 @@ def test_a_deleted_spec_directory_keeps_the_catalog(watched: Watched) -> None:
     shutil.rmtree(watched.specs)
     missing = watched.wait_for_event("specs_missing", after=seen)
     assert missing["level"] == "error"
-    time.sleep(1)
+    # The watcher saw the deletes, then found the directory gone and synced nothing: the
+    # sync that could have emptied the catalog was decided before specs_missing.
     assert "shop.list_orders" in read_index(watched.index).tools  # no empty catalog
     watched.specs.mkdir()
     (watched.specs / "pets.yaml").write_text(spec_yaml("Pets", ["listPets"]))
@@ -371,7 +370,7 @@ def test_sources_reached_through_symlinks(start: Start, tmp_path: Path) -> None:
     (specs / "team").symlink_to(later)
     w.until(lambda v: "team_a.alpha" in v.tools)
     w.wait_for_event("watch_restarted", after=seen)
-    time.sleep(1)  # past the new watcher's catch-up sync: only an event can bring b.yaml
+    w.wait_for_event("caught_up", after=seen)  # the new watcher's: only an event brings b.yaml
     (later / "b.yaml").write_text(spec_yaml("B", ["beta"]))
     w.until(lambda v: "team_b.beta" in v.tools)
 
@@ -409,7 +408,8 @@ def test_a_directory_listable_again_is_watched(tmp_path: Path) -> None:
         meta = read_index(index).meta
         assert meta is not None
         assert meta.unlisted == {}
-        time.sleep(1)  # past the new watcher's catch-up sync: only an event can bring more
+        # The new watcher's catch-up sync is done: only an event can bring more.
+        _wait(lambda: [e["event"] for e in _events(log)].count("caught_up") >= 2, "catch-up")
         (specs / "team" / "more.yaml").write_text(spec_yaml("More", ["doMore"]))
         _wait(lambda: "team_more.do_more" in read_index(index).tools, "edit inside team")
     finally:
