@@ -489,8 +489,8 @@ class DocumentConverter:
             if raw_schema is None and isinstance(content, dict) and content:
                 content_type, media = next(iter(content.items()))
                 raw_schema = media.get("schema") if isinstance(media, dict) else None
-            if self._normalizer.flagged(raw_schema, base, "readOnly"):
-                return  # the request schema drops read-only members (design.md)
+            # A parameter is an input by definition: a readOnly on its schema (a component
+            # shared with responses, like GitHub's alert-number) is dropped, not the parameter.
             schema = self._normalizer.schema(
                 raw_schema if raw_schema is not None else {}, base, "in"
             )
@@ -608,8 +608,8 @@ class DocumentConverter:
         (returns True then: the body is sent whole). ``styles``: a form body's members'
         wire data (:func:`_form_styles`).
         """
-        if self._normalizer.flagged(raw, base, "readOnly"):
-            return True  # a read-only body, object or not, is nothing the caller can send
+        # The body is an input by definition, as a parameter is: a readOnly on its root
+        # is dropped, its read-only members leave as everywhere.
         members = self._members(raw, base, 0)
         if members is None:
             schema = self._normalizer.schema(raw, base, "in")
@@ -672,7 +672,10 @@ class DocumentConverter:
             properties.update(template.get("properties", {}))
         elif declared is not None:
             return None
-        if not properties:
+        if not properties and (depth == 0 or not (declared or branches)):
+            # A branch whose members are all read-only (Azure's Resource: id, name, type)
+            # adds none and keeps the object flat; a body, or a branch, declaring no member
+            # at all is no object with members.
             return None
         required = node.get("required")
         if isinstance(required, list):

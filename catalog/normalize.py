@@ -13,7 +13,10 @@ stage (``catalog.compact``) copies only the template spine and reuses the plain
 subtrees as they are, so a component used by a thousand operations is normalized once
 and never copied.
 
-Kept are the 2020-12 keywords only (plus ``deprecated``, ``readOnly``, ``writeOnly``).
+Kept are the 2020-12 keywords only (plus ``deprecated``, and ``readOnly``/``writeOnly``
+in the direction they do not filter: ``readOnly`` never appears in an ``"in"`` schema).
+In 2.0/3.0 a ``description`` or ``title`` beside a ``$ref`` is kept, the other siblings
+are ignored as those versions say.
 Dropped: ``x-`` extensions, OpenAPI-only keywords (``discriminator``, ``xml``,
 ``externalDocs``), ``$schema``/``$id``/``$anchor`` (a published schema is self-contained
 and has no dialect decoration), and any keyword whose value has the wrong JSON type (a
@@ -83,6 +86,7 @@ ANNOTATIONS: Final = frozenset(
 )
 """Keywords that only describe: they never refuse a value."""
 _FLAG_OF: Final[dict[str, str]] = {"in": "readOnly", "out": "writeOnly"}
+_NOTES: Final = ("title", "description")
 
 
 class Ref:
@@ -286,7 +290,13 @@ class Normalizer:
         if isinstance(ref, str):
             key, _ = self._resolver.resolve(ref, base)
             extra: dict[str, Any] | None = None
-            if not self._legacy and len(raw) > 1:
+            if self._legacy:
+                if "description" in raw or "title" in raw:
+                    # 2.0/3.0 ignore the keywords beside $ref, but a description or title
+                    # written there is what an agent reads, and annotations refuse no value.
+                    notes = {k: raw[k] for k in _NOTES if isinstance(raw.get(k), str)}
+                    extra = notes or None
+            elif len(raw) > 1:
                 # 3.1: keywords beside $ref apply too; in 2.0/3.0 they are ignored.
                 siblings, _ = self._norm_dict(
                     {k: v for k, v in raw.items() if k != "$ref"},
@@ -396,7 +406,10 @@ class Normalizer:
                 if _is_number(value):
                     out[key] = value
             elif key in _FLAGS:
-                if isinstance(value, bool):
+                if isinstance(value, bool) and key != _FLAG_OF[d]:
+                    # The direction's own flag has done its work (the members it marks are
+                    # gone); what it still marks here, a parameter or an array's items, is
+                    # part of the direction all the same.
                     out[key] = value
             elif key == "enum":
                 if isinstance(value, list) and not is_json_value(value):

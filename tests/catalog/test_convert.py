@@ -372,15 +372,30 @@ def test_read_only_leaves_input_and_write_only_leaves_output() -> None:
 
 
 @pytest.mark.parametrize(
-    "body",
+    ("body", "expected", "whole"),
     [
-        {"$ref": "#/components/schemas/Stamp"},
-        {"type": "object", "readOnly": True, "properties": {"at": {"type": "string"}}},
-        {"type": "string", "readOnly": True},
+        (
+            {"$ref": "#/components/schemas/Stamp"},
+            {"properties": {"at": {"type": "string"}}, "required": ["at"]},
+            False,
+        ),
+        (
+            {"type": "object", "readOnly": True, "properties": {"at": {"type": "string"}}},
+            {"properties": {"at": {"type": "string"}}},
+            False,
+        ),
+        (
+            {"type": "string", "readOnly": True},
+            {"properties": {"body": {"type": "string"}}, "required": ["body"]},
+            True,
+        ),
     ],
 )
-def test_a_read_only_body_is_no_argument(body: dict[str, Any]) -> None:
-    # An object body's members became arguments though the body itself was read-only.
+def test_a_read_only_body_is_still_the_callers_to_send(
+    body: dict[str, Any], expected: dict[str, Any], whole: bool
+) -> None:
+    # A request body is an input by definition: a readOnly on its root (a component shared
+    # with responses) used to drop the whole body, and a required one left no valid call.
     stamp = {
         "type": "object",
         "readOnly": True,
@@ -398,16 +413,18 @@ def test_a_read_only_body_is_no_argument(body: dict[str, Any]) -> None:
     tool = only_tool(doc)
     assert tool.definition.input_schema == {
         "type": "object",
-        "properties": {},
+        **expected,
         "additionalProperties": False,
     }
-    assert tool.route.bindings == ()
+    assert tool.route.body_is_whole is whole
+    assert [b.argument for b in tool.route.bindings] == list(expected["properties"])
 
 
 @pytest.mark.parametrize("build", [openapi, openapi30])
 def test_read_only_through_all_of_leaves_input_as_read_only_does(build: Any) -> None:
-    # allOf branches all apply to the one value, their readOnly too: these members and
-    # the parameter were published as arguments, and the members as required ones.
+    # allOf branches all apply to the one value, their readOnly too: these members were
+    # published as arguments, and as required ones. The parameter stays (an input by
+    # definition), without the flag.
     id_ref = {"$ref": "#/components/schemas/Id"}
     pet = {
         "type": "object",
@@ -440,17 +457,179 @@ def test_read_only_through_all_of_leaves_input_as_read_only_does(build: Any) -> 
     assert definition.input_schema == {
         "type": "object",
         "properties": {
+            "q": {"allOf": [{"type": "integer"}]},
             "pet": {
                 "type": "object",
                 "properties": {"name": {"type": "string"}},
                 "required": ["name"],
-            }
+            },
         },
         "required": ["pet"],
         "additionalProperties": False,
     }
     assert definition.output_schema is not None
     assert set(definition.output_schema["properties"]) == {"id", "stamp", "owner", "name"}
+
+
+@pytest.mark.parametrize("build", [openapi, openapi30, swagger])
+def test_a_read_only_parameter_is_still_an_argument(build: Any) -> None:
+    # GitHub's alert-number is {"type":"integer","readOnly":true}, shared by responses
+    # and the path parameter: the parameter was dropped, and no call could fill the path.
+    number: dict[str, Any] = {"type": "integer", "readOnly": True}
+    if build is swagger:
+        parameters: list[dict[str, Any]] = [
+            {"name": "n", "in": "path", "required": True, **number},
+            {"name": "q", "in": "query", "required": True, "type": "string", "readOnly": True},
+        ]
+        extra: dict[str, Any] = {}
+    else:
+        parameters = [
+            {"name": "n", "in": "path", "required": True, "schema": {"$ref": "#/c/N"}},
+            {
+                "name": "q",
+                "in": "query",
+                "required": True,
+                "schema": {"allOf": [{"$ref": "#/c/Q"}]},
+            },
+        ]
+        extra = {"c": {"N": number, "Q": number}}
+    doc = build({"/a/{n}": {"get": {"parameters": parameters, "responses": {}}}}, **extra)
+    tool = only_tool(doc)
+    schema = tool.definition.input_schema
+    assert schema["required"] == ["n", "q"]
+    assert schema["properties"]["n"] == {"type": "integer"}
+    assert "readOnly" not in msgspec.json.encode(schema).decode()
+    assert [(b.location, b.wire_name) for b in tool.route.bindings] == [
+        ("path", "n"),
+        ("query", "q"),
+    ]
+
+
+@pytest.mark.parametrize("build", [openapi, openapi30])
+def test_an_all_of_branch_of_read_only_members_keeps_the_body_flat(build: Any) -> None:
+    # Azure's Resource (id, name, type, all read-only) is an allOf branch of nearly every
+    # PUT body: it added no member, and the whole body became one nested "body" argument.
+    schemas = {
+        "Resource": {
+            "properties": {
+                "id": {"type": "string", "readOnly": True},
+                "name": {"type": "string", "readOnly": True},
+            },
+            "required": ["id"],
+        },
+        "Vault": {
+            "allOf": [{"$ref": "#/components/schemas/Resource"}],
+            "properties": {"location": {"type": "string"}, "tags": {"type": "object"}},
+            "required": ["location"],
+        },
+    }
+    body = {"$ref": "#/components/schemas/Vault"}
+    doc = build(
+        {"/v": {"put": {"requestBody": {"required": True, "content": _json(body)}}}},
+        components={"schemas": schemas},
+    )
+    tool = only_tool(doc)
+    assert tool.definition.input_schema == {
+        "type": "object",
+        "properties": {"location": {"type": "string"}, "tags": {"type": "object"}},
+        "required": ["location"],
+        "additionalProperties": False,
+    }
+    assert tool.route.body_is_whole is False
+    assert [b.wire_name for b in tool.route.bindings] == ["location", "tags"]
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        # No members at all, or a branch that declares none: still no flat object.
+        {"allOf": [{"properties": {"id": {"type": "string", "readOnly": True}}}]},
+        {"allOf": [{"type": "object"}, {"properties": {"a": {"type": "string"}}}]},
+    ],
+)
+def test_a_body_without_writable_members_is_still_sent_whole(body: dict[str, Any]) -> None:
+    doc = openapi30({"/v": {"put": {"requestBody": {"content": _json(body)}, "responses": {}}}})
+    tool = only_tool(doc)
+    assert list(tool.definition.input_schema["properties"]) == ["body"]
+    assert tool.route.body_is_whole is True
+
+
+def test_a_direction_flag_leaves_every_schema_of_its_direction() -> None:
+    # Nested in items or an anyOf branch, where no member is dropped for it, readOnly
+    # survived in the inputSchema (and writeOnly in the outputSchema).
+    tags = {"type": "array", "items": {"type": "string", "readOnly": True, "writeOnly": True}}
+    either = {
+        "anyOf": [{"type": "string", "readOnly": True}, {"type": "integer", "writeOnly": True}]
+    }
+    body = {"type": "object", "properties": {"tags": tags, "either": either}}
+    doc = openapi30(
+        {
+            "/a": {
+                "post": {
+                    "parameters": [{"name": "q", "in": "query", "schema": tags}],
+                    "requestBody": {"content": _json(body)},
+                    "responses": _ok(body),
+                }
+            }
+        }
+    )
+    definition = only_tool(doc).definition
+    assert definition.input_schema["properties"] == {
+        "q": {"type": "array", "items": {"type": "string", "writeOnly": True}},
+        "tags": {"type": "array", "items": {"type": "string", "writeOnly": True}},
+        "either": {"anyOf": [{"type": "string"}, {"type": "integer", "writeOnly": True}]},
+    }
+    assert definition.output_schema == {
+        "type": "object",
+        "properties": {
+            "tags": {"type": "array", "items": {"type": "string", "readOnly": True}},
+            "either": {"anyOf": [{"type": "string", "readOnly": True}, {"type": "integer"}]},
+        },
+    }
+
+
+@pytest.mark.parametrize("uses", [1, 2])
+@pytest.mark.parametrize("build", [openapi30, swagger])
+def test_a_description_beside_a_legacy_ref_is_kept(build: Any, uses: int) -> None:
+    # 2.0/3.0 ignore the keywords beside $ref, and the description written there, the
+    # text an agent reads, was lost. Only annotations are kept: the minimum stays ignored.
+    shared = "#/definitions/Id" if build is swagger else "#/components/schemas/Id"
+    local = {"$ref": shared, "description": "Local", "title": "The id", "minimum": 5}
+    properties: dict[str, Any] = {"a": local}
+    if uses == 2:
+        properties["b"] = {"$ref": shared}
+    body = {"type": "object", "properties": properties}
+    target = {"type": "integer", "description": "Shared"}
+    if build is swagger:
+        operation: dict[str, Any] = {
+            "parameters": [{"name": "b", "in": "body", "schema": body}],
+            "responses": {"200": {"description": "ok", "schema": local}},
+        }
+        doc = build({"/a": {"post": operation}}, definitions={"Id": target})
+    else:
+        operation = {"requestBody": {"content": _json(body)}, "responses": _ok(local)}
+        doc = build({"/a": {"post": operation}}, components={"schemas": {"Id": target}})
+    definition = only_tool(doc).definition
+    schema = definition.input_schema
+    if uses == 1:
+        assert schema["properties"]["a"] == {
+            "type": "integer",
+            "description": "Local",
+            "title": "The id",
+        }
+    else:
+        assert schema["properties"]["a"] == {
+            "$ref": "#/$defs/Id",
+            "description": "Local",
+            "title": "The id",
+        }
+        assert schema["$defs"]["Id"] == target
+    assert jsonschema.Draft202012Validator(schema).is_valid({"a": 1})  # minimum ignored
+    assert definition.output_schema == {
+        "type": "object",
+        "properties": {"result": {"type": "integer", "description": "Local", "title": "The id"}},
+        "required": ["result"],
+    }
 
 
 _PET = {"$ref": "#/components/schemas/Pet"}
@@ -1519,6 +1698,8 @@ def test_every_definition_is_well_formed(
     definition = tool.definition
     _assert_flat(definition.input_schema)
     assert _members(definition.input_schema, "readOnly") == []
+    # The flag a direction filters by is gone from its schemas, nested or not.
+    assert b'"readOnly"' not in msgspec.json.encode(definition.input_schema)
     if _flagged(output, {"A": a, "B": b}, "writeOnly"):
         assert definition.output_schema is None
     else:
@@ -1526,6 +1707,12 @@ def test_every_definition_is_well_formed(
         assert definition.output_schema["type"] == "object"
         _CHECK(definition.output_schema)
         assert _members(definition.output_schema, "writeOnly") == []
+        assert b'"writeOnly"' not in msgspec.json.encode(definition.output_schema)
+    # Every parameter is an argument, read-only or not.
+    declared = {(p["in"], p["name"]) for p in parameters}
+    assert {(b.location, b.wire_name) for b in tool.route.bindings if b.location != "body"} == (
+        declared
+    )
     if definition.annotations is not None:
         assert False not in msgspec.to_builtins(definition.annotations).values()
         assert msgspec.to_builtins(definition.annotations)

@@ -3,6 +3,7 @@ REST description convert without a crash into definitions that match the spec fi
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -154,3 +155,73 @@ def test_github_route_and_security(github: tuple[SpecResult, SpecResult]) -> Non
     assert list(repo.definition.input_schema["properties"]) == ["owner", "repo"]
     assert repo.definition.input_schema["required"] == ["owner", "repo"]
     assert repo.definition.output_schema is not None
+
+
+_PATH_VARIABLE = re.compile(r"\{([^}]+)\}")
+
+
+def _unfilled_path_variables(result: SpecResult) -> dict[str, set[str]]:
+    """Tool → the variables of its path template no path argument fills."""
+    unfilled: dict[str, set[str]] = {}
+    for tool in result.tools:
+        filled = {b.wire_name for b in tool.route.bindings if b.location == "path"}
+        missing = set(_PATH_VARIABLE.findall(tool.route.path)) - filled
+        if missing:
+            unfilled[tool.definition.name] = missing
+    return unfilled
+
+
+def test_github_fills_every_path_variable(github: tuple[SpecResult, SpecResult]) -> None:
+    # components/schemas/alert-number is {"type":"integer","readOnly":true}, shared by
+    # responses and the path parameter: 11 tools had owner and repo only, and no call of
+    # them could fill /alerts/{alert_number}.
+    assert _unfilled_path_variables(github[0]) == {}
+    by_name = {t.definition.name: t for t in github[0].tools}
+    for name in ("github.code_scanning_get_alert", "github.dependabot_update_alert"):
+        schema = by_name[name].definition.input_schema
+        assert schema["required"][:3] == ["owner", "repo", "alert_number"], name
+        number = msgspec.json.encode(schema["properties"]["alert_number"])
+        assert b'"integer"' in number, name
+        assert b"readOnly" not in number, name
+
+
+def _guru(apis_guru_dir: Path, rel: str) -> dict[str, Any]:
+    """Tool name → tool of one APIs.guru document."""
+    result = _convert(apis_guru_dir, apis_guru_dir / rel)
+    return {t.definition.name: t for t in result.tools}
+
+
+def test_probely_fills_every_path_variable(apis_guru_dir: Path) -> None:
+    # Its targetId and id parameters are readOnly: 98 of its 147 tools lost target_id or
+    # id and could not be called.
+    result = _convert(apis_guru_dir, apis_guru_dir / "probely.com.json")
+    assert len(result.tools) == 147
+    assert _unfilled_path_variables(result) == {}
+    pointer = "/paths/~1targets~1{target_id}~1assets~1{id}~1/get"
+    tool = next(t for t in result.tools if t.pointer == pointer)
+    assert tool.definition.input_schema["required"] == ["target_id", "id"]
+    assert b"readOnly" not in msgspec.json.encode(tool.definition.input_schema)
+
+
+def test_an_azure_put_body_with_a_read_only_resource_branch_is_flat(apis_guru_dir: Path) -> None:
+    # ServerKey is allOf [ProxyResource (allOf [Resource: id, name, type, all read-only])]
+    # plus its own members: the empty branch made the whole body one nested "body".
+    tools = _guru(apis_guru_dir, "azure.com/sql-serverKeys.json").values()
+    (tool,) = [t for t in tools if t.route.method == "PUT"]
+    assert tool.route.body_is_whole is False
+    properties = tool.definition.input_schema["properties"]
+    assert "body" not in properties
+    assert {"kind", "properties"} <= set(properties)
+    assert not {"id", "name", "type", "location"} & set(properties)  # read-only members
+    body = [b.wire_name for b in tool.route.bindings if b.location == "body"]
+    assert body == ["kind", "properties"]
+
+
+def test_a_30_description_beside_a_ref_reaches_the_argument(apis_guru_dir: Path) -> None:
+    # State is {"$ref": ".../user_enum_state_type", "description": "Current state ..."}:
+    # OpenAPI 3.0 ignores the siblings of $ref, and the argument had no description.
+    tools = _guru(apis_guru_dir, "twilio.com/twilio_frontline_v1.json")
+    tool = next(t for t in tools.values() if t.pointer == "/paths/~1v1~1Users~1{Sid}/post")
+    state = tool.definition.input_schema["properties"]["State"]
+    assert state["description"].startswith("Current state of this user.")
+    assert "enum" in state  # the target itself, as before
