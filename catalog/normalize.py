@@ -26,6 +26,7 @@ repair is a warning (:attr:`Normalizer.problems`) at the schema's place in the d
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from typing import Any, Final, Literal, TypeAlias
 
 from catalog.model import Problem
@@ -163,16 +164,28 @@ def _path_to(root: Any, target: Any) -> str | None:
 
     Asked only when a schema was repaired, so the walk costs nothing on the common path.
     """
+    for node, pointer in _walk(root):
+        if node is target:
+            return pointer
+    return None
+
+
+def _walk(root: Any) -> Iterator[tuple[Any, str]]:
+    """Every object and list below ``root`` (itself included), with its JSON pointer."""
     pending: list[tuple[Any, str]] = [(root, "")]
     while pending:
         node, pointer = pending.pop()
-        if node is target:
-            return pointer
+        yield node, pointer
         if isinstance(node, dict):
-            pending.extend((v, f"{pointer}/{escape_token(str(k))}") for k, v in node.items())
+            pending.extend(
+                (v, f"{pointer}/{escape_token(str(k))}")
+                for k, v in node.items()
+                if isinstance(v, dict | list)
+            )
         elif isinstance(node, list):
-            pending.extend((v, f"{pointer}/{i}") for i, v in enumerate(node))
-    return None
+            pending.extend(
+                (v, f"{pointer}/{i}") for i, v in enumerate(node) if isinstance(v, dict | list)
+            )
 
 
 def _bad_key(pattern: str) -> Repair:
@@ -207,6 +220,7 @@ class Normalizer:
 
     __slots__ = (
         "_legacy",
+        "_places",
         "_reported",
         "_resolver",
         "_scope",
@@ -232,6 +246,7 @@ class Normalizer:
         self.problems: list[Problem] = []
         """A warning per repair (``catalog.repair``), each place and code once."""
         self._reported: set[tuple[str, str, str]] = set()
+        self._places: dict[str, dict[int, str]] = {}  # file → id(object) → its pointer
         self._scope: tuple[str, str, Any] = (resolver.source, "", None)
 
     def within(self, pointer: str, raw: Any) -> None:
@@ -403,7 +418,7 @@ class Normalizer:
                     # Each key is a regex: one re cannot read goes, as an invalid pattern does.
                     kept = {name: sub for name, sub in value.items() if valid_regex(name)}
                     if len(kept) < len(value):
-                        self._noted(raw, [_bad_key(n) for n in value if n not in kept])
+                        self._noted(raw, base, [_bad_key(n) for n in value if n not in kept])
                     value = kept
                 result = self._norm_map(value, base, d)
                 if result is not None:
@@ -472,16 +487,27 @@ class Normalizer:
         if not SUSPECT.isdisjoint(out):
             notes = repair(out, (TemplateDict, TemplateList))
             if notes:
-                self._noted(raw, notes)
+                self._noted(raw, base, notes)
         if self._legacy and (raw.get("nullable") is True or raw.get("x-nullable") is True):
             out, has = self._nullable(out, has)
         return (TemplateDict(out) if has else out), has
 
-    def _noted(self, raw: Any, notes: list[Repair]) -> None:
-        """Report ``notes`` about the raw schema object ``raw`` at its place."""
+    def _noted(self, raw: Any, base: str, notes: list[Repair]) -> None:
+        """Report ``notes`` about the raw schema object ``raw`` of file ``base`` at its
+        place: below the current scope, else anywhere in its file (a component's members
+        an object body lends the operation), else the scope's pointer.
+        """
         file, pointer, root = self._scope
         path = _path_to(root, raw)
         location = pointer + path if path is not None else pointer
+        if path is None:
+            places = self._places.get(base)
+            if places is None:
+                tree = self._resolver.node(f"{base}#")
+                places = {id(node): at for node, at in _walk(tree)}
+                self._places[base] = places
+            if id(raw) in places:
+                file, location = base, places[id(raw)]
         for note in notes:
             key = (file, location, note.reason)
             if key not in self._reported:
