@@ -485,12 +485,25 @@ class Normalizer:
         if "required" in out and not out["required"]:
             del out["required"]
         if not SUSPECT.isdisjoint(out):
-            notes = repair(out, (TemplateDict, TemplateList))
+            notes = repair(out, (TemplateDict, TemplateList), self._declared)
             if notes:
                 self._noted(raw, base, notes)
         if self._legacy and (raw.get("nullable") is True or raw.get("x-nullable") is True):
             out, has = self._nullable(out, has)
         return (TemplateDict(out) if has else out), has
+
+    def _declared(self, node: Any) -> list[str] | None:
+        """The types the target of the reference marker ``node`` declares, as written."""
+        if type(node) is not Ref:
+            return None
+        target = self._resolver.node(node.key)
+        kind = self._type(target.get("type")) if isinstance(target, dict) else None
+        if kind is None:
+            return None
+        kinds = [kind] if isinstance(kind, str) else list(kind)
+        if self._legacy and (target.get("nullable") is True or target.get("x-nullable") is True):
+            kinds.append("null")
+        return kinds
 
     def _noted(self, raw: Any, base: str, notes: list[Repair]) -> None:
         """Report ``notes`` about the raw schema object ``raw`` of file ``base`` at its

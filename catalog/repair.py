@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 import re
 import warnings
+from collections.abc import Callable
 from typing import Any, Final, TypeAlias
 
 import msgspec
@@ -115,12 +116,17 @@ def valid_regex(pattern: str) -> bool:
     return True
 
 
-def repair(out: dict[str, Any], templates: Templates = (dict, list)) -> list[Repair]:
+def repair(
+    out: dict[str, Any],
+    templates: Templates = (dict, list),
+    declared: Callable[[Any], list[str] | None] | None = None,
+) -> list[Repair]:
     """Rewrite the normalized schema object ``out`` in place so that some value satisfies
     each of its keywords (as far as they can be judged locally); what was done, in order.
 
     ``templates``: the normalizer's container types for a schema object and a list that
     hold a reference marker, for the containers a rewrite makes around one.
+    ``declared``: the types a reference marker's target declares (None: unknown).
     """
     notes: list[Repair] = []
     if "pattern" in out:
@@ -141,7 +147,7 @@ def repair(out: dict[str, Any], templates: Templates = (dict, list)) -> list[Rep
     if isinstance(branches, list) and "type" not in out:
         _null_branch(out, branches, notes, templates)
     elif isinstance(branches, list):
-        _branch_types(out, branches, notes)
+        _branch_types(out, branches, notes, declared)
     return notes
 
 
@@ -447,13 +453,21 @@ def _null_branch(
     )
 
 
-def _branch_types(out: dict[str, Any], branches: list[Any], notes: list[Repair]) -> None:
+def _branch_types(
+    out: dict[str, Any],
+    branches: list[Any],
+    notes: list[Repair],
+    declared: Callable[[Any], list[str] | None] | None,
+) -> None:
     """A type that no ``allOf`` branch's own type shares: the branch is the specific one."""
     kinds = _types(out)
     if kinds is None:
         return
     for branch in branches:
-        theirs = _types(branch) if isinstance(branch, dict) and "$ref" not in branch else None
+        if isinstance(branch, dict):
+            theirs = _types(branch) if "$ref" not in branch else None
+        else:
+            theirs = declared(branch) if declared is not None else None
         if theirs is None:
             continue
         mine, other = set(kinds), set(theirs)

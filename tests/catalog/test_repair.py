@@ -383,3 +383,25 @@ def test_peertube_add_user_can_be_called(apis_guru_dir: Path) -> None:
     assert [(w.location, w.code) for w in result.warnings if "'/^[a-z0-9._]+$/'" in w.reason] == [
         ("/components/schemas/username", PATTERN_UNWRAPPED)
     ]
+
+
+def test_a_type_no_referenced_allof_branch_shares_is_dropped() -> None:
+    # lyft.com: {"type": "object", "allOf": [{"$ref": <a string enum>}]} accepted nothing.
+    profile = {"type": "string", "enum": ["personal", "business"]}
+    schema = {"type": "object", "allOf": [{"$ref": "#/components/schemas/Profile"}]}
+    doc = openapi30(
+        {
+            "/x": {
+                "get": {
+                    "parameters": [{"name": "q", "in": "query", "schema": schema}],
+                    "responses": {},
+                }
+            }
+        },
+        components={"schemas": {"Profile": profile}},
+    )
+    result = convert(doc)
+    validator = jsonschema.Draft202012Validator(result.tools[0].definition.input_schema)
+    assert validator.is_valid({"q": "business"})
+    assert not validator.is_valid({"q": "other"})
+    assert [(w.code, w.location) for w in result.warnings] == [(TYPE_DROPPED, _PARAMETER)]
