@@ -244,7 +244,7 @@ class Normalizer:
         self.compacted: dict[tuple[str, Direction, int], Any] = {}
         """Compacted bare references, per direction and budget (``catalog.compact``)."""
         self.problems: list[Problem] = []
-        """A warning per repair (``catalog.repair``), each place and code once."""
+        """A warning per repair (``catalog.repair``), each place and reason once."""
         self._reported: set[tuple[str, str, str]] = set()
         self._places: dict[str, dict[int, str]] = {}  # file → id(object) → its pointer
         self._scope: tuple[str, str, Any] = (resolver.source, "", None)
