@@ -49,7 +49,7 @@ from catalog.model import (
     SecurityScheme,
     ToolDefinition,
 )
-from catalog.naming import Namer
+from catalog.naming import NAME_CLASH, Namer
 from catalog.normalize import Normalizer, Ref, TemplateDict
 from catalog.openapi import Document
 from catalog.refs import Resolver, escape_token
@@ -252,9 +252,11 @@ class DocumentConverter:
         """Other files the converted operations referenced, sorted."""
         return tuple(sorted(self._resolver.dependencies))
 
-    def warn(self, location: str, reason: str) -> None:
+    def warn(self, location: str, reason: str, code: str = "") -> None:
         self.warnings.append(
-            Problem(file=self._source, location=location, reason=reason, severity="warning")
+            Problem(
+                file=self._source, location=location, reason=reason, severity="warning", code=code
+            )
         )
 
     # -- the walk ---------------------------------------------------------------
@@ -291,6 +293,7 @@ class DocumentConverter:
                     out.extend(self._curated(tool, operation[EXTENSION]))
                 elif tool is not None:
                     out.append(tool)
+        self.warnings.extend(self._normalizer.problems)  # the schema repairs, each once
         return out
 
     def _curated(self, tool: CatalogTool, raw: object) -> list[CatalogTool]:
@@ -318,6 +321,7 @@ class DocumentConverter:
                 self.warn(
                     f"{tool.pointer}/{EXTENSION}",
                     f"the curated name {name!r} is already used in this document; named {final!r}",
+                    NAME_CLASH,
                 )
                 curated = _renamed(curated, final)
             out.append(curated)
@@ -339,8 +343,11 @@ class DocumentConverter:
         name, clashed = self._namer.name(operation_id, method, path)
         if clashed:
             self.warn(
-                pointer, f"the operation name is already used in this document; named {name!r}"
+                pointer,
+                f"the operation name is already used in this document; named {name!r}",
+                NAME_CLASH,
             )
+        self._normalizer.within(pointer, operation)
         try:
             return self._operation(name, operation_id, path, method, item, base, operation, pointer)
         except RefError:

@@ -238,12 +238,18 @@ class CatalogTool(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class Problem(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
-    """A problem found in a document: where (file and line or JSON pointer) and why."""
+    """A problem found in a document: where (file and line or JSON pointer) and why.
+
+    ``code`` names the kind of a warning the conversion itself decided on (a clash
+    suffix, a schema repair; ``catalog/spec/schema-conversion.md`` lists them), so that a
+    program tells kinds apart without matching ``reason``, which is prose for people.
+    """
 
     file: str
     location: str  # "line 12" or a JSON pointer such as "/paths/~1pets/get"
     reason: str
     severity: Literal["error", "warning"] = "error"
+    code: str = ""
 
 
 class SpecResult(msgspec.Struct, frozen=True, kw_only=True):

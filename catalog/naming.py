@@ -7,6 +7,10 @@ Pure: no I/O. design.md, Tool names:
   gets ``<method>_<path words>`` (``GET /pets/{petId}`` → ``get_pets_pet_id``);
 * the published name is ``<namespace>.<operation>``, or the bare operation part when
   the namespace is ``""``;
+* an operation part too long for MCP's 128 characters keeps its first and last words
+  around a short hash of the whole part (:func:`shorten`): the words that tell one
+  operation from its neighbours (``…_get``, ``…_create_or_update``, ``get_…``) sit at
+  either end, and the hash keeps parts that share both ends apart;
 * a clash inside one document is resolved by ``_2``, ``_3``, ... in document order, so
   the first operation keeps the bare name and the result never depends on other
   documents.
@@ -17,19 +21,77 @@ characters.
 
 from __future__ import annotations
 
+import hashlib
 import re
+from collections.abc import Iterable
 from typing import Final
 
-__all__ = ["MAX_NAME_LENGTH", "Namer", "fallback_name", "qualify", "snake_case"]
+__all__ = [
+    "MAX_NAME_LENGTH",
+    "NAME_CLASH",
+    "NAME_CLASH_ACROSS",
+    "Namer",
+    "fallback_name",
+    "qualify",
+    "shorten",
+    "snake_case",
+]
 
 MAX_NAME_LENGTH: Final = 128
 """MCP tool names are 1-128 characters (SEP-986)."""
+
+NAME_CLASH: Final = "name-clash"
+"""Warning code: a name already used in the document got a ``_2``, ``_3``... suffix."""
+NAME_CLASH_ACROSS: Final = "name-clash-across"
+"""Warning code: a name an earlier document of the namespace holds got a suffix."""
 
 _CAMEL_1: Final = re.compile(r"([A-Z]+)([A-Z][a-z])")
 _CAMEL_2: Final = re.compile(r"([a-z0-9])([A-Z])")
 _NON_WORD: Final = re.compile(r"[^a-z0-9]+")
 _SUFFIX_ROOM: Final = 6  # "_99999"
 _CURATED_PART: Final = re.compile(r"[A-Za-z0-9_-]+")
+_MARK_LENGTH: Final = 4  # hex digits of the hash that stands for a shortened middle
+_MIN_KEPT: Final = 8  # below this much room for words, a plain cut is all there is
+
+
+def shorten(name: str, limit: int) -> str:
+    """``name`` (snake_case) within ``limit`` characters: itself when it fits, else its
+    first and last words around a short hash of the whole name.
+
+    ``managed_restorable_dropped_database_backup_short_term_retention_policies_get`` in 44
+    characters is ``managed_restorable_dropped_bc01_policies_get``: the tail (up to half
+    the room) and the head are whole words where they fit; the hash makes two names that
+    differ only in the cut middle differ still. Deterministic: the same name and limit
+    always give the same result.
+    """
+    if len(name) <= limit:
+        return name
+    mark = hashlib.blake2b(name.encode(), digest_size=8).hexdigest()[:_MARK_LENGTH]
+    room = limit - len(mark) - 2  # the words on both sides, without the mark's underscores
+    if room < _MIN_KEPT:
+        return name[:limit].rstrip("_") or "op"
+    words = name.split("_")
+    if len(words) == 1:  # one long word: its own two ends
+        return f"{name[: room - room // 2]}_{mark}_{name[-(room // 2) :]}"
+    tail = _words(reversed(words), room // 2, from_end=True)
+    head = _words(words[: len(words) - len(tail)], room - len("_".join(tail)), from_end=False)
+    return "_".join([*head, mark, *tail])
+
+
+def _words(words: Iterable[str], room: int, *, from_end: bool) -> list[str]:
+    """As many whole words as fit in ``room`` characters (joined by underscores), in
+    their order; the first word alone, cut to ``room``, when not even it fits.
+    """
+    kept: list[str] = []
+    used = -1
+    for word in words:
+        if used + 1 + len(word) > room:
+            if not kept and room > 0:
+                kept.append(word[-room:] if from_end else word[:room])
+            break
+        kept.append(word)
+        used += 1 + len(word)
+    return kept[::-1] if from_end else kept
 
 
 def snake_case(text: str) -> str:
@@ -93,7 +155,7 @@ class Namer:
         name = snake_case(operation_id) if operation_id else ""
         if not name:
             name = fallback_name(method, path)
-        return name[: self._limit].rstrip("_") or "op"
+        return shorten(name, self._limit)
 
     def name(self, operation_id: str | None, method: str, path: str) -> tuple[str, bool]:
         """The published name of the next operation, and whether it clashed.

@@ -22,17 +22,20 @@ Dropped: ``x-`` extensions, OpenAPI-only keywords (``discriminator``, ``xml``,
 and has no dialect decoration), and any keyword whose value has the wrong JSON type (a
 broken document must not yield a schema that 2020-12 rejects), or that JSON cannot hold
 (a YAML ``.nan`` or ``.inf``: an enum or ``examples`` loses those members only).
+Keywords that no value can satisfy are repaired or dropped by ``catalog.repair``; each
+repair is a warning (:attr:`Normalizer.problems`) at the schema's place in the document.
 """
 
 from __future__ import annotations
 
 import math
-import re
-import warnings
+from collections.abc import Iterator
 from typing import Any, Final, Literal, TypeAlias
 
+from catalog.model import Problem
 from catalog.openapi import OpenAPIVersion
-from catalog.refs import Resolver, split_key
+from catalog.refs import Resolver, escape_token, split_key
+from catalog.repair import PATTERN_DROPPED, SUSPECT, Repair, repair, valid_regex
 
 __all__ = [
     "ANNOTATIONS",
@@ -160,16 +163,37 @@ def _count(value: Any) -> int | None:
     return None
 
 
-def _valid_regex(pattern: str) -> bool:
-    # jsonschema checks "pattern" with Python's re; a pattern re rejects would make the
-    # published schema invalid. FutureWarnings about ECMA-only syntax are not errors.
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        try:
-            re.compile(pattern)
-        except (re.error, RecursionError, OverflowError):
-            return False
-    return True
+def _path_to(root: Any, target: Any) -> str | None:
+    """The JSON pointer of the object ``target`` (by identity) inside ``root``, if there.
+
+    Asked only when a schema was repaired, so the walk costs nothing on the common path.
+    """
+    for node, pointer in _walk(root):
+        if node is target:
+            return pointer
+    return None
+
+
+def _walk(root: Any) -> Iterator[tuple[Any, str]]:
+    """Every object and list below ``root`` (itself included), with its JSON pointer."""
+    pending: list[tuple[Any, str]] = [(root, "")]
+    while pending:
+        node, pointer = pending.pop()
+        yield node, pointer
+        if isinstance(node, dict):
+            pending.extend(
+                (v, f"{pointer}/{escape_token(str(k))}")
+                for k, v in node.items()
+                if isinstance(v, dict | list)
+            )
+        elif isinstance(node, list):
+            pending.extend(
+                (v, f"{pointer}/{i}") for i, v in enumerate(node) if isinstance(v, dict | list)
+            )
+
+
+def _bad_key(pattern: str) -> Repair:
+    return Repair(PATTERN_DROPPED, f"patternProperties key {pattern!r} does not compile; dropped")
 
 
 def _scan(node: Any, refs: list[Ref]) -> int:
@@ -200,12 +224,16 @@ class Normalizer:
 
     __slots__ = (
         "_legacy",
+        "_places",
+        "_reported",
         "_resolver",
+        "_scope",
         "_shapes",
         "_targets",
         "_version",
         "compacted",
         "expansions",
+        "problems",
     )
 
     def __init__(self, resolver: Resolver, version: OpenAPIVersion) -> None:
@@ -219,6 +247,19 @@ class Normalizer:
         below them (``catalog.compact`` fills and reuses it)."""
         self.compacted: dict[tuple[str, Direction, int], Any] = {}
         """Compacted bare references, per direction and budget (``catalog.compact``)."""
+        self.problems: list[Problem] = []
+        """A warning per repair (``catalog.repair``), each place and reason once."""
+        self._reported: set[tuple[str, str, str]] = set()
+        self._places: dict[str, dict[int, str]] = {}  # file → id(object) → its pointer
+        self._scope: tuple[str, str, Any] = (resolver.source, "", None)
+
+    def within(self, pointer: str, raw: Any) -> None:
+        """Say where the schemas given to :meth:`schema` next are written: inside the
+        object ``raw`` (an operation) at ``pointer`` of the document. A repair is
+        reported at its place below ``raw``, or at ``pointer`` when it is not found
+        there (a parameter's schema built from Swagger 2.0 fields, a shared parameter).
+        """
+        self._scope = (self._resolver.source, pointer, raw)
 
     def schema(self, raw: Any, base: str, direction: Direction) -> Any:
         """The template of a schema written in file ``base``."""
@@ -229,8 +270,13 @@ class Normalizer:
         cached = self._targets.get((key, direction))
         if cached is None:
             node = self._resolver.node(key)
-            # _norm leaves references as markers and never calls target(): no recursion.
-            cached = self._norm(node, split_key(key)[0], direction)[0]
+            file, pointer = split_key(key)
+            scope, self._scope = self._scope, (file, pointer, node)
+            try:
+                # _norm leaves references as markers and never calls target(): no recursion.
+                cached = self._norm(node, file, direction)[0]
+            finally:
+                self._scope = scope
             self._targets[(key, direction)] = cached
         return cached
 
@@ -380,7 +426,10 @@ class Normalizer:
             elif key in _SCHEMA_MAPS:
                 if key == "patternProperties" and isinstance(value, dict):
                     # Each key is a regex: one re cannot read goes, as an invalid pattern does.
-                    value = {name: sub for name, sub in value.items() if _valid_regex(name)}
+                    kept = {name: sub for name, sub in value.items() if valid_regex(name)}
+                    if len(kept) < len(value):
+                        self._noted(raw, base, [_bad_key(n) for n in value if n not in kept])
+                    value = kept
                 result = self._norm_map(value, base, d)
                 if result is not None:
                     out[key], sub_has = result
@@ -390,8 +439,8 @@ class Normalizer:
                     names = [n for n in value if isinstance(n, str)]
                     out["required"] = list(dict.fromkeys(names))
             elif key == "pattern":
-                if isinstance(value, str) and _valid_regex(value):
-                    out[key] = value
+                if isinstance(value, str):
+                    out[key] = value  # catalog.repair unwraps or drops what re cannot read
             elif key in _COUNTS:
                 count = _count(value)
                 if count is not None:
@@ -448,9 +497,56 @@ class Normalizer:
             out["examples"] = [raw["example"]]
         if "required" in out and not out["required"]:
             del out["required"]
+        if not SUSPECT.isdisjoint(out):
+            notes = repair(out, (TemplateDict, TemplateList), self._declared)
+            if notes:
+                self._noted(raw, base, notes)
         if self._legacy and (raw.get("nullable") is True or raw.get("x-nullable") is True):
             out, has = self._nullable(out, has)
         return (TemplateDict(out) if has else out), has
+
+    def _declared(self, node: Any) -> list[str] | None:
+        """The types the target of the reference marker ``node`` declares, as written."""
+        if type(node) is not Ref:
+            return None
+        target = self._resolver.node(node.key)
+        kind = self._type(target.get("type")) if isinstance(target, dict) else None
+        if kind is None:
+            return None
+        kinds = [kind] if isinstance(kind, str) else list(kind)
+        if self._legacy and (target.get("nullable") is True or target.get("x-nullable") is True):
+            kinds.append("null")
+        return kinds
+
+    def _noted(self, raw: Any, base: str, notes: list[Repair]) -> None:
+        """Report ``notes`` about the raw schema object ``raw`` of file ``base`` at its
+        place: below the current scope, else anywhere in its file (a component's members
+        an object body lends the operation), else the scope's pointer.
+        """
+        file, pointer, root = self._scope
+        path = _path_to(root, raw)
+        location = pointer + path if path is not None else pointer
+        if path is None:
+            places = self._places.get(base)
+            if places is None:
+                tree = self._resolver.node(f"{base}#")
+                places = {id(node): at for node, at in _walk(tree)}
+                self._places[base] = places
+            if id(raw) in places:
+                file, location = base, places[id(raw)]
+        for note in notes:
+            key = (file, location, note.reason)
+            if key not in self._reported:
+                self._reported.add(key)
+                self.problems.append(
+                    Problem(
+                        file=file,
+                        location=location,
+                        reason=note.reason,
+                        severity="warning",
+                        code=note.code,
+                    )
+                )
 
     def _absent(self, raw: Any, base: str, flag: str, seen: set[str]) -> frozenset[str]:
         """Members a raw schema leaves out for ``flag``, in its ``properties``, its

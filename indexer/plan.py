@@ -57,6 +57,7 @@ from catalog.index_schema import (
     tool_fields,
 )
 from catalog.model import Card, CatalogTool, Problem, SecurityPolicy, ToolDefinition
+from catalog.naming import NAME_CLASH_ACROSS
 from indexer.manifest import FileEntry, FileState, Manifest, ToolEntry, check_transition
 
 __all__ = [
@@ -417,6 +418,7 @@ def assign_names(
                             reason=f"tool name {raw!r} is already used by an earlier "
                             f"document in the same namespace; published as {name!r}",
                             severity="warning",
+                            code=NAME_CLASH_ACROSS,
                         )
                     )
                 taken.add(name)
@@ -511,7 +513,7 @@ def _renamed_fields(
 
 
 def _is_clash(problem: Problem) -> bool:
-    return problem.severity == "warning" and "already used by an earlier document" in problem.reason
+    return problem.code == NAME_CLASH_ACROSS
 
 
 # --- 3. the plan ---------------------------------------------------------------------

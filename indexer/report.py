@@ -62,12 +62,14 @@ class Reporter:
 
     def problem(self, problem: Problem) -> None:
         """A problem in a spec file: file, location, reason."""
+        fields = {"code": problem.code} if problem.code else {}
         self.event(
             "spec_problem",
             level=problem.severity,
             file=problem.file,
             location=problem.location,
             reason=problem.reason,
+            **fields,
         )
 
     @contextmanager

@@ -1831,14 +1831,19 @@ def test_31_schemas_accept_what_the_document_accepts(
     schema: Any, a: dict[str, Any], b: dict[str, Any], instances: list[Any]
 ) -> None:
     # Inlined, hoisted or folded into an allOf, a 3.1 schema (2020-12 already) must
-    # accept exactly the values the document's own schema accepts.
+    # accept exactly the values the document's own schema accepts. The exception is a
+    # closed object requiring a member it does not declare (additionalProperties false
+    # with required names), which no object satisfies: it is repaired, with a warning,
+    # into one that accepts at least what the document's does (catalog/repair.py).
     root = {"type": "object", "properties": {"p": schema}}
     components = {"schemas": {"A": a, "B": b}}
     doc = openapi(
         {"/x": {"post": {"requestBody": {"content": _json(root)}, "responses": _ok(root)}}},
         components=components,
     )
-    definition = only_tool(doc).definition
+    result = convert(doc)
+    definition = result.tools[0].definition
+    repaired = any(w.code.startswith("schema-") for w in result.warnings)
     assert definition.output_schema is not None
     original = jsonschema.Draft202012Validator({**root, "components": components})
     published = [
@@ -1847,7 +1852,11 @@ def test_31_schemas_accept_what_the_document_accepts(
     ]
     for instance in [{}, *instances]:  # {} meets no requirement: most often told apart
         expected = original.is_valid({"p": instance})
-        assert [v.is_valid({"p": instance}) for v in published] == [expected, expected], instance
+        accepted = [v.is_valid({"p": instance}) for v in published]
+        if repaired:
+            assert not expected or accepted == [True, True], instance
+        else:
+            assert accepted == [expected, expected], instance
 
 
 _ANY_JSON = st.recursive(

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from catalog.naming import MAX_NAME_LENGTH, Namer, fallback_name, snake_case
+from catalog.config import SpecConfig, default_namespace
+from catalog.load import convert_document
+from catalog.naming import MAX_NAME_LENGTH, NAME_CLASH, Namer, fallback_name, shorten, snake_case
 from tests.catalog.conftest import convert, openapi
 
 _MCP_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
@@ -74,3 +77,83 @@ def test_document_names_are_unique_stable_and_ordered() -> None:
 def test_empty_namespace_gives_bare_names() -> None:
     doc = openapi({"/orders/{id}": {"get": {"operationId": "get_order", "responses": {}}}})
     assert convert(doc, namespace="").tools[0].definition.name == "get_order"
+
+
+_AZURE_NAMESPACE = "azure_com_sql_managed_restorable_dropped_database_backup_short_term_retenion"
+_AZURE_OPERATIONS = [
+    "ManagedRestorableDroppedDatabaseBackupShortTermRetentionPolicies_ListByRestorableDroppedDatabase",
+    "ManagedRestorableDroppedDatabaseBackupShortTermRetentionPolicies_Get",
+    "ManagedRestorableDroppedDatabaseBackupShortTermRetentionPolicies_Update",
+    "ManagedRestorableDroppedDatabaseBackupShortTermRetentionPolicies_CreateOrUpdate",
+]
+
+
+def test_a_long_name_keeps_the_words_that_tell_operations_apart() -> None:
+    # Cut at 128 characters, GET, PATCH and PUT were all "..._short_ter" with _2, _3, _4.
+    namer = Namer(_AZURE_NAMESPACE)
+    named = [namer.name(op, "get", "/x") for op in _AZURE_OPERATIONS]
+    assert [clashed for _, clashed in named] == [False] * 4
+    names = [name for name, _ in named]
+    assert len(set(names)) == 4
+    assert all(len(name) <= MAX_NAME_LENGTH and _MCP_NAME.match(name) for name in names)
+    assert names[1].endswith("_policies_get")
+    assert names[2].endswith("_update")
+    assert names[3].endswith("_create_or_update")
+    assert all(name.startswith(f"{_AZURE_NAMESPACE}.managed_restorable_") for name in names)
+
+
+def test_shorten_leaves_a_name_that_fits_alone() -> None:
+    assert shorten("get_pets", 8) == "get_pets"
+    assert shorten("get_pets_by_owner", 16) != "get_pets_by_owne"
+
+
+_WORDS = st.text(alphabet="abcdefghij0123", min_size=1, max_size=14)
+
+
+@given(
+    words=st.lists(_WORDS, min_size=1, max_size=30),
+    limit=st.integers(min_value=1, max_value=MAX_NAME_LENGTH),
+)
+def test_shortened_names_fit_are_valid_and_deterministic(words: list[str], limit: int) -> None:
+    name = "_".join(words)
+    short = shorten(name, limit)
+    assert short == shorten(name, limit)
+    assert 1 <= len(short) <= max(limit, 2)
+    assert re.fullmatch(r"[a-z0-9]+(_[a-z0-9]+)*", short)
+    if len(name) <= limit:
+        assert short == name
+    elif limit >= 40 and len(words) > 1 and len(words[0]) <= 10 and len(words[-1]) <= 10:
+        # Both ends survive whole: the verb of "Resource_Verb" and of "get_<path>".
+        assert short.startswith(words[0] + "_")
+        assert short.endswith("_" + words[-1])
+
+
+@given(
+    tails=st.lists(st.lists(_WORDS, min_size=1, max_size=4), min_size=1, max_size=12),
+    namespace=st.sampled_from(["", "ns", _AZURE_NAMESPACE]),
+)
+def test_long_names_of_one_document_stay_unique(tails: list[list[str]], namespace: str) -> None:
+    namer = Namer(namespace)
+    head = "managed_restorable_dropped_database_backup_short_term_retention_policies"
+    names = [namer.name(f"{head}_{'_'.join(tail)}", "get", "/x")[0] for tail in tails]
+    assert len(set(names)) == len(names)
+    assert all(len(n) <= MAX_NAME_LENGTH and _MCP_NAME.match(n) for n in names)
+    again = Namer(namespace)
+    assert [again.name(f"{head}_{'_'.join(t)}", "get", "/x")[0] for t in tails] == names
+
+
+@pytest.mark.corpus
+def test_the_azure_document_has_no_clash_from_the_cut(apis_guru_dir: Path) -> None:
+    rel = "azure.com/sql-ManagedRestorableDroppedDatabaseBackupShortTermRetenion.json"
+    result = convert_document(
+        rel,
+        (apis_guru_dir / rel).read_bytes(),
+        namespace=default_namespace(rel),
+        spec_config=SpecConfig(),
+        load=lambda other: (apis_guru_dir / other).read_bytes(),
+    )
+    names = [t.definition.name for t in result.tools]
+    assert len(names) == 4
+    assert [w for w in result.warnings if w.code == NAME_CLASH] == []
+    assert [n.rsplit("_", 1)[-1] for n in names] == ["database", "get", "update", "update"]
+    assert names[3].endswith("_create_or_update")

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from catalog.fingerprint import with_version
 from catalog.index_schema import PAYLOAD_GROUP, SCHEMA_VERSION, decode_payloads
 from catalog.model import Problem
+from catalog.naming import NAME_CLASH_ACROSS
 from indexer.manifest import FileEntry, FileState, Manifest
 from indexer.plan import (
     ORDINAL_GAP,
@@ -208,6 +209,7 @@ def test_clash_in_shared_namespace_gets_a_suffix_by_source_order() -> None:
     assert names == {"a.yaml": ["get"], "b.yaml": ["get_2"], "c.yaml": ["c.get"]}
     warning = plan.meta.files["b.yaml"].problems[0]
     assert warning.severity == "warning"
+    assert warning.code == NAME_CLASH_ACROSS
     assert "get_2" in warning.reason
     add = next(add for add in plan.adds if add.source == "b.yaml")
     documents = file_documents(add.fields, len(add.ordinals))
@@ -252,6 +254,24 @@ def test_a_rename_without_payload_gives_what_the_payload_gives(
     assert [f.id for f in cards] == [n for p in payloads for n in p.names] == names
     parts = [part for p in payloads for part in decode_payloads(p.payloads)]
     assert [part.name for part in parts] == names
+
+
+def test_a_rename_replaces_clash_warnings_by_their_code_not_their_text() -> None:
+    # A document's own warning may say anything, even what a clash warning says: only
+    # the code tells the planner's warnings (replaced on every rename) from it.
+    own = Problem(
+        file="a.yaml",
+        location="/paths/~1x/get",
+        reason="tool name 'x' is already used by an earlier document, says the document",
+        severity="warning",
+    )
+    conv = msgspec.structs.replace(make_conversion("a.yaml", [make_tool("get")]), problems=(own,))
+    clash = Problem(
+        file="a.yaml", location="get", reason="r", severity="warning", code=NAME_CLASH_ACROSS
+    )
+    once = apply_names(conv, ["get_2"], [clash])
+    assert once.problems == (own, clash)
+    assert apply_names(once, ["get"], []).problems == (own,)
 
 
 def test_removing_the_first_clasher_renames_only_its_namespace() -> None:

@@ -43,3 +43,14 @@ def test_terminal_mode_prints_readable_lines_and_a_bar() -> None:
     text = stream.getvalue()
     assert "summary documents=3 operations=12 elapsed_s=0.5" in text
     assert not text.lstrip().startswith("{")
+
+
+def test_a_problem_with_a_code_logs_it() -> None:
+    stream = io.StringIO()
+    reporter = Reporter(stream)
+    reporter.problem(
+        Problem(file="a.yaml", location="/x", reason="r", severity="warning", code="name-clash")
+    )
+    reporter.problem(Problem(file="a.yaml", location="/y", reason="r"))
+    events = [json.loads(line) for line in stream.getvalue().splitlines()]
+    assert [e.get("code") for e in events] == ["name-clash", None]

@@ -750,3 +750,33 @@ def test_a_referenced_fragment_is_logged_as_the_warning_its_status_says(
     events = [json.loads(line) for line in (tmp_path / "indexer.log").read_text().splitlines()]
     logged = [e["level"] for e in events if e["event"] == "spec_problem"]
     assert logged == ["warning", "warning"]
+
+
+def test_a_schema_repair_reaches_the_status_and_the_log_with_its_code(
+    tmp_path: Path, quiet_reporter: Reporter
+) -> None:
+    specs = tmp_path / "specs"
+    specs.mkdir()
+    parameter = {"name": "tsp", "in": "query", "schema": {"type": "string", "enum": [1, 2]}}
+    document = {
+        "openapi": "3.0.3",
+        "info": {"title": "t", "version": "1"},
+        "paths": {
+            "/x": {"get": {"operationId": "getX", "parameters": [parameter], "responses": {}}}
+        },
+    }
+    (specs / "api.json").write_text(json.dumps(document))
+    session = _session(specs, tmp_path / "index", quiet_reporter)
+    try:
+        built = session.sync()
+    finally:
+        session.close()
+    assert built.warnings == 1
+    view = read_index(tmp_path / "index")
+    assert view.meta is not None
+    [problem] = view.meta.files["api.json"].problems
+    assert problem.code == "schema-enum-converted"
+    assert problem.location == "/paths/~1x/get/parameters/0/schema"
+    events = [json.loads(line) for line in (tmp_path / "indexer.log").read_text().splitlines()]
+    logged = [e for e in events if e["event"] == "spec_problem"]
+    assert [(e["level"], e["code"]) for e in logged] == [("warning", "schema-enum-converted")]
