@@ -75,16 +75,17 @@ __all__ = [
     "visibility_summary",
 ]
 
-SCHEMA_VERSION: Final = 11
+SCHEMA_VERSION: Final = 12
 """Bumped on any change to the fields below or to what they hold, a conversion rule's
-included (11: the meta record names the directories that cannot be listed; values JSON
-cannot hold, flags through allOf, an allOf beside a 3.1 $ref, joined collectionFormats,
-multipart parts in the route, form body members' styles, a curated value JSON cannot
-hold, a oneOf of objects as an object root; 10: a 3.1 parameter reference's
-description; 9: payloads keep each tool's search fields; 8: a member dropped as
-read-only is required by no allOf sibling; 7: YAML 1.2 scalars, read-only object bodies,
-typeless nullables, 3.1 $ref siblings, reference depth); an index recorded with another
-version is rebuilt from the specs, never opened as is."""
+included (12: the meta record lists each document's backend origins; 11: the meta record
+names the directories that cannot be listed; values JSON cannot hold, flags through
+allOf, an allOf beside a 3.1 $ref, joined collectionFormats, multipart parts in the
+route, form body members' styles, a curated value JSON cannot hold, a oneOf of objects
+as an object root; 10: a 3.1 parameter reference's description; 9: payloads keep each
+tool's search fields; 8: a member dropped as read-only is required by no allOf sibling;
+7: YAML 1.2 scalars, read-only object bodies, typeless nullables, 3.1 $ref siblings,
+reference depth); an index recorded with another version is rebuilt from the specs,
+never opened as is."""
 
 META_ID: Final = "__meta__"
 EDGE_TOKENIZER: Final = "sezzlee_grams"
@@ -135,6 +136,9 @@ class IndexMeta(msgspec.Struct, frozen=True, kw_only=True):
     # Directory under the spec directory (``.`` for itself) → why it cannot be listed: its
     # documents may be missing from ``files`` or kept from before (indexer.scan).
     unlisted: dict[str, str] = msgspec.field(default_factory=dict)
+    # Source → the origins (``scheme://host:port``) its operations' own server URLs name,
+    # sorted: credential routing counts and binds backends by these (catalog.backends).
+    origins: dict[str, tuple[str, ...]] = msgspec.field(default_factory=dict)
 
 
 class InvokeRecord(msgspec.Struct, frozen=True, kw_only=True):
