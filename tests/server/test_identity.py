@@ -432,3 +432,41 @@ def test_the_planned_audience_equals_partition(
             policies, caller.presented, missing=config.visibility.missing_credentials
         )
         assert caller.audience == expected
+
+
+@pytest.mark.parametrize("length", [1, 16, 31])
+def test_an_hs256_secret_shorter_than_32_bytes_is_refused_at_start(length: int) -> None:
+    # RFC 7518 §3.2: a key of the hash's size at least; a short one is guessable.
+    with pytest.raises(ConfigError, match="at least 32") as info:
+        resolve_secrets(DEMO_CONFIG, environ={"DEMO_SECRET": "s" * length}, read_file=lambda _: b"")
+    assert "DEMO_SECRET" in str(info.value)
+    resolve_secrets(DEMO_CONFIG, environ={"DEMO_SECRET": "s" * 32}, read_file=lambda _: b"")
+
+
+def test_a_namespace_over_two_origins_routes_nothing_to_either_document() -> None:
+    # Start-up refuses it; a reload can still bring it in. Before, the namespace's one
+    # route sent the first document's forwarded Authorization to the second's host.
+    config = Config(
+        specs={
+            "a.json": SpecConfig(namespace="x", forward_headers=("Authorization",)),
+            "b.json": SpecConfig(namespace="x"),
+        }
+    )
+    origins = {"a.json": ("http://a.test:80",), "b.json": ("http://b.test:80",)}
+    shared = policy("x", OAUTH)
+    caller = caller_from_headers(
+        {"Authorization": "Bearer for-a"},
+        config=config,
+        documents=documents_of(origins, origins, config),
+        policies={visibility_key(shared): shared},
+        secrets=Secrets(),
+    )
+    assert caller.outbound == {}
+    assert caller.presented == {}
+
+
+def test_connection_bound_authorization_is_neither_forwarded_nor_presented() -> None:
+    config = Config(specs={"orders.yaml": SpecConfig(namespace="")})
+    caller = demo_caller({"Authorization": "Negotiate YIIBhgYGKwYBBQUCoII"}, config=config)
+    assert caller.outbound == {}
+    assert verdicts(caller) == (Verdict.HIDDEN,) * 3

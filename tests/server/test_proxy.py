@@ -739,6 +739,44 @@ def test_a_header_name_that_is_no_token_refuses_the_call(backend: Recorder, sour
     assert backend.requests == []
 
 
+@pytest.mark.parametrize("name", ["Transfer-Encoding", "Content-Length", "Host", "Connection"])
+@pytest.mark.parametrize("source", ["apiKey", "forwarded", "static"])
+def test_a_framing_header_from_any_source_refuses_the_call(
+    backend: Recorder, source: str, name: str
+) -> None:
+    # Issue 21, finding 6: only arguments were filtered; a document's apiKey header, a
+    # forwarded or a static header named Transfer-Encoding reached the backend.
+    route = Route(
+        method="POST",
+        path="/x",
+        base_url=backend.base,
+        body_media_type="text/plain",
+        bindings=(ParameterBinding(argument="body", location="body", wire_name=""),),
+        body_is_whole=True,
+    )
+    headers = ((name, "chunked"),)
+    caller = ALICE
+    if source == "apiKey":
+        caller = Caller(
+            audience=ALICE.audience,
+            outbound={
+                "orders.yaml": Outbound(credentials=(credential("header", name, "chunked"),))
+            },
+        )
+    elif source == "forwarded":
+        caller = Caller(
+            audience=ALICE.audience, outbound={"orders.yaml": Outbound(headers=headers)}
+        )
+    secrets = Secrets(static_headers={"orders.yaml": headers} if source == "static" else {})
+    backend.expect(lambda r: Answer(204))
+    table = Table(tool("x", route, {"body": {"type": "string"}}, secured=True))
+    smuggled = "0\r\n\r\nGET /smuggled HTTP/1.1\r\nHost: x\r\n\r\n"
+    error = outcome(invoker_for(secrets=secrets), table, "x", {"body": smuggled}, caller=caller)
+    assert error["error"]["code"] == "invalid_arguments"
+    assert "framing or hop-by-hop" in error["error"]["message"]
+    assert backend.requests == []
+
+
 def test_backend_cookies_never_reach_another_caller(backend: Recorder) -> None:
     backend.expect(lambda r: json_answer(200, {}, (("Set-Cookie", "session=alice-s; Path=/"),)))
     invoker = invoker_for()
