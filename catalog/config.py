@@ -108,6 +108,9 @@ class JwtConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields
     issuer: str | None = None
     audience: str | None = None
     hs256_secret_env: str | None = None
+    """Environment variable holding the HS256 secret: at least 32 bytes (RFC 7518 §3.2),
+    or the server refuses to start. With a verifier, a bearer token it cannot verify
+    counts as no credential."""
     jwks_file: str | None = None
     scope_claim: str = "scope"
 
@@ -119,10 +122,17 @@ class SpecConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
     """Absent: the slug of the path (``amazonaws.com/ec2.json`` → ``amazonaws_com_ec2``);
     empty: no namespace (tool names are bare operation names)."""
     base_url: str | None = None
+    """Replaces the document's server URL: absolute http(s), no query, fragment or
+    backslash. Its origin is where this document's credentials may go."""
     forward_headers: tuple[str, ...] | msgspec.UnsetType = msgspec.UNSET
-    """Caller headers forwarded to this backend. Absent: ``Authorization`` when the
-    catalog has a single namespace, none otherwise (a GitHub token must never reach a
-    Slack backend)."""
+    """Caller headers forwarded to this document's backend origin only. Absent:
+    ``Authorization`` when the whole catalog reaches a single origin, none otherwise (a
+    GitHub token must never reach a Slack backend). A header carrying one of the
+    document's security schemes goes only to operations whose security names it.
+    Two documents sharing a namespace but not an origin, either of them forwarding, are
+    refused (``docs/credentials.md``). No framing or hop-by-hop name (``Host``,
+    ``Content-Length``, ``Transfer-Encoding``, ``Connection``, ``Proxy-*``, ...) here,
+    in ``static_headers`` or in ``credentials``."""
     static_headers: dict[str, str] = msgspec.field(default_factory=dict)
     """Header name → name of the environment variable holding its value."""
     timeout_seconds: float | None = None
