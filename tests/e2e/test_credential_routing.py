@@ -217,6 +217,23 @@ def test_one_namespace_over_two_origins_is_refused_at_start_naming_both_files(
     assert checked.returncode == 1, said
     assert first in said
     assert second in said
+    # A build publishes the catalog all the same, and says what a server will refuse.
+    built = subprocess.run(
+        [
+            *(sys.executable, "-m", "indexer", "--specs", str(tmp_path / "specs")),
+            *("--index", str(tmp_path / "again"), "--config", str(config_path)),
+        ],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert built.returncode == 0, built.stderr
+    logged = [line for line in built.stderr.splitlines() if "credential_routes" in line]
+    assert len(logged) == 1, built.stderr
+    assert first in logged[0]
+    assert second in logged[0]
     server = subprocess.Popen(
         [
             *(sys.executable, "-m", "server", "--index", str(tmp_path / "index")),
