@@ -360,7 +360,12 @@ def caller_from_headers(
         secrets: the JWT verifiers resolved at start-up (and the plan cache).
     """
     plan = secrets.plans.get(config, documents, policies)
-    inbound = {name.lower(): value for name, value in headers.items() if _forwardable(name, value)}
+    wanted = plan.wanted
+    inbound = {
+        lowered: value
+        for name, value in headers.items()
+        if (lowered := name.lower()) in wanted and _forwardable(lowered, value)
+    }
     outbound: dict[str, Outbound] = {}
     found: dict[str, dict[str, Presented | None]] = {}  # None: a verifier rejected it
     caller_id: str | None = None
@@ -462,7 +467,7 @@ _EMPTY: Final[frozenset[str]] = frozenset()
 class _Plan:
     """What every request against one catalog shares; built once per catalog view."""
 
-    __slots__ = ("_base", "_by_namespace", "_mode", "_parts", "routes")
+    __slots__ = ("_base", "_by_namespace", "_mode", "_parts", "routes", "wanted")
 
     def __init__(
         self,
@@ -502,6 +507,8 @@ class _Plan:
                 )
             )
         self.routes: tuple[_Route, ...] = tuple(routes)
+        # Every inbound header (lower case) some route reads: no other is looked at.
+        self.wanted: frozenset[str] = _EMPTY.union(*(r.lowered for r in routes))
         self._by_namespace = by_namespace
         # What a caller who presented nothing sees, whole and per namespace.
         self._mode = config.visibility.missing_credentials
@@ -562,14 +569,15 @@ class PlanCache:
         return plan
 
 
-def _forwardable(name: str, value: str) -> bool:
-    """Whether an inbound header may be forwarded at all: no control character, and no
-    connection-bound authentication (``Negotiate``, ``NTLM``): the pool's connections
-    are shared by every caller, so a connection it authenticated would serve the next.
+def _forwardable(lowered: str, value: str) -> bool:
+    """Whether an inbound header (its name in lower case) may be forwarded at all: no
+    control character, and no connection-bound authentication (``Negotiate``,
+    ``NTLM``): the pool's connections are shared by every caller, so a connection it
+    authenticated would serve the next.
     """
     if has_control(value):
         return False
-    if name.lower() == "authorization":
+    if lowered == "authorization":
         return value.split(" ", 1)[0].lower() not in _CONNECTION_BOUND
     return True
 
