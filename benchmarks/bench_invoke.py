@@ -48,10 +48,11 @@ import httpx
 import jsonschema
 import msgspec
 
+from catalog.backends import documents_of
 from catalog.config import decode_config
 from catalog.visibility import Audience
 from examples.backend import DEMO_SECRET, DEMO_SECRET_ENV, demo_token
-from server.identity import caller_from_headers, namespaces_of, resolve_secrets
+from server.identity import caller_from_headers, resolve_secrets
 from server.invoke import ArgumentValidator
 from server.proxy import Invoker
 from server.reader import Reader
@@ -201,7 +202,7 @@ async def _run(port: int, workdir: Path, seconds: float, rounds: int) -> dict[st
     secrets = resolve_secrets(
         config, environ={DEMO_SECRET_ENV: DEMO_SECRET}, read_file=lambda n: b""
     )
-    namespaces = namespaces_of(view.meta.files, config)
+    namespaces = documents_of(view.meta.files, view.meta.origins, config)
     gateway_port = _free_port()
     gateway = _start_gateway(gateway_port, index, config_path)
     forwarder_port = _free_port()
@@ -255,7 +256,7 @@ async def _run(port: int, workdir: Path, seconds: float, rounds: int) -> dict[st
         caller = caller_from_headers(
             headers,
             config=config,
-            namespaces=namespaces,
+            documents=namespaces,
             policies=view.meta.policies,
             secrets=secrets,
         )
@@ -343,7 +344,7 @@ async def _run(port: int, workdir: Path, seconds: float, rounds: int) -> dict[st
             process.wait(timeout=10)
     results["cpu_us"] = await _cpu_cost(base, order_id, view, config, secrets, namespaces, headers)
     alice = caller_from_headers(
-        headers, config=config, namespaces=namespaces, policies=view.meta.policies, secrets=secrets
+        headers, config=config, documents=namespaces, policies=view.meta.policies, secrets=secrets
     )
     results["validation_us"] = _validation_cost(view, alice.audience)
     return results
@@ -394,7 +395,7 @@ async def _cpu_cost(
         caller = caller_from_headers(
             headers,
             config=config,
-            namespaces=namespaces,
+            documents=namespaces,
             policies=view.meta.policies,
             secrets=secrets,
         )

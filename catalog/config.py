@@ -35,7 +35,7 @@ from urllib.parse import urlsplit
 import msgspec
 
 from catalog.errors import ConfigError
-from catalog.model import is_token
+from catalog.model import header_name_problem
 
 __all__ = [
     "DEFAULT_ALLOWED_HOSTS",
@@ -108,6 +108,9 @@ class JwtConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields
     issuer: str | None = None
     audience: str | None = None
     hs256_secret_env: str | None = None
+    """Environment variable holding the HS256 secret: at least 32 bytes (RFC 7518 §3.2),
+    or the server refuses to start. With a verifier, a bearer token it cannot verify
+    counts as no credential."""
     jwks_file: str | None = None
     scope_claim: str = "scope"
 
@@ -119,10 +122,17 @@ class SpecConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
     """Absent: the slug of the path (``amazonaws.com/ec2.json`` → ``amazonaws_com_ec2``);
     empty: no namespace (tool names are bare operation names)."""
     base_url: str | None = None
+    """Replaces the document's server URL: absolute http(s), no query, fragment or
+    backslash. Its origin is where this document's credentials may go."""
     forward_headers: tuple[str, ...] | msgspec.UnsetType = msgspec.UNSET
-    """Caller headers forwarded to this backend. Absent: ``Authorization`` when the
-    catalog has a single namespace, none otherwise (a GitHub token must never reach a
-    Slack backend)."""
+    """Caller headers forwarded to this document's backend origin only. Absent:
+    ``Authorization`` when the whole catalog reaches a single origin, none otherwise (a
+    GitHub token must never reach a Slack backend). A header carrying one of the
+    document's security schemes goes only to operations whose security names it.
+    Two documents sharing a namespace but not an origin, either of them forwarding, are
+    refused (``docs/credentials.md``). No framing or hop-by-hop name (``Host``,
+    ``Content-Length``, ``Transfer-Encoding``, ``Connection``, ``Proxy-*``, ...) here,
+    in ``static_headers`` or in ``credentials``."""
     static_headers: dict[str, str] = msgspec.field(default_factory=dict)
     """Header name → name of the environment variable holding its value."""
     timeout_seconds: float | None = None
@@ -286,6 +296,12 @@ def decode_config(data: bytes, *, file: str) -> Config:
         if spec.client_key and not spec.client_cert:
             raise ConfigError(file, f"specs.{source!r}.client_key: set client_cert too")
         _check_header_names(spec, f"specs.{source!r}", file)
+        if spec.base_url is not None and not _is_base_url(spec.base_url):
+            raise ConfigError(
+                file,
+                f"specs.{source!r}.base_url: not an absolute http(s) URL without query, "
+                "fragment or backslash",
+            )
         if spec.proxy is not None and not _is_http_proxy(spec.proxy):
             # Not the value itself in the message: it may hold the proxy's password.
             raise ConfigError(
@@ -296,8 +312,10 @@ def decode_config(data: bytes, *, file: str) -> Config:
 
 
 def _check_header_names(spec: SpecConfig, where: str, file: str) -> None:
-    """Every header name a spec's settings send or read is a token (``is_token``): one
-    with a space or a separator would make every request to the backend malformed.
+    """Every header name a spec's settings send or read passes
+    :func:`catalog.model.header_name_problem`: a token (one with a space or a separator
+    would make every request malformed), and no framing or hop-by-hop header (a caller's
+    ``Transfer-Encoding`` smuggled a second request to the backend).
     """
     forwarded = () if spec.forward_headers is msgspec.UNSET else spec.forward_headers
     named = [
@@ -306,12 +324,33 @@ def _check_header_names(spec: SpecConfig, where: str, file: str) -> None:
         *((f"{where}.credentials.{scheme}", name) for scheme, name in spec.credentials.items()),
     ]
     for key, name in named:
-        if not is_token(name):
-            raise ConfigError(file, f"{key}: {name!r} is not a valid header name (RFC 9110 token)")
+        problem = header_name_problem(name)
+        if problem:
+            raise ConfigError(file, f"{key}: {problem}")
+
+
+def _is_base_url(url: str) -> bool:
+    r"""An absolute http(s) URL with a host, no query or fragment, and no backslash: WHATWG
+    parsers read ``http://h:1\@h2:2/`` as host ``h``, ``urlsplit`` as ``h2``.
+    """
+    try:
+        parts = urlsplit(url)
+        port_ok = parts.port is None or parts.port > 0
+    except ValueError:
+        return False
+    return (
+        parts.scheme in ("http", "https")
+        and bool(parts.hostname)
+        and port_ok
+        and "\\" not in url
+        and not (parts.query or parts.fragment)
+    )
 
 
 def _is_http_proxy(url: str) -> bool:
     """``http://[user:password@]host[:port][/]``, what ``server.outbound`` can speak to."""
+    if "\\" in url:  # read differently by different URL parsers (see _is_base_url)
+        return False
     try:
         parts = urlsplit(url)
         port_ok = parts.port is None or parts.port > 0

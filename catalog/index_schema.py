@@ -75,7 +75,7 @@ __all__ = [
     "visibility_summary",
 ]
 
-SCHEMA_VERSION: Final = 13
+SCHEMA_VERSION: Final = 14
 """Bumped on any change to the fields below or to what they hold, a conversion rule's
 included; an index recorded with another version is rebuilt from the specs, never opened
 as is. What each number changed: ``CHANGELOG.md``."""
@@ -129,6 +129,9 @@ class IndexMeta(msgspec.Struct, frozen=True, kw_only=True):
     # Directory under the spec directory (``.`` for itself) → why it cannot be listed: its
     # documents may be missing from ``files`` or kept from before (indexer.scan).
     unlisted: dict[str, str] = msgspec.field(default_factory=dict)
+    # Source → the origins (``scheme://host:port``) its operations' own server URLs name,
+    # sorted: credential routing counts and binds backends by these (catalog.backends).
+    origins: dict[str, tuple[str, ...]] = msgspec.field(default_factory=dict)
 
 
 class InvokeRecord(msgspec.Struct, frozen=True, kw_only=True):

@@ -17,6 +17,7 @@ from typing import Any, Final, Literal, TypeAlias
 import msgspec
 
 __all__ = [
+    "FRAMING_HEADERS",
     "GATEWAY_HEADERS",
     "Annotations",
     "Card",
@@ -34,6 +35,7 @@ __all__ = [
     "SpecResult",
     "ToolDefinition",
     "has_control",
+    "header_name_problem",
     "is_token",
 ]
 
@@ -42,21 +44,29 @@ JSONSchema: TypeAlias = dict[str, Any]
 
 Location: TypeAlias = Literal["path", "query", "header", "cookie", "body"]
 
-GATEWAY_HEADERS: Final = frozenset(
+FRAMING_HEADERS: Final = frozenset(
+    {
+        "host",  # the backend's, from its base URL
+        "content-length",  # message framing: the gateway's HTTP client writes it from
+        "transfer-encoding",  # the body it sends; a second one smuggles a request
+        "connection",  # hop-by-hop (RFC 9110 §7.6.1): about this connection only
+        "keep-alive",
+        "upgrade",
+        "te",
+        "trailer",
+    }
+)
+"""Header names (lower-cased) the gateway never sends from any source but its own HTTP
+client: arguments, a document's apiKey header, ``forward_headers``, ``static_headers``,
+``credentials``. With every ``Proxy-*`` name, see :func:`header_name_problem`."""
+
+GATEWAY_HEADERS: Final = FRAMING_HEADERS | frozenset(
     {
         "accept",  # OpenAPI 3 §4.8.12.1: header parameters with these three names are
         "content-type",  # ignored; the gateway sets Content-Type from the media type and
         "authorization",  # Authorization comes from the caller
         "accept-encoding",  # the gateway decodes the answer, so it names the codings it can
         "cookie",  # built from the cookie parameters and the caller's credentials
-        "host",  # the backend's, from its base URL: no argument may change it
-        "content-length",  # framing and hop-by-hop headers: the gateway's HTTP client's
-        "transfer-encoding",
-        "connection",
-        "keep-alive",
-        "upgrade",
-        "te",
-        "trailer",
         "proxy-authorization",
         "proxy-connection",
     }
@@ -75,6 +85,24 @@ def is_token(text: str) -> bool:
     non-ASCII one in a name makes a malformed request.
     """
     return _TOKEN.fullmatch(text) is not None
+
+
+def header_name_problem(name: str) -> str | None:
+    """Why the gateway may never send a header named ``name``, or None when it may.
+
+    The one check of a header name, wherever it comes from (an argument, a document's
+    apiKey header, the config's ``forward_headers``, ``static_headers`` and
+    ``credentials``): it must be an RFC 9110 token (§5.1), and it may not be a framing
+    or hop-by-hop header (:data:`FRAMING_HEADERS`, ``Proxy-*``), which only the HTTP
+    client writes: a caller-supplied ``Transfer-Encoding`` made a backend read a second,
+    smuggled request from the body.
+    """
+    if not is_token(name):
+        return f"{name!r} is not a valid header name (RFC 9110 token)"
+    lowered = name.lower()
+    if lowered in FRAMING_HEADERS or lowered.startswith("proxy-"):
+        return f"{name!r} is a framing or hop-by-hop header, which only the gateway sets"
+    return None
 
 
 def has_control(text: str) -> bool:

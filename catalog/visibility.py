@@ -12,9 +12,10 @@ Theory of operation:
 * Otherwise each alternative is a conjunction of schemes. An alternative is *satisfied*
   when every scheme in it was presented and, where the credential was verified, carries
   the scopes required. It is *uncertain* when every scheme was presented but at least one
-  credential could not be evaluated (an opaque token, an API key only the backend can
-  check). It *fails* when a verified credential lacks a scope, and is *missing* when a
-  scheme was not presented at all.
+  credential could not be evaluated (an opaque token for a spec without a JWT verifier,
+  an API key only the backend can check; with a verifier, ``server.identity`` never
+  presents a token it cannot verify). It *fails* when a verified credential lacks a
+  scope, and is *missing* when a scheme was not presented at all.
 * The operation's verdict is the best of its alternatives: visible > uncertain > hidden.
   A missing credential hides the operation, unless the config shows such operations as
   uncertain (public catalogs); a verified credential lacking a scope always hides it.

@@ -26,6 +26,7 @@ from typing import Final, NoReturn
 
 import msgspec
 
+from catalog.backends import documents_of, route_conflicts
 from catalog.config import Config, decode_config, missing_files, with_files_from
 from catalog.errors import ConfigError
 from catalog.index_schema import SCHEMA_VERSION
@@ -366,6 +367,12 @@ def _check(
         + list(listing.unlisted)
     )
     config_errors = _check_config(config, config_path, scanned, reporter)
+    # The server refuses to start over these too (catalog.backends.route_conflicts).
+    documents = documents_of(plan.meta.files, plan.meta.origins, config)
+    for conflict in route_conflicts(documents, config):
+        where = f"{config_path}: " if config_path is not None else ""
+        reporter.event("config_invalid", level="error", message=f"{where}{conflict}")
+        config_errors += 1
     failed = bool(broken or config_errors)
     reporter.event(
         "check",

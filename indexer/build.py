@@ -32,7 +32,8 @@ from typing import BinaryIO, Final
 
 import msgspec
 
-from catalog.config import Config, CurationConfig, SpecConfig, default_namespace
+from catalog.backends import declared_origins, namespace_for
+from catalog.config import Config, CurationConfig, SpecConfig
 from catalog.curation import curate, for_namespace
 from catalog.errors import CurationError, NotADocument, SpecError
 from catalog.fingerprint import with_version
@@ -50,7 +51,6 @@ __all__ = [
     "config_hash",
     "convert_file",
     "cpu_workers",
-    "namespace_for",
     "summarize",
 ]
 
@@ -64,19 +64,11 @@ _CONVERSION: Final = msgspec.msgpack.Decoder(Conversion)
 _NO_CURATION: Final = CurationConfig()
 
 
-def namespace_for(config: Config, source: str) -> str:
-    """The namespace of the document ``source``: its config section's, or the path slug."""
-    namespace = config.spec(source).namespace
-    if isinstance(namespace, msgspec.UnsetType):
-        return default_namespace(source)
-    return namespace
-
-
 def config_hash(config: Config, source: str) -> str:
     """A hash of every config input the conversion of ``source`` depends on: its
     namespace, its section, and the curation rules that can reach its namespace.
     """
-    namespace = namespace_for(config, source)
+    namespace = namespace_for(source, config)
     return _config_hash(namespace, config.spec(source), for_namespace(config.curation, namespace))
 
 
@@ -226,6 +218,7 @@ def summarize(
         problems=tuple(result.warnings),
         policies=summary.policies,
         tags=summary.tags,
+        origins=declared_origins(tool.route.base_url for tool in tools),
     )
 
 
@@ -269,7 +262,7 @@ class Converter:
         rules: dict[str, CurationConfig] = {}
         args: list[tuple[str, str, SpecConfig, CurationConfig]] = []
         for source in sources:
-            namespace = namespace_for(config, source)
+            namespace = namespace_for(source, config)
             if namespace not in rules:
                 rules[namespace] = for_namespace(config.curation, namespace)
             args.append((source, namespace, config.spec(source), rules[namespace]))

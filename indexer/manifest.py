@@ -111,6 +111,7 @@ class FileEntry(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     problems: tuple[Problem, ...] = ()
     policies: dict[str, SecurityPolicy] = msgspec.field(default_factory=dict)
     tags: dict[str, tuple[str, ...]] = msgspec.field(default_factory=dict)
+    origins: tuple[str, ...] = ()  # where its tools are sent (catalog.backends)
     # No OpenAPI document: a fragment (its problem a warning) while others $ref it,
     # broken otherwise. Re-decided in every plan, as references come and go.
     fragment: bool = False

@@ -34,6 +34,7 @@ from typing import Final
 
 import msgspec
 
+from catalog.backends import declared_origins
 from catalog.fingerprint import with_version
 from catalog.fold import WordFolder
 from catalog.index_schema import (
@@ -206,6 +207,7 @@ def indexed_entry(
         tools=tuple(tools),
         policies=summary.policies,
         tags=summary.tags,
+        origins=declared_origins(record.route.base_url for record in records),
     )
 
 
@@ -279,6 +281,7 @@ class Conversion(msgspec.Struct, frozen=True, kw_only=True):
     problems: tuple[Problem, ...] = ()  # the error when not ok, then warnings
     policies: dict[str, SecurityPolicy] = msgspec.field(default_factory=dict)
     tags: dict[str, tuple[str, ...]] = msgspec.field(default_factory=dict)
+    origins: tuple[str, ...] = ()  # catalog.backends.declared_origins of its tools
     curation_error: bool = False  # not ok because a curation rule cannot be applied
     fragment: bool = False  # not ok because it is no OpenAPI document (NotADocument)
 
@@ -705,6 +708,7 @@ def make_plan(
                 tools=conv.tools,
                 policies=conv.policies,
                 tags=conv.tags,
+                origins=conv.origins,
             )
             delete_sources.add(source)
             pending[source] = conv
@@ -827,6 +831,7 @@ def make_plan(
         policies=dict(sorted(policies.items())),
         tags={key: tuple(sorted(values)) for key, values in sorted(tags.items())},
         unlisted=unlisted,
+        origins={s: e.origins for s, e in sorted(files.items()) if e.origins},
     )
     return IndexPlan(
         full=full,

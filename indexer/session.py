@@ -38,6 +38,7 @@ from typing import Final
 
 import msgspec
 
+from catalog.backends import documents_of, route_conflicts
 from catalog.config import Config
 from catalog.index_schema import SCHEMA_VERSION, IndexMeta, payload_count
 from catalog.model import Problem
@@ -325,6 +326,12 @@ class Session:
         for source in sorted(named):
             for problem in plan.manifest.files[source].problems:
                 self.reporter.problem(problem)
+        if plan.commit_needed:
+            # Published all the same (the catalog is not at fault), but a server refuses
+            # to start over it and forwards nothing to those documents until it is fixed.
+            documents = documents_of(plan.meta.files, plan.meta.origins, self.config)
+            for conflict in route_conflicts(documents, self.config):
+                self.reporter.event("credential_routes", level="error", message=conflict)
         commit_s = 0.0
         committed_at = 0.0
         if plan.commit_needed:

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
+from catalog.backends import documents_of, route_conflicts
 from catalog.config import (
     DEFAULT_ALLOWED_HOSTS,
     Config,
@@ -134,6 +135,20 @@ def app_from_env() -> Litestar:
     return create_app(os.environ[_ENV_INDEX], config=config, secrets=secrets, invoker=invoker)
 
 
+def _route_problems(config: Config, index: str) -> list[str]:
+    """Pairs of documents of the index that would share a caller's credential across two
+    backends (``catalog.backends.route_conflicts``), as ``indexer --check`` names them.
+    """
+    if not (Path(index) / "meta.json").is_file():
+        return []  # no catalog yet: the indexer's --check and its log say it then
+    from server.view import read_index_meta  # tantivy: only when there is an index
+
+    meta = read_index_meta(index)
+    if meta is None:
+        return []
+    return route_conflicts(documents_of(meta.files, meta.origins, config), config)
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="sezzlee-server", description=__doc__.splitlines()[0])
     parser.add_argument("--index", required=True, help="the index directory the indexer writes")
@@ -161,7 +176,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ConfigError, OSError) as exc:
         print(f"sezzlee-server: {exc}", file=sys.stderr)
         return 2
-    problems = problems or tls_problems(config)
+    problems = problems or tls_problems(config) or _route_problems(config, args.index)
     for problem in problems:
         print(f"sezzlee-server: {args.config}: {problem}", file=sys.stderr)
     if problems:

@@ -22,6 +22,7 @@ import msgspec
 from litestar import Litestar
 from litestar.datastructures import State
 
+from catalog.backends import Document
 from catalog.config import Config
 from server.http import mcp_endpoint
 from server.identity import Secrets
@@ -62,8 +63,8 @@ class ServerState:
             allowed_hosts=tuple(host.lower() for host in config.server.allowed_hosts),
             allowed_origins=config.server.allowed_origins,
         )
-        self.namespaces: tuple[CatalogView, Mapping[str, str]] | None = None
-        """The namespaces of the current view's files, computed once per view."""
+        self.documents: tuple[CatalogView, Mapping[str, Document]] | None = None
+        """The current view's documents (namespace, origins), computed once per view."""
 
 
 _SHUTDOWN_SIGNALS: Final = (signal.SIGINT, signal.SIGTERM)

@@ -38,8 +38,9 @@ from litestar.types import (
     Send,
 )
 
+from catalog.backends import documents_of
 from server.errors import ToolError
-from server.identity import Caller, caller_from_headers, namespaces_of
+from server.identity import Caller, caller_from_headers
 from server.notify import StreamLimit
 from server.protocol import (
     INTERNAL_ERROR,
@@ -215,13 +216,14 @@ async def _call(
 def _caller(state: ServerState, headers: _Headers, view: CatalogView | None) -> Caller:
     if view is None:
         return Caller()
-    cached = state.namespaces
+    cached = state.documents
     if cached is None or cached[0] is not view:
-        cached = state.namespaces = (view, namespaces_of(view.meta.files, state.config))
+        documents = documents_of(view.meta.files, view.meta.origins, state.config)
+        cached = state.documents = (view, documents)
     return caller_from_headers(
         {name: values[0] for name, values in headers.items()},
         config=state.config,
-        namespaces=cached[1],
+        documents=cached[1],
         policies=view.meta.policies,
         secrets=state.secrets,
     )

@@ -9,20 +9,26 @@ and :class:`Outbound` hide them from ``repr``.
 
 Theory of operation (design.md, Visibility and Caller identity):
 
-* Every spec file has a namespace (the config's, or the slug of its path). A caller's
-  headers are routed per namespace: the headers the spec's config names in
-  ``forward_headers`` (absent: ``Authorization``, but only when the catalog has a single
-  namespace, so that a GitHub token never reaches a Slack backend), plus the inbound
-  headers ``credentials`` maps to one of its security schemes.
-* A security scheme is *presented* for a namespace when its credential reaches that
-  namespace's backend: bearer, oauth2 and openIdConnect as ``Authorization: Bearer``,
+* A caller's headers are routed per document, bound to the origins it reaches
+  (``catalog.backends``; ``docs/credentials.md``), never per namespace label: the
+  headers the spec's config names in ``forward_headers`` (absent: ``Authorization``, but
+  only when the whole catalog reaches a single origin, so that a GitHub token never
+  reaches a Slack backend), plus the inbound headers ``credentials`` maps to one of its
+  security schemes. A header that carries one of the document's schemes goes only to
+  operations whose security requirement names that scheme; other forwarded headers go
+  with every call. ``Authorization: Negotiate`` and ``NTLM`` are never forwarded: they
+  authenticate a connection, and the pool's connections serve every caller.
+* A security scheme is *presented* for a namespace when its credential reaches the
+  backend of a document of that namespace: bearer, oauth2 and openIdConnect as
+  ``Authorization: Bearer``,
   basic as ``Authorization: Basic``, an apiKey in its header (or the inbound header
   ``credentials`` names; that one is then sent in the scheme's own header, query
   parameter or cookie).
-* When the spec configures ``jwt`` and a bearer credential is a JWT, it is verified
+* When the spec configures ``jwt``, every bearer credential is verified as a JWT
   (signature, expiry, issuer, audience): its scopes then decide visibility, and its
-  ``sub`` is the caller id of the audit log. A JWT that fails verification counts as not
-  presented (the backend would refuse it too), and so does a credential that cannot be
+  ``sub`` is the caller id of the audit log. A bearer token that does not verify, a JWT
+  or not (``Bearer x``, four segments), counts as not presented: an unverifiable token
+  never widens what a caller with a verifier sees. So does a credential that cannot be
   sent (a cookie value holding ``;``, ``,`` or whitespace, or an apiKey header whose
   name in the document is no RFC 9110 token: the call is refused, saying why). Anything
   else presented is unverified, which makes the operations it unlocks ``authUncertain``.
@@ -30,31 +36,38 @@ Theory of operation (design.md, Visibility and Caller identity):
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 import jwt
 import msgspec
 
-from catalog.config import Config, JwtConfig, SpecConfig, default_namespace
+from catalog.backends import Document, conflicted_namespaces, route_conflicts, single_origin
+from catalog.config import Config, JwtConfig, SpecConfig
 from catalog.errors import ConfigError
-from catalog.model import SecurityPolicy, SecurityScheme, is_token
+from catalog.model import SecurityPolicy, SecurityScheme, has_control, header_name_problem
 from catalog.visibility import PUBLIC_KEY, Audience, Presented, partition
 from server.invoke import sendable_cookie
 
 __all__ = [
+    "MIN_HS256_SECRET_BYTES",
     "Caller",
+    "Credential",
     "JwtVerifier",
     "Outbound",
     "PlanCache",
     "Secrets",
     "caller_from_headers",
-    "namespace_of",
-    "namespaces_of",
     "resolve_secrets",
 ]
+
+MIN_HS256_SECRET_BYTES: Final = 32
+"""RFC 7518 §3.2: an HS256 key must be at least as long as the hash output (256 bits)."""
+_CONNECTION_BOUND: Final = frozenset({"negotiate", "ntlm"})
+_log: Final = logging.getLogger("sezzlee.identity")
 
 _BEARER_TYPES: Final = frozenset({"oauth2", "openIdConnect"})
 _ASYMMETRIC: Final = (
@@ -201,8 +214,10 @@ def resolve_secrets(
                     raise ConfigError(
                         "config", f"{where}.static_headers.{header}: ${variable} unset"
                     )
-                if any(c in value for c in "\r\n\0"):
-                    raise ConfigError("config", f"{where}.static_headers.{header}: CR/LF in value")
+                if has_control(value):
+                    raise ConfigError(
+                        "config", f"{where}.static_headers.{header}: a control character in value"
+                    )
                 # Header strings stand for their bytes, one character each (as inbound
                 # headers are read): the variable's own bytes are what the backend gets.
                 headers.append((header, os.fsencode(value).decode("latin-1")))
@@ -225,7 +240,14 @@ def _verifier(
             raise ConfigError(
                 "config", f"{where}.jwt.hs256_secret_env: ${config.hs256_secret_env} unset"
             )
-        return JwtVerifier(config, secret=secret.encode())
+        key = os.fsencode(secret)
+        if len(key) < MIN_HS256_SECRET_BYTES:
+            raise ConfigError(
+                "config",
+                f"{where}.jwt.hs256_secret_env: ${config.hs256_secret_env} holds {len(key)} "
+                f"bytes; an HS256 secret needs at least {MIN_HS256_SECRET_BYTES} (RFC 7518 §3.2)",
+            )
+        return JwtVerifier(config, secret=key)
     if config.jwks_file:
         try:
             jwks = jwt.PyJWKSet.from_json(read_file(config.jwks_file).decode())
@@ -235,12 +257,48 @@ def _verifier(
     raise ConfigError("config", f"{where}.jwt: set hs256_secret_env or jwks_file")
 
 
-class Outbound(msgspec.Struct, frozen=True, kw_only=True):
-    """The caller's credentials bound for one namespace's backend, placed on the wire."""
+class Credential(msgspec.Struct, frozen=True, kw_only=True):
+    """One security scheme's credential, where the document says it goes."""
 
+    scheme: str
+    location: Literal["header", "query", "cookie"]
+    name: str
+    value: str
+
+    def __repr__(self) -> str:
+        return f"Credential({self.scheme!r}, {self.location} {self.name!r}, value=<hidden>)"
+
+
+class Outbound(msgspec.Struct, frozen=True, kw_only=True):
+    """The caller's headers bound for one document's backend, and the origins it reaches.
+
+    ``headers`` are forwarded headers that carry no security scheme's credential: they go
+    with every call. ``credentials`` go only to operations whose requirement names their
+    scheme (:meth:`placed`).
+    """
+
+    origins: frozenset[str] = frozenset()
     headers: tuple[tuple[str, str], ...] = ()
-    query: tuple[tuple[str, str], ...] = ()
-    cookies: tuple[tuple[str, str], ...] = ()
+    credentials: tuple[Credential, ...] = ()
+
+    def placed(
+        self, policy: SecurityPolicy
+    ) -> tuple[
+        tuple[tuple[str, str], ...], tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]
+    ]:
+        """Headers, query parameters and cookies for one operation with ``policy``: the
+        forwarded headers, and the credentials of the schemes any of its alternatives
+        names (none for a public operation with no alternative naming one).
+        """
+        if not self.credentials:
+            return self.headers, (), ()
+        asked = {use.scheme.name for alternative in policy.alternatives for use in alternative}
+        chosen = [c for c in self.credentials if c.scheme in asked]
+        return (
+            (*self.headers, *((c.name, c.value) for c in chosen if c.location == "header")),
+            tuple((c.name, c.value) for c in chosen if c.location == "query"),
+            tuple((c.name, c.value) for c in chosen if c.location == "cookie"),
+        )
 
     def __repr__(self) -> str:
         return f"Outbound(headers={[h for h, _ in self.headers]}, values=<hidden>)"
@@ -255,7 +313,7 @@ class Caller(msgspec.Struct, frozen=True, kw_only=True):
     Attributes:
         id: the verified JWT's ``sub`` (for the audit log), when there is one.
         audience: the visibility keys this caller sees (search, load and invoke).
-        outbound: namespace → credentials forwarded to that namespace's backend only.
+        outbound: spec source → what is forwarded to that document's backend only.
         presented: namespace → scheme name → what was presented (never the value).
     """
 
@@ -264,118 +322,142 @@ class Caller(msgspec.Struct, frozen=True, kw_only=True):
     outbound: dict[str, Outbound] = msgspec.field(default_factory=dict)
     presented: dict[str, dict[str, Presented]] = msgspec.field(default_factory=dict)
 
-    def outbound_for(self, namespace: str) -> Outbound:
-        """The credentials for ``namespace`` (none when nothing is forwarded there)."""
-        return self.outbound.get(namespace, _NOTHING)
+    def outbound_for(self, source: str, origin: str) -> Outbound:
+        """What goes with a call of document ``source`` sent to ``origin``: nothing unless
+        the document reaches that origin (its ``base_url`` or its servers).
+        """
+        outbound = self.outbound.get(source, _NOTHING)
+        return outbound if origin in outbound.origins else _NOTHING
 
     def __repr__(self) -> str:
-        return f"Caller(id={self.id!r}, namespaces={sorted(self.outbound)})"
-
-
-def namespace_of(source: str, config: Config) -> str:
-    """The namespace of the spec at ``source``: the config's, or the slug of the path."""
-    namespace = config.spec(source).namespace
-    return default_namespace(source) if namespace is msgspec.UNSET else namespace
-
-
-def namespaces_of(sources: Iterable[str], config: Config) -> dict[str, str]:
-    """Namespace → spec source, for the sources of the catalog (the index meta's files)."""
-    return {namespace_of(source, config): source for source in sorted(sources)}
+        return f"Caller(id={self.id!r}, documents={sorted(self.outbound)})"
 
 
 def caller_from_headers(
     headers: Mapping[str, str],
     *,
     config: Config,
-    namespaces: Mapping[str, str],
+    documents: Mapping[str, Document],
     policies: Mapping[str, SecurityPolicy],
     secrets: Secrets,
 ) -> Caller:
     """The identity of one MCP request.
 
-    The work that depends only on the catalog (which namespaces receive caller headers,
+    The work that depends only on the catalog (which documents receive caller headers,
     their schemes, the policies grouped by namespace) is planned once per catalog and
-    kept on ``secrets``; a request then costs in proportion to the namespaces its
-    credentials reach, not to the size of the catalog. Pass the same ``namespaces`` and
+    kept on ``secrets``; a request then costs in proportion to the documents its
+    credentials reach, not to the size of the catalog. Pass the same ``documents`` and
     ``policies`` objects for as long as the catalog view lasts.
 
     Args:
         headers: the inbound request headers (any case; one value per name).
         config: the decoded config (``forward_headers``, ``credentials``, ``jwt``,
             ``visibility.missing_credentials``).
-        namespaces: namespace → spec source of every document in the catalog
-            (:func:`namespaces_of` over the index meta's ``files``); their number decides
-            whether ``Authorization`` is forwarded by default.
+        documents: every document of the catalog (``catalog.backends.documents_of`` over
+            the index meta's ``files`` and ``origins``); the number of origins between
+            them decides whether ``Authorization`` is forwarded by default.
         policies: visibility key → policy (the index meta's ``policies``).
         secrets: the JWT verifiers resolved at start-up (and the plan cache).
     """
-    plan = secrets.plans.get(config, namespaces, policies)
-    inbound = {name.lower(): value for name, value in headers.items() if _clean(value)}
+    plan = secrets.plans.get(config, documents, policies)
+    wanted = plan.wanted
+    inbound = {
+        lowered: value
+        for name, value in headers.items()
+        if (lowered := name.lower()) in wanted and _forwardable(lowered, value)
+    }
     outbound: dict[str, Outbound] = {}
-    presented: dict[str, dict[str, Presented]] = {}
+    found: dict[str, dict[str, Presented | None]] = {}  # None: a verifier rejected it
     caller_id: str | None = None
     for route in plan.routes:
         if not any(name in inbound for name in route.lowered):
-            continue  # nothing this namespace's backend may receive was sent
+            continue  # nothing this document's backend may receive was sent
         spec = config.spec(route.source)
-        out_headers: dict[str, tuple[str, str]] = {}
-        for name in route.forwarded:
-            value = inbound.get(name.lower())
-            if value is not None:
-                out_headers[name.lower()] = (name, value)
-        query: list[tuple[str, str]] = []
-        cookies: list[tuple[str, str]] = []
-        credentials: dict[str, Presented] = {}
+        plain = tuple(
+            (name, inbound[name.lower()])
+            for name in route.forwarded
+            if name.lower() in inbound and name.lower() not in route.carriers
+        )
+        credentials: list[Credential] = []
+        presented = found.setdefault(route.namespace, {})
         verifier = secrets.verifiers.get(route.source)
         for scheme in route.schemes:
-            found = _credential(scheme, spec, inbound, route.lowered)
-            if found is None:
+            located = _credential(scheme, spec, inbound, route.lowered)
+            if located is None:
                 continue
-            value, placed = found
-            sendable = True
+            value, placed = located
             if scheme.location == "query" and scheme.parameter:
-                query.append((scheme.parameter, value))
+                credential = Credential(
+                    scheme=scheme.name, location="query", name=scheme.parameter, value=value
+                )
+                sendable = True
             elif scheme.location == "cookie" and scheme.parameter:
-                cookies.append((scheme.parameter, value))
+                credential = Credential(
+                    scheme=scheme.name, location="cookie", name=scheme.parameter, value=value
+                )
                 sendable = sendable_cookie(value)
             else:
-                out_headers[placed.lower()] = (placed, value)
-                sendable = is_token(placed)  # an apiKey's header, named by the document
+                credential = Credential(
+                    scheme=scheme.name, location="header", name=placed, value=value
+                )
+                # an apiKey's header, named by the document: the one header check
+                sendable = header_name_problem(placed) is None
+            credentials.append(credential)
             if not sendable:
-                # Never sent: every call to this backend is refused, naming the cookie or
+                # Never sent: every call that needs it is refused, naming the cookie or
                 # header, and visibility judges the caller as one who sent nothing.
                 continue
-            credential = Presented()
+            judged = Presented()
             token = _bearer_token(scheme, value)
-            if verifier is not None and token is not None and token.count(".") == 2:
+            if verifier is not None and token is not None:
+                # Whatever the token looks like: one the configured key cannot verify
+                # (not a JWT at all, or a JWT that fails) is no credential here.
                 claims = verifier.verify(token)
                 if claims is None:
-                    continue  # a JWT the configured key rejects: the backend would too
-                credential = Presented(verified=True, scopes=verifier.scopes(claims))
+                    presented[scheme.name] = None
+                    continue
+                judged = Presented(verified=True, scopes=verifier.scopes(claims))
                 if caller_id is None and isinstance(claims.get("sub"), str):
                     caller_id = claims["sub"]
-            credentials[scheme.name] = credential
-        if out_headers or query or cookies:
-            outbound[route.namespace] = Outbound(
-                headers=tuple(out_headers.values()), query=tuple(query), cookies=tuple(cookies)
+            presented[scheme.name] = _merged(presented.get(scheme.name, _UNSEEN), judged)
+        if plain or credentials:
+            outbound[route.source] = Outbound(
+                origins=route.origins, headers=plain, credentials=tuple(credentials)
             )
-        if credentials:
-            presented[route.namespace] = credentials
+    by_namespace = {
+        namespace: {name: p for name, p in schemes.items() if p is not None}
+        for namespace, schemes in found.items()
+    }
     return Caller(
-        audience=plan.audience(presented),
+        audience=plan.audience({ns: c for ns, c in by_namespace.items() if c}),
         id=caller_id,
         outbound=outbound,
-        presented=presented,
+        presented={ns: c for ns, c in by_namespace.items() if c},
     )
 
 
-class _Route(msgspec.Struct, frozen=True, kw_only=True):
-    """A namespace whose backend receives caller headers, and the schemes it checks."""
+_UNSEEN: Final = Presented()
 
-    namespace: str
+
+def _merged(before: Presented | None, judged: Presented) -> Presented | None:
+    """One scheme as judged by two documents of a namespace (same origin: refused
+    otherwise): a rejection stands, a verified judgement beats an unverified one.
+    """
+    if before is None:
+        return None
+    return judged if judged.verified or not before.verified else before
+
+
+class _Route(msgspec.Struct, frozen=True, kw_only=True):
+    """A document whose backend receives caller headers, and the schemes it checks."""
+
     source: str
+    namespace: str
+    origins: frozenset[str]
     forwarded: tuple[str, ...]
     lowered: frozenset[str]
+    carriers: frozenset[str]
+    """Forwarded headers (lower case) that carry a scheme's credential."""
     schemes: tuple[SecurityScheme, ...]
 
 
@@ -385,41 +467,48 @@ _EMPTY: Final[frozenset[str]] = frozenset()
 class _Plan:
     """What every request against one catalog shares; built once per catalog view."""
 
-    __slots__ = ("_base", "_by_namespace", "_mode", "_parts", "routes")
+    __slots__ = ("_base", "_by_namespace", "_mode", "_parts", "routes", "wanted")
 
     def __init__(
         self,
         config: Config,
-        namespaces: Mapping[str, str],
+        documents: Mapping[str, Document],
         policies: Mapping[str, SecurityPolicy],
     ) -> None:
-        single = len(namespaces) == 1
-        if single:
-            candidates = list(namespaces.items())
-        else:  # only configured specs forward anything when there are several namespaces
-            candidates = [
-                (namespace, source)
-                for source in sorted(config.specs)
-                if namespaces.get(namespace := namespace_of(source, config)) == source
-            ]
+        single = single_origin(documents)
+        # Refused at start (server.__main__, indexer --check); a reload can still bring
+        # such a pair in, and then neither document receives anything until it is fixed.
+        conflicted = conflicted_namespaces(documents, config)
+        for problem in route_conflicts(documents, config):
+            _log.error("credential routing refused", extra={"problem": problem})
         by_namespace: dict[str, dict[str, SecurityPolicy]] = {}
         for key, policy in policies.items():
             by_namespace.setdefault(policy.namespace, {})[key] = policy
         schemes = _schemes_by_namespace(policies.values())
         routes = []
-        for namespace, source in candidates:
-            forwarded = _forwarded_names(config.spec(source), single=single)
-            if forwarded:
-                routes.append(
-                    _Route(
-                        namespace=namespace,
-                        source=source,
-                        forwarded=forwarded,
-                        lowered=frozenset(name.lower() for name in forwarded),
-                        schemes=tuple(schemes.get(namespace, {}).values()),
-                    )
+        for source, document in sorted(documents.items()):
+            if not document.origins or document.namespace in conflicted:
+                continue
+            spec = config.spec(source)
+            forwarded = _forwarded_names(spec, single=single)
+            if not forwarded:
+                continue
+            lowered = frozenset(name.lower() for name in forwarded)
+            used = tuple(schemes.get(document.namespace, {}).values())
+            routes.append(
+                _Route(
+                    source=source,
+                    namespace=document.namespace,
+                    origins=frozenset(document.origins),
+                    forwarded=forwarded,
+                    lowered=lowered,
+                    carriers=frozenset(_carrier(s, spec) for s in used) & lowered,
+                    schemes=used,
                 )
+            )
         self.routes: tuple[_Route, ...] = tuple(routes)
+        # Every inbound header (lower case) some route reads: no other is looked at.
+        self.wanted: frozenset[str] = _EMPTY.union(*(r.lowered for r in routes))
         self._by_namespace = by_namespace
         # What a caller who presented nothing sees, whole and per namespace.
         self._mode = config.visibility.missing_credentials
@@ -462,26 +551,35 @@ class PlanCache:
 
     def __init__(self) -> None:
         self._entries: list[
-            tuple[Config, Mapping[str, str], Mapping[str, SecurityPolicy], _Plan]
+            tuple[Config, Mapping[str, Document], Mapping[str, SecurityPolicy], _Plan]
         ] = []
 
     def get(
         self,
         config: Config,
-        namespaces: Mapping[str, str],
+        documents: Mapping[str, Document],
         policies: Mapping[str, SecurityPolicy],
     ) -> _Plan:
         """The plan for these objects (compared by identity), built on first use."""
-        for c, n, p, plan in self._entries:
-            if c is config and n is namespaces and p is policies:
+        for c, d, p, plan in self._entries:
+            if c is config and d is documents and p is policies:
                 return plan
-        plan = _Plan(config, namespaces, policies)
-        self._entries = [(config, namespaces, policies, plan), *self._entries[:2]]
+        plan = _Plan(config, documents, policies)
+        self._entries = [(config, documents, policies, plan), *self._entries[:2]]
         return plan
 
 
-def _clean(value: str) -> bool:
-    return "\r" not in value and "\n" not in value and "\0" not in value
+def _forwardable(lowered: str, value: str) -> bool:
+    """Whether an inbound header (its name in lower case) may be forwarded at all: no
+    control character, and no connection-bound authentication (``Negotiate``,
+    ``NTLM``): the pool's connections are shared by every caller, so a connection it
+    authenticated would serve the next.
+    """
+    if has_control(value):
+        return False
+    if lowered == "authorization":
+        return value.split(" ", 1)[0].lower() not in _CONNECTION_BOUND
+    return True
 
 
 def _forwarded_names(spec: SpecConfig, *, single: bool) -> tuple[str, ...]:
@@ -491,6 +589,16 @@ def _forwarded_names(spec: SpecConfig, *, single: bool) -> tuple[str, ...]:
     else:
         names = spec.forward_headers
     return names + tuple(h for h in spec.credentials.values() if h not in names)
+
+
+def _carrier(scheme: SecurityScheme, spec: SpecConfig) -> str:
+    """The inbound header (lower case) a scheme's credential is read from."""
+    configured = spec.credentials.get(scheme.name)
+    if configured:
+        return configured.lower()
+    if scheme.type == "apiKey":
+        return (scheme.parameter or "").lower() if scheme.location == "header" else ""
+    return "authorization"
 
 
 def _schemes_by_namespace(

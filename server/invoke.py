@@ -16,9 +16,10 @@ Theory of operation (the seed page, invoke_tool; design.md, Error envelope):
    The URL is the backend's base URL plus the path template, and every argument value is
    percent-encoded (path values with ``safe=""``, dot segments escaped), so no value can
    change the scheme, host, port or the path's shape. Header values with a control
-   character (CR, LF, NUL and the rest RFC 9110 §5.5 forbids) are refused, so are header
-   names that are no token (§5.1), and so is a
-   caller's credential cookie holding ``;``, ``,`` or whitespace; an argument's text is
+   character (CR, LF, NUL and the rest RFC 9110 §5.5 forbids) are refused, so is any
+   header whatever its source that :func:`catalog.model.header_name_problem` refuses (no
+   token, or framing and hop-by-hop: Host, Content-Length, Transfer-Encoding, ...), and
+   so is a caller's credential cookie holding ``;``, ``,`` or whitespace; an argument's text is
    sent as UTF-8, and a caller's credential byte for byte. OpenAPI ignores
    header parameters named Accept, Content-Type and Authorization (3.1 §4.8.12.1);
    neither are hop-by-hop headers, Host, Cookie and Accept-Encoding
@@ -46,6 +47,7 @@ import jsonschema_rs
 import msgspec
 import referencing.exceptions
 
+from catalog.backends import origin_of
 from catalog.media import is_json_media, is_text_media, media_type
 from catalog.model import (
     GATEWAY_HEADERS,
@@ -54,6 +56,7 @@ from catalog.model import (
     Route,
     ToolDefinition,
     has_control,
+    header_name_problem,
     is_token,
 )
 from server.errors import (
@@ -310,21 +313,6 @@ _COOKIE_BREAKS: Final = re.compile(r"[;, \t]")
 _DELIMITERS: Final = {"spaceDelimited": "%20", "pipeDelimited": "|"}
 
 
-def origin_of(url: str) -> str | None:
-    """``scheme://host:port`` of an absolute http(s) URL, or None."""
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        return None
-    try:
-        port = parts.port or (443 if parts.scheme == "https" else 80)
-    except ValueError:
-        return None
-    host = parts.hostname
-    if ":" in host:
-        host = f"[{host}]"
-    return f"{parts.scheme}://{host}:{port}"
-
-
 def requote(raw: bytes) -> str:
     """``raw`` (a URL, or its path and query) with every byte a URI may not hold
     percent-encoded, as ``requests.utils.requote_uri`` does: a ``%XX`` already there is
@@ -431,10 +419,10 @@ def build_request(
         elif binding.location == "header":
             if binding.wire_name.lower() in GATEWAY_HEADERS:
                 continue
-            if not is_token(binding.wire_name):
+            problem = header_name_problem(binding.wire_name)
+            if problem:
                 raise InvalidArguments(
-                    f"header parameter {binding.argument!r} cannot be sent: "
-                    f"{_no_token(binding.wire_name)}",
+                    f"header parameter {binding.argument!r} cannot be sent: {problem}",
                     errors=[{"path": f"/{binding.argument}", "message": "not a valid header name"}],
                 )
             header_list.append((binding.wire_name, _header_value(binding, value)))
@@ -464,8 +452,9 @@ def build_request(
     for name, value in out.values():
         # A credential's name is the document's (an apiKey in a header); a static
         # header's, the config's, checked at its load: a second line of defence.
-        if not is_token(name):
-            raise InvalidArguments(f"header {name!r} cannot be sent: {_no_token(name)}")
+        problem = header_name_problem(name)
+        if problem:
+            raise InvalidArguments(f"header {name!r} cannot be sent: {problem}")
         if has_control(value):
             raise InvalidArguments(
                 f"header {name!r}: a header may not contain control characters",
@@ -668,10 +657,6 @@ def _check_credential_cookie(name: str, value: str) -> None:
 
 def _cookie_name(name: str) -> str:
     return name if is_token(name) else quote(name, safe="")
-
-
-def _no_token(name: str) -> str:
-    return f"{name!r} is not a valid header name (RFC 9110 token)"
 
 
 def _body(

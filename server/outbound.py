@@ -36,14 +36,13 @@ from urllib.parse import unquote, urlsplit
 
 import httptools
 
-from catalog.model import is_token
+from catalog.model import has_control, header_name_problem
 from server.invoke import BackendResponse, requote
 
 __all__ = ["ACCEPT_ENCODING", "IDLE_SECONDS", "AnswerTooLarge", "ConnectionFailed", "Pool"]
 
 _IDEMPOTENT: Final = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS", "TRACE"})
 _WITH_BODY: Final = frozenset({"POST", "PUT", "PATCH"})
-_FORBIDDEN: Final = ("\r", "\n", "\0")
 _CONNECT_BUDGET: Final = 64 * 1024
 _HEADER_CAP: Final = 64 * 1024
 """The most an answer's header fields (names and values) may take, and less when the
@@ -429,7 +428,9 @@ class Pool:
         if self._proxy_auth and not self._https:
             lines.append(f"Proxy-Authorization: {self._proxy_auth}")
         for name, value in headers:
-            if not is_token(name) or any(c in value for c in _FORBIDDEN):
+            # The one header check (catalog.model): what reaches this point was refused
+            # earlier with its reason; this keeps framing the client's own, whatever calls it.
+            if header_name_problem(name) or has_control(value):
                 raise ValueError(f"header {name!r} would break the request")
             lines.append(f"{name}: {value}")
         if body is not None or method in _WITH_BODY:

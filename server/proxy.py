@@ -257,15 +257,18 @@ class Invoker:
             self._validator.validate(definition, args)
             spec = self._config.spec(record.source)
             base = base_url_for(record.route, spec.base_url, tool=name)
-            outbound = caller.outbound_for(record.namespace)
+            # Bound to the document and the origin the call goes to, and only what this
+            # operation's security requirement asks for (docs/credentials.md).
+            outbound = caller.outbound_for(record.source, origin_of(base) or "")
+            headers, query, cookies = outbound.placed(record.security)
             static = self._secrets.static_headers.get(record.source, ())
             request = build_request(
                 record.route,
                 args,
                 base_url=base,
-                headers=[*outbound.headers, *static],
-                query=outbound.query,
-                cookies=outbound.cookies,
+                headers=[*headers, *static],
+                query=query,
+                cookies=cookies,
                 max_body_bytes=self._config.invoke.max_request_bytes,
             )
             settings = self._settings(request.origin, record.source, spec)

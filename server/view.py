@@ -41,11 +41,13 @@ import tantivy
 from catalog.index_schema import (
     META_ID,
     PAYLOAD,
+    SCHEMA_VERSION,
     IndexMeta,
     InvokeRecord,
     decode_invoke,
     decode_meta,
     decode_payloads,
+    register_analyzers,
 )
 from catalog.model import ToolDefinition
 from catalog.query import (
@@ -60,7 +62,7 @@ from catalog.query import (
 from catalog.visibility import PUBLIC_KEY, Audience, Verdict, visibility_hash
 from server.errors import ResponseTooLarge, UnknownTool
 
-__all__ = ["TAG_VOCABULARY_CAP", "CatalogView", "read_meta"]
+__all__ = ["TAG_VOCABULARY_CAP", "CatalogView", "read_index_meta", "read_meta"]
 
 TAG_VOCABULARY_CAP: Final = 100
 """Above this many tags the vocabulary is omitted, never shortened (design.md, Search)."""
@@ -109,6 +111,19 @@ def read_meta(searcher: tantivy.Searcher, schema: tantivy.Schema) -> IndexMeta |
     if not isinstance(data, bytes):
         return None
     return decode_meta(data)
+
+
+def read_index_meta(index_dir: str) -> IndexMeta | None:
+    """The ``__meta__`` record of the index at ``index_dir`` read once (a start-up check),
+    or None when there is no readable index of this schema version yet.
+    """
+    try:
+        index = tantivy.Index.open(index_dir)
+        register_analyzers(index)
+        meta = read_meta(index.searcher(), index.schema)
+    except (ValueError, OSError):  # no index there, or one tantivy cannot open
+        return None
+    return meta if meta is not None and meta.schema_version == SCHEMA_VERSION else None
 
 
 def _unknown(name: str) -> UnknownTool:

@@ -104,6 +104,44 @@ def test_a_header_name_must_be_a_token(text: bytes, key: str) -> None:
     assert f"specs.'a.json'.{key}" in str(info.value)
 
 
+@pytest.mark.parametrize(
+    "name",
+    [
+        *("Transfer-Encoding", "Content-Length", "Host", "Connection", "TE", "Upgrade"),
+        *("Trailer", "Keep-Alive", "Proxy-Authorization", "proxy-connection", "Proxy-X"),
+    ],
+)
+@pytest.mark.parametrize("key", ["forward_headers", "static_headers", "credentials"])
+def test_framing_and_hop_by_hop_headers_are_refused_by_name(name: str, key: str) -> None:
+    # Issue 21, finding 6: "Transfer-Encoding: chunked" from a caller smuggled a request.
+    value = {
+        "forward_headers": f'["{name}"]',
+        "static_headers": f'{{ "{name}" = "ENV" }}',
+        "credentials": f'{{ key = "{name}" }}',
+    }[key]
+    text = f'[specs."a.json"]\n{key} = {value}\n'.encode()
+    with pytest.raises(ConfigError, match="framing or hop-by-hop") as info:
+        decode_config(text, file="sezzlee.toml")
+    assert name in str(info.value)
+    assert f"specs.'a.json'.{key}" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "url", ["http://h:1\\\\@h2:2/", "https://api.example\\\\.evil.example", "/relative", "ftp://h/"]
+)
+def test_a_base_url_parsers_would_disagree_on_is_refused(url: str) -> None:
+    # WHATWG reads http://h:1\@h2:2/ as host h, urllib as userinfo then host h2.
+    text = f'[specs."a.json"]\nbase_url = "{url}"\n'.encode()
+    with pytest.raises(ConfigError, match=r"specs\.'a\.json'\.base_url"):
+        decode_config(text, file="f.toml")
+
+
+def test_a_proxy_with_a_backslash_is_refused() -> None:
+    text = b'[specs."a.json"]\nproxy = "http://p:1\\\\@q:3128"\n'
+    with pytest.raises(ConfigError, match=r"specs\.'a\.json'\.proxy"):
+        decode_config(text, file="f.toml")
+
+
 def test_unknown_key_names_it() -> None:
     with pytest.raises(ConfigError, match="nmespace"):
         decode_config(b'[specs."a.json"]\nnmespace = "x"\n', file="f.toml")

@@ -1,4 +1,4 @@
-"""server/identity.py: forwarded credentials per namespace, JWT scopes, audiences."""
+"""server/identity.py: credentials bound to a document's origins, JWT scopes, audiences."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from catalog.backends import Document, documents_of, namespace_for
 from catalog.config import Config, JwtConfig, SpecConfig, VisibilityConfig
 from catalog.errors import ConfigError
 from catalog.model import SchemeUse, SecurityPolicy, SecurityScheme
@@ -22,8 +23,6 @@ from server.identity import (
     Caller,
     Secrets,
     caller_from_headers,
-    namespace_of,
-    namespaces_of,
     resolve_secrets,
 )
 
@@ -53,11 +52,25 @@ DEMO_SECRETS = resolve_secrets(
 )
 
 
+DEMO_ORIGIN = "http://127.0.0.1:8080"
+ORIGINS = {
+    "orders.yaml": (DEMO_ORIGIN,),
+    "svc.yaml": ("https://svc.test:443",),
+    "github.json": ("https://api.github.com:443",),
+    "slack.yaml": ("https://slack.com:443",),
+    "legacy.yaml": ("http://legacy.test:80",),
+}
+
+
+def documents(config: Config, *sources: str) -> dict[str, Document]:
+    return documents_of(sources, ORIGINS, config)
+
+
 def demo_caller(headers: dict[str, str], *, config: Config = DEMO_CONFIG) -> Caller:
     return caller_from_headers(
         headers,
         config=config,
-        namespaces=namespaces_of(["orders.yaml"], config),
+        documents=documents(config, "orders.yaml"),
         policies=POLICIES,
         secrets=DEMO_SECRETS
         if config is DEMO_CONFIG
@@ -124,13 +137,40 @@ def test_a_jwt_the_key_rejects_counts_as_not_presented(token: str) -> None:
     assert verdicts(caller) == (Verdict.HIDDEN,) * 3
     assert caller.id is None
     # it is still forwarded: the backend answers for itself
-    assert caller.outbound_for("").headers == (("Authorization", f"Bearer {token}"),)
+    headers, _, _ = caller.outbound_for("orders.yaml", DEMO_ORIGIN).placed(READ)
+    assert headers == (("Authorization", f"Bearer {token}"),)
 
 
-def test_an_opaque_token_is_uncertain() -> None:
-    caller = demo_caller({"Authorization": "Bearer opaque-demo-token"})
+def test_an_opaque_token_is_uncertain_without_a_verifier() -> None:
+    # This test used to give the opaque token to the demo config, which has a verifier,
+    # and expect it uncertain: that was issue 21's finding 5. Without a verifier an opaque
+    # token is still only the backend's to judge.
+    config = Config(specs={"orders.yaml": SpecConfig(namespace="")})
+    caller = demo_caller({"Authorization": "Bearer opaque-demo-token"}, config=config)
     assert verdicts(caller) == (Verdict.UNCERTAIN,) * 3
     assert not caller.presented[""]["orders_auth"].verified
+
+
+@pytest.mark.parametrize(
+    "token",
+    [
+        "x",
+        "opaque-demo-token",
+        demo_token("admin") + ".extra",  # a valid JWT with a fourth segment
+        "a.b",
+        "",
+    ],
+    ids=["one-letter", "opaque", "four-segments", "two-segments", "empty"],
+)
+def test_a_token_the_verifier_cannot_verify_never_widens_visibility(token: str) -> None:
+    # Issue 21, finding 5: with a verifier configured, a bearer token it cannot verify is
+    # treated exactly as one that failed verification: admin-only operations stay
+    # hidden, not authUncertain.
+    caller = demo_caller({"Authorization": f"Bearer {token}"})
+    rejected = demo_caller({"Authorization": f"Bearer {demo_token('admin', secret='x' * 40)}"})
+    assert verdicts(caller) == verdicts(rejected) == (Verdict.HIDDEN,) * 3
+    assert caller.audience.uncertain == frozenset()
+    assert caller.presented == {}
 
 
 def test_without_jwt_config_a_jwt_is_unverified() -> None:
@@ -153,7 +193,7 @@ def multi(config: Config, headers: dict[str, str]) -> Caller:
     return caller_from_headers(
         headers,
         config=config,
-        namespaces=namespaces_of(["github.json", "slack.yaml", "legacy.yaml"], config),
+        documents=documents(config, "github.json", "slack.yaml", "legacy.yaml"),
         policies=policies,
         secrets=Secrets(),
     )
@@ -174,9 +214,17 @@ def test_forward_headers_route_credentials_to_one_namespace_only() -> None:
         }
     )
     caller = multi(config, {"Authorization": "Bearer ghp_x", "x-api-key": "k", "Cookie": "c=1"})
-    assert caller.outbound_for("github").headers == (("Authorization", "Bearer ghp_x"),)
-    assert caller.outbound_for("slack").headers == (("X-Api-Key", "k"),)
-    assert caller.outbound_for("legacy").headers == ()
+    github = caller.outbound_for("github.json", ORIGINS["github.json"][0])
+    slack = caller.outbound_for("slack.yaml", ORIGINS["slack.yaml"][0])
+    assert github.placed(policy("github", OAUTH))[0] == (("Authorization", "Bearer ghp_x"),)
+    assert slack.placed(policy("slack", API_KEY))[0] == (("X-Api-Key", "k"),)
+    assert caller.outbound_for("legacy.yaml", ORIGINS["legacy.yaml"][0]).placed(
+        policy("legacy", BASIC)
+    ) == ((), (), ())
+    # bound to the document's origin: another origin gets nothing
+    assert caller.outbound_for("github.json", ORIGINS["slack.yaml"][0]).placed(
+        policy("github", OAUTH)
+    ) == ((), (), ())
     assert set(caller.presented) == {"github", "slack"}
     github_key = visibility_key(policy("github", OAUTH))
     slack_key = visibility_key(policy("slack", API_KEY))
@@ -191,14 +239,17 @@ def test_credentials_name_the_inbound_header_and_the_scheme_places_it() -> None:
     caller = caller_from_headers(
         {"X-Svc-Key": "s3cret", "Authorization": "Bearer not-for-svc"},
         config=config,
-        namespaces=namespaces_of(["svc.yaml"], config),
+        documents=documents(config, "svc.yaml"),
         policies={visibility_key(qpolicy): qpolicy},
         secrets=Secrets(),
     )
-    outbound = caller.outbound_for("svc")
-    assert outbound.query == (("api_key", "s3cret"),)
-    # the inbound header itself is forwarded because the config names it
-    assert ("X-Svc-Key", "s3cret") in outbound.headers
+    headers, query, _ = caller.outbound_for("svc.yaml", ORIGINS["svc.yaml"][0]).placed(qpolicy)
+    assert query == (("api_key", "s3cret"),)
+    # The inbound header carries the scheme's credential, so it goes where the scheme
+    # says and nowhere else (it used to be forwarded as a header as well: a credential
+    # sent twice, once where the document never asked for it). Authorization is still
+    # forwarded, by the single-origin default: no scheme of this document reads it.
+    assert headers == (("Authorization", "Bearer not-for-svc"),)
     assert caller.audience.verdict(visibility_key(qpolicy)) is Verdict.UNCERTAIN
 
 
@@ -217,11 +268,12 @@ def test_an_api_key_whose_header_name_cannot_be_sent_is_not_presented(
     caller = caller_from_headers(
         {"X-Key": "s3cret"},
         config=config,
-        namespaces=namespaces_of(["svc.yaml"], config),
+        documents=documents(config, "svc.yaml"),
         policies={visibility_key(key_policy): key_policy},
         secrets=Secrets(),
     )
-    assert (header, "s3cret") in caller.outbound_for("svc").headers  # refused, not dropped
+    outbound = caller.outbound_for("svc.yaml", ORIGINS["svc.yaml"][0])
+    assert (header, "s3cret") in outbound.placed(key_policy)[0]  # refused, not dropped
     assert caller.presented == (
         {"svc": {"key": Presented()}} if verdict is Verdict.UNCERTAIN else {}
     )
@@ -244,7 +296,8 @@ def test_credentials_never_appear_in_repr() -> None:
     caller = demo_caller({"Authorization": f"Bearer {token}"})
     assert token not in repr(caller)
     assert token not in repr(caller.outbound)
-    assert token not in str(caller.outbound_for(""))
+    assert token not in str(caller.outbound_for("orders.yaml", DEMO_ORIGIN))
+    assert token not in repr(caller.outbound["orders.yaml"].credentials)
     secrets = resolve_secrets(
         Config(specs={"a.yaml": SpecConfig(static_headers={"X-Team": "TEAM"})}),
         environ={"TEAM": "hush"},
@@ -256,8 +309,8 @@ def test_credentials_never_appear_in_repr() -> None:
 
 def test_namespaces_follow_the_config() -> None:
     config = Config(specs={"orders.yaml": SpecConfig(namespace="")})
-    assert namespace_of("orders.yaml", config) == ""
-    assert namespace_of("amazonaws.com/ec2.json", config) == "amazonaws_com_ec2"
+    assert namespace_for("orders.yaml", config) == ""
+    assert namespace_for("amazonaws.com/ec2.json", config) == "amazonaws_com_ec2"
 
 
 def test_unset_environment_variables_fail_at_start_up() -> None:
@@ -296,7 +349,7 @@ def test_jwks_file_verifies_rs256_tokens() -> None:
     caller = caller_from_headers(
         {"Authorization": f"Bearer {token}"},
         config=config,
-        namespaces=namespaces_of(["orders.yaml"], config),
+        documents=documents(config, "orders.yaml"),
         policies=POLICIES,
         secrets=secrets,
     )
@@ -320,7 +373,7 @@ MISSING_MODES: tuple[Literal["hide", "uncertain"], ...] = ("hide", "uncertain")
 
 
 @st.composite
-def catalogs(draw: st.DrawFn) -> tuple[Config, dict[str, str], dict[str, SecurityPolicy]]:
+def catalogs(draw: st.DrawFn) -> tuple[Config, dict[str, Document], dict[str, SecurityPolicy]]:
     namespaces = draw(st.lists(st.sampled_from(["a", "b", "c", "d"]), min_size=1, unique=True))
     policies = {}
     for namespace in namespaces:
@@ -349,7 +402,8 @@ def catalogs(draw: st.DrawFn) -> tuple[Config, dict[str, str], dict[str, Securit
             for n in forwarding
         },
     )
-    return config, {n: f"{n}.yaml" for n in namespaces}, policies
+    origins = {f"{n}.yaml": (f"http://{n}.test:80",) for n in namespaces}
+    return config, documents_of(origins, origins, config), policies
 
 
 @settings(max_examples=100, deadline=None)
@@ -359,7 +413,7 @@ def catalogs(draw: st.DrawFn) -> tuple[Config, dict[str, str], dict[str, Securit
     api_key=st.sampled_from([None, "k"]),
 )
 def test_the_planned_audience_equals_partition(
-    catalog: tuple[Config, dict[str, str], dict[str, SecurityPolicy]],
+    catalog: tuple[Config, dict[str, Document], dict[str, SecurityPolicy]],
     authorization: str | None,
     api_key: str | None,
 ) -> None:
@@ -372,9 +426,47 @@ def test_the_planned_audience_equals_partition(
     secrets = Secrets()
     for _ in range(2):  # the second call uses the cached plan
         caller = caller_from_headers(
-            headers, config=config, namespaces=namespaces, policies=policies, secrets=secrets
+            headers, config=config, documents=namespaces, policies=policies, secrets=secrets
         )
         expected = partition(
             policies, caller.presented, missing=config.visibility.missing_credentials
         )
         assert caller.audience == expected
+
+
+@pytest.mark.parametrize("length", [1, 16, 31])
+def test_an_hs256_secret_shorter_than_32_bytes_is_refused_at_start(length: int) -> None:
+    # RFC 7518 §3.2: a key of the hash's size at least; a short one is guessable.
+    with pytest.raises(ConfigError, match="at least 32") as info:
+        resolve_secrets(DEMO_CONFIG, environ={"DEMO_SECRET": "s" * length}, read_file=lambda _: b"")
+    assert "DEMO_SECRET" in str(info.value)
+    resolve_secrets(DEMO_CONFIG, environ={"DEMO_SECRET": "s" * 32}, read_file=lambda _: b"")
+
+
+def test_a_namespace_over_two_origins_routes_nothing_to_either_document() -> None:
+    # Start-up refuses it; a reload can still bring it in. Before, the namespace's one
+    # route sent the first document's forwarded Authorization to the second's host.
+    config = Config(
+        specs={
+            "a.json": SpecConfig(namespace="x", forward_headers=("Authorization",)),
+            "b.json": SpecConfig(namespace="x"),
+        }
+    )
+    origins = {"a.json": ("http://a.test:80",), "b.json": ("http://b.test:80",)}
+    shared = policy("x", OAUTH)
+    caller = caller_from_headers(
+        {"Authorization": "Bearer for-a"},
+        config=config,
+        documents=documents_of(origins, origins, config),
+        policies={visibility_key(shared): shared},
+        secrets=Secrets(),
+    )
+    assert caller.outbound == {}
+    assert caller.presented == {}
+
+
+def test_connection_bound_authorization_is_neither_forwarded_nor_presented() -> None:
+    config = Config(specs={"orders.yaml": SpecConfig(namespace="")})
+    caller = demo_caller({"Authorization": "Negotiate YIIBhgYGKwYBBQUCoII"}, config=config)
+    assert caller.outbound == {}
+    assert verdicts(caller) == (Verdict.HIDDEN,) * 3

@@ -298,6 +298,17 @@ def test_missing_or_relative_base_is_backend_not_configured(base: str | None) ->
     assert caught.value.envelope()["error"]["code"] == "backend_not_configured"
 
 
+@pytest.mark.parametrize("base", ["http://h:1\\@h2:2/", "http://127.0.0.1:1\\@127.0.0.2:2"])
+def test_a_document_server_url_with_a_backslash_in_its_authority_is_refused(base: str) -> None:
+    # Issue 21: WHATWG parsers read http://h:1\@h2:2/ as host h (the backslash starts
+    # the path); urlsplit read userinfo "h:1\" and host h2, and the call went to h2.
+    route = Route(method="GET", path="/x", base_url=base)
+    with pytest.raises(BackendNotConfigured):
+        base_url_for(route, None, tool="t")
+    with pytest.raises(BackendNotConfigured):
+        build_request(route, {}, base_url=base)
+
+
 def test_origin_includes_default_ports() -> None:
     assert origin_of("http://a.example/x") == "http://a.example:80"
     assert origin_of("https://a.example:8443") == "https://a.example:8443"

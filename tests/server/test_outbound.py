@@ -528,6 +528,21 @@ def test_a_header_that_would_split_the_request_is_refused() -> None:
             asyncio.run(p.request("GET", "http://127.0.0.1:9/", [header], None, budget=1))
 
 
+@pytest.mark.parametrize(
+    "name",
+    [
+        *("Transfer-Encoding", "content-length", "Host", "Connection", "TE", "Upgrade"),
+        *("Trailer", "Keep-Alive", "Proxy-Authorization", "Proxy-Anything"),
+    ],
+)
+def test_the_client_writes_framing_and_hop_by_hop_headers_itself(name: str) -> None:
+    # Issue 21, finding 6: given "Transfer-Encoding: chunked" the client wrote it beside
+    # its own framing, and a crafted body became a second request at the backend.
+    p = pool("127.0.0.1:9")
+    with pytest.raises(ValueError, match="would break the request"):
+        asyncio.run(p.request("POST", "http://127.0.0.1:9/", [(name, "chunked")], b"x", budget=1))
+
+
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     body=st.binary(max_size=300),

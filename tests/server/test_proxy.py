@@ -27,6 +27,7 @@ from hypothesis import strategies as st
 from litestar import Litestar, Request, post
 from litestar.datastructures import UploadFile
 
+from catalog.backends import origin_of
 from catalog.config import Config, InvokeConfig, SpecConfig
 from catalog.index_schema import InvokeRecord
 from catalog.model import (
@@ -40,7 +41,7 @@ from catalog.model import (
 )
 from catalog.visibility import Audience, Verdict, visibility_key
 from server.errors import ToolError, UnknownTool
-from server.identity import Caller, Outbound, Secrets, resolve_secrets
+from server.identity import Caller, Credential, Outbound, Secrets, resolve_secrets
 from server.proxy import Invoker
 from tests.server.certs import certificate, write_pem
 from tests.server.test_outbound import raw_server, requests
@@ -96,7 +97,7 @@ def get_route(path: str, base: str, *bindings: ParameterBinding) -> Route:
 ALICE = Caller(
     audience=Audience(visible=frozenset({"public", SECURED_KEY})),
     id="alice",
-    outbound={"": Outbound(headers=(("Authorization", "Bearer alice-token"),))},
+    outbound={"orders.yaml": Outbound(headers=(("Authorization", "Bearer alice-token"),))},
 )
 NOBODY = Caller()
 
@@ -116,10 +117,39 @@ async def call(
 ) -> dict[str, Any]:
     try:
         return await invoker.invoke(
-            table, name=name, arguments=arguments, version=version, caller=caller
+            table, name=name, arguments=arguments, version=version, caller=bound(caller, table)
         )
     finally:
         await invoker.aclose()
+
+
+def bound(caller: Caller, table: Table) -> Caller:
+    """``caller`` with each Outbound written here without origins bound to the origins of
+    the table's tools of its document, as server.identity binds them from the catalog
+    (the backends' ports are only known once they run).
+    """
+    outbound = {}
+    for source, out in caller.outbound.items():
+        if not out.origins:
+            origins = {
+                origin_of(record.route.base_url or "")
+                for _, record in table.tools.values()
+                if record.source == source
+            }
+            out = Outbound(
+                origins=frozenset(o for o in origins if o),
+                headers=out.headers,
+                credentials=out.credentials,
+            )
+        outbound[source] = out
+    return Caller(
+        audience=caller.audience, id=caller.id, outbound=outbound, presented=caller.presented
+    )
+
+
+def credential(location: Any, name: str, value: str) -> Credential:
+    """A credential of the scheme SECURED requires (so only secured tools get it)."""
+    return Credential(scheme=OAUTH.name, location=location, name=name, value=value)
 
 
 def outcome(invoker: Invoker, table: Table, name: str, arguments: object, **kw: Any) -> Any:
@@ -623,10 +653,12 @@ def test_header_strings_reach_the_backend_as_the_bytes_they_stand_for(
     caller = Caller(
         audience=ALICE.audience,
         outbound={
-            "": Outbound(
+            "orders.yaml": Outbound(
                 headers=(("X-Caller", "caf\xe9"), ("X-Text", "k\u20ac")),
-                query=(("key", "caf\xe9"),),
-                cookies=(("sid", "caf\xe9"),),
+                credentials=(
+                    credential("query", "key", "caf\xe9"),
+                    credential("cookie", "sid", "caf\xe9"),
+                ),
             )
         },
     )
@@ -637,7 +669,11 @@ def test_header_strings_reach_the_backend_as_the_bytes_they_stand_for(
     )
     backend.expect(lambda r: Answer(204))
     payload = outcome(
-        invoker_for(secrets=secrets), Table(tool("x", route)), "x", {"note": "café"}, caller=caller
+        invoker_for(secrets=secrets),
+        Table(tool("x", route, secured=True)),
+        "x",
+        {"note": "café"},
+        caller=caller,
     )
     assert payload["status"] == 204
     (request,) = backend.requests
@@ -659,15 +695,21 @@ def test_a_credential_cookie_that_would_split_the_header_is_refused(
         "/x", backend.base, ParameterBinding(argument="theme", location="cookie", wire_name="t")
     )
     caller = Caller(
-        audience=ALICE.audience, outbound={"": Outbound(cookies=(("session_key", value),))}
+        audience=ALICE.audience,
+        outbound={
+            "orders.yaml": Outbound(credentials=(credential("cookie", "session_key", value),))
+        },
     )
     backend.expect(lambda r: Answer(204))
-    table = Table(tool("x", route))
+    table = Table(tool("x", route, secured=True))
     error = outcome(invoker_for(), table, "x", {"theme": "a; b"}, caller=caller)["error"]
     assert error["code"] == "invalid_arguments"
     assert "'session_key'" in error["message"]
     assert backend.requests == []
-    plain = Caller(audience=ALICE.audience, outbound={"": Outbound(cookies=(("k", "s3cr=t"),))})
+    plain = Caller(
+        audience=ALICE.audience,
+        outbound={"orders.yaml": Outbound(credentials=(credential("cookie", "k", "s3cr=t"),))},
+    )
     assert outcome(invoker_for(), table, "x", {"theme": "a; b"}, caller=plain)["status"] == 204
     assert backend.requests[0].headers["cookie"] == "t=a%3B%20b; k=s3cr=t"
 
@@ -683,7 +725,9 @@ def test_a_header_name_that_is_no_token_refuses_the_call(backend: Recorder, sour
     headers = (("X Note", "n"),)
     caller = ALICE
     if source == "credential":  # an apiKey scheme's header, as the document names it
-        caller = Caller(audience=ALICE.audience, outbound={"": Outbound(headers=headers)})
+        caller = Caller(
+            audience=ALICE.audience, outbound={"orders.yaml": Outbound(headers=headers)}
+        )
     secrets = Secrets(static_headers={"orders.yaml": headers} if source == "static" else {})
     arguments = {"note": "n"} if source == "parameter" else {}
     backend.expect(lambda r: Answer(204))
@@ -695,12 +739,50 @@ def test_a_header_name_that_is_no_token_refuses_the_call(backend: Recorder, sour
     assert backend.requests == []
 
 
+@pytest.mark.parametrize("name", ["Transfer-Encoding", "Content-Length", "Host", "Connection"])
+@pytest.mark.parametrize("source", ["apiKey", "forwarded", "static"])
+def test_a_framing_header_from_any_source_refuses_the_call(
+    backend: Recorder, source: str, name: str
+) -> None:
+    # Issue 21, finding 6: only arguments were filtered; a document's apiKey header, a
+    # forwarded or a static header named Transfer-Encoding reached the backend.
+    route = Route(
+        method="POST",
+        path="/x",
+        base_url=backend.base,
+        body_media_type="text/plain",
+        bindings=(ParameterBinding(argument="body", location="body", wire_name=""),),
+        body_is_whole=True,
+    )
+    headers = ((name, "chunked"),)
+    caller = ALICE
+    if source == "apiKey":
+        caller = Caller(
+            audience=ALICE.audience,
+            outbound={
+                "orders.yaml": Outbound(credentials=(credential("header", name, "chunked"),))
+            },
+        )
+    elif source == "forwarded":
+        caller = Caller(
+            audience=ALICE.audience, outbound={"orders.yaml": Outbound(headers=headers)}
+        )
+    secrets = Secrets(static_headers={"orders.yaml": headers} if source == "static" else {})
+    backend.expect(lambda r: Answer(204))
+    table = Table(tool("x", route, {"body": {"type": "string"}}, secured=True))
+    smuggled = "0\r\n\r\nGET /smuggled HTTP/1.1\r\nHost: x\r\n\r\n"
+    error = outcome(invoker_for(secrets=secrets), table, "x", {"body": smuggled}, caller=caller)
+    assert error["error"]["code"] == "invalid_arguments"
+    assert "framing or hop-by-hop" in error["error"]["message"]
+    assert backend.requests == []
+
+
 def test_backend_cookies_never_reach_another_caller(backend: Recorder) -> None:
     backend.expect(lambda r: json_answer(200, {}, (("Set-Cookie", "session=alice-s; Path=/"),)))
     invoker = invoker_for()
     bob = Caller(
         audience=ALICE.audience,
-        outbound={"": Outbound(headers=(("Authorization", "Bearer bob-token"),))},
+        outbound={"orders.yaml": Outbound(headers=(("Authorization", "Bearer bob-token"),))},
     )
     table = get_order(backend.base)
 
@@ -708,7 +790,11 @@ def test_backend_cookies_never_reach_another_caller(backend: Recorder) -> None:
         try:
             for caller in (ALICE, bob):
                 await invoker.invoke(
-                    table, name="get_order", arguments={"id": 1}, version=None, caller=caller
+                    table,
+                    name="get_order",
+                    arguments={"id": 1},
+                    version=None,
+                    caller=bound(caller, table),
                 )
         finally:
             await invoker.aclose()

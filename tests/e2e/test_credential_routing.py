@@ -1,0 +1,402 @@
+"""Where a caller's credentials go (issue 21): the real indexer CLI, the real server (the
+app in a thread, or ``python -m server`` where start-up itself is tested), and two
+recording loopback backends on different ports, i.e. two origins.
+
+Every test counts what each backend received: a credential that reaches a backend it
+was not meant for is a crossing, and the count must be zero.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from catalog.config import decode_config
+from server.app import create_app
+from server.identity import resolve_secrets
+from server.proxy import Invoker
+from tests.e2e.conftest import Agent, run_indexer
+from tests.server.harness import ServerThread, free_port, serve
+
+ROOT = Path(__file__).resolve().parents[2]
+SECRET = "Bearer secret-for-backend-a"
+
+
+class Recording(ThreadingHTTPServer):
+    """A loopback backend that answers every request 200 ``{}`` and keeps its head."""
+
+    def __init__(self) -> None:
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self.seen: list[dict[str, Any]] = []
+
+    @property
+    def base(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}"
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: Recording
+
+    def _record(self) -> None:
+        length = int(self.headers.get("content-length") or 0)
+        body = self.rfile.read(length) if length else b""
+        self.server.seen.append(
+            {
+                "path": self.path,
+                "headers": {k.lower(): v for k, v in self.headers.items()},
+                "body": body,
+            }
+        )
+        self.send_response(200)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", "2")
+        self.end_headers()
+        self.wfile.write(b"{}")
+
+    do_GET = _record
+    do_POST = _record
+
+    def log_message(self, format: str, *args: object) -> None:
+        return None
+
+
+@pytest.fixture(scope="module")
+def backends() -> Iterator[tuple[Recording, Recording]]:
+    pair = (Recording(), Recording())
+    for backend in pair:
+        threading.Thread(target=backend.serve_forever, daemon=True).start()
+    try:
+        yield pair
+    finally:
+        for backend in pair:
+            backend.shutdown()
+            backend.server_close()
+
+
+@pytest.fixture
+def a_and_b(backends: tuple[Recording, Recording]) -> tuple[Recording, Recording]:
+    for backend in backends:
+        backend.seen.clear()
+    return backends
+
+
+def document(
+    server: str,
+    operations: dict[str, list[dict[str, list[str]]] | None],
+    schemes: dict[str, Any] | None = None,
+    *,
+    method: str = "get",
+) -> dict[str, Any]:
+    """An OpenAPI 3.0 document at ``server``: one operation per ``operations`` entry
+    (operationId → its ``security``, None for none given), each on path ``/<operationId>``.
+    """
+    paths: dict[str, Any] = {}
+    for operation_id, security in operations.items():
+        operation: dict[str, Any] = {
+            "operationId": operation_id,
+            "responses": {"200": {"description": "ok"}},
+        }
+        if security is not None:
+            operation["security"] = security
+        if method == "post":
+            operation["requestBody"] = {
+                "required": True,
+                "content": {"text/plain": {"schema": {"type": "string"}}},
+            }
+        paths[f"/{operation_id}"] = {method: operation}
+    doc: dict[str, Any] = {
+        "openapi": "3.0.3",
+        "info": {"title": "t", "version": "1"},
+        "servers": [{"url": server}],
+        "paths": paths,
+    }
+    if schemes:
+        doc["components"] = {"securitySchemes": schemes}
+    return doc
+
+
+BEARER = {"token": {"type": "http", "scheme": "bearer"}}
+
+
+def build(tmp: Path, documents: dict[str, dict[str, Any]], config: str = "") -> Path:
+    """Specs, config and index under ``tmp`` (the indexer CLI); the config file's path."""
+    specs = tmp / "specs"
+    specs.mkdir()
+    for name, doc in documents.items():
+        (specs / name).write_text(json.dumps(doc))
+    config_path = tmp / "sezzlee.toml"
+    config_path.write_text(config)
+    run_indexer(specs, tmp / "index", config_path)
+    return config_path
+
+
+def check(tmp: Path, config_path: Path) -> subprocess.CompletedProcess[str]:
+    """``python -m indexer --check`` over ``tmp``'s specs and config."""
+    return subprocess.run(
+        [
+            *(sys.executable, "-m", "indexer", "--specs", str(tmp / "specs")),
+            *("--config", str(config_path), "--check", "--workers", "1"),
+        ],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+@contextmanager
+def gateway(config_path: Path) -> Iterator[ServerThread]:
+    config = decode_config(config_path.read_bytes(), file=str(config_path))
+    secrets = resolve_secrets(config, environ={}, read_file=lambda name: b"")
+    invoker = Invoker(config=config, secrets=secrets)
+    app = create_app(config_path.parent / "index", config=config, secrets=secrets, invoker=invoker)
+    with serve(app) as thread:
+        thread.wait_ready()
+        yield thread
+
+
+def agent(url: str, **headers: str) -> Agent:
+    caller = Agent(url, None)
+    caller.headers.update({k.replace("_", "-"): v for k, v in headers.items()})
+    return caller
+
+
+def crossings(backend: Recording, value: str) -> int:
+    """Requests ``backend`` received carrying ``value`` in any header or the target."""
+    return sum(
+        1
+        for seen in backend.seen
+        if value in seen["path"] or any(value in v for v in seen["headers"].values())
+    )
+
+
+# -- one namespace, two origins: refused at start ---------------------------------------
+
+SHARED = {
+    "slugs": (
+        ("team-x.json", "team_x.json"),
+        '[specs."team-x.json"]\nforward_headers = ["Authorization"]\n',
+    ),
+    "same-label": (
+        ("alpha.json", "beta.json"),
+        '[specs."alpha.json"]\nnamespace = "shared"\nforward_headers = ["Authorization"]\n'
+        '[specs."beta.json"]\nnamespace = "shared"\n',
+    ),
+    "empty-label": (
+        ("alpha.json", "beta.json"),
+        '[specs."alpha.json"]\nnamespace = ""\n'
+        '[specs."beta.json"]\nnamespace = ""\nforward_headers = ["Authorization"]\n',
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(SHARED))
+def test_one_namespace_over_two_origins_is_refused_at_start_naming_both_files(
+    tmp_path: Path, a_and_b: tuple[Recording, Recording], case: str
+) -> None:
+    (first, second), config = SHARED[case]
+    a, b = a_and_b
+    documents = {
+        first: document(a.base, {"get_a": [{"token": []}]}, BEARER),
+        second: document(b.base, {"get_b": [{"token": []}]}, BEARER),
+    }
+    config_path = build(tmp_path, documents, config)
+    checked = check(tmp_path, config_path)
+    said = checked.stdout + checked.stderr
+    assert checked.returncode == 1, said
+    assert first in said
+    assert second in said
+    # A build publishes the catalog all the same, and says what a server will refuse.
+    built = subprocess.run(
+        [
+            *(sys.executable, "-m", "indexer", "--specs", str(tmp_path / "specs")),
+            *("--index", str(tmp_path / "again"), "--config", str(config_path)),
+        ],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert built.returncode == 0, built.stderr
+    logged = [line for line in built.stderr.splitlines() if "credential_routes" in line]
+    assert len(logged) == 1, built.stderr
+    assert first in logged[0]
+    assert second in logged[0]
+    server = subprocess.Popen(
+        [
+            *(sys.executable, "-m", "server", "--index", str(tmp_path / "index")),
+            *("--config", str(config_path), "--port", str(free_port())),
+        ],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        _, stderr = server.communicate(timeout=20)
+    except subprocess.TimeoutExpired:
+        server.kill()
+        server.communicate()
+        pytest.fail("the server started over a namespace shared by two origins")
+    assert server.returncode == 2, stderr
+    assert first in stderr
+    assert second in stderr
+    assert "share the namespace" in stderr
+
+
+def test_a_server_holding_such_a_catalog_forwards_nothing_to_either_backend(
+    tmp_path: Path, a_and_b: tuple[Recording, Recording]
+) -> None:
+    # The start-up check cannot see a document the indexer adds later (a reload): then
+    # neither document of the namespace receives a caller's headers. Before, alpha's
+    # forward_headers sent the caller's Authorization to beta's host as well.
+    a, b = a_and_b
+    config = (
+        '[visibility]\nmissing_credentials = "uncertain"\n'
+        '[specs."alpha.json"]\nnamespace = "shared"\nforward_headers = ["Authorization"]\n'
+        '[specs."beta.json"]\nnamespace = "shared"\n'
+    )
+    documents = {
+        "alpha.json": document(a.base, {"get_a": [{"token": []}]}, BEARER),
+        "beta.json": document(b.base, {"get_b": [{"token": []}]}, BEARER),
+    }
+    with gateway(build(tmp_path, documents, config)) as thread:
+        caller = agent(thread.url, authorization=SECRET)
+        assert caller.invoke("shared.get_a", {})["status"] == 200
+        assert caller.invoke("shared.get_b", {})["status"] == 200
+    assert (len(a.seen), len(b.seen)) == (1, 1)
+    assert crossings(a, SECRET) + crossings(b, SECRET) == 0
+
+
+def test_documents_of_one_origin_share_a_namespace_and_its_credentials(
+    tmp_path: Path, a_and_b: tuple[Recording, Recording]
+) -> None:
+    a, b = a_and_b
+    config = (
+        '[specs."alpha.json"]\nnamespace = "shared"\nforward_headers = ["Authorization"]\n'
+        '[specs."beta.json"]\nnamespace = "shared"\nforward_headers = ["Authorization"]\n'
+    )
+    documents = {
+        "alpha.json": document(a.base, {"get_a": [{"token": []}]}, BEARER),
+        "beta.json": document(a.base, {"get_b": [{"token": []}]}, BEARER),
+    }
+    config_path = build(tmp_path, documents, config)
+    checked = check(tmp_path, config_path)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    with gateway(config_path) as thread:
+        caller = agent(thread.url, authorization=SECRET)
+        assert caller.invoke("shared.get_a", {})["status"] == 200
+        assert caller.invoke("shared.get_b", {})["status"] == 200
+    assert crossings(a, SECRET) == 2
+    assert b.seen == []
+
+
+# -- the no-config rule counts origins --------------------------------------------------
+
+
+def test_without_config_two_origins_receive_no_authorization(
+    tmp_path: Path, a_and_b: tuple[Recording, Recording]
+) -> None:
+    # team-x.json and team_x.json are one namespace (team_x): the old rule, "a single
+    # namespace forwards Authorization", sent the caller's token to both backends.
+    a, b = a_and_b
+    documents = {
+        "team-x.json": document(a.base, {"get_a": None}),
+        "team_x.json": document(b.base, {"get_b": None}),
+    }
+    with gateway(build(tmp_path, documents)) as thread:
+        caller = agent(thread.url, authorization=SECRET)
+        assert caller.invoke("team_x.get_a", {})["status"] == 200
+        assert caller.invoke("team_x.get_b", {})["status"] == 200
+    assert (len(a.seen), len(b.seen)) == (1, 1)
+    assert crossings(a, SECRET) + crossings(b, SECRET) == 0
+    assert all("authorization" not in seen["headers"] for seen in a.seen + b.seen)
+
+
+def test_without_config_documents_of_one_origin_receive_authorization(
+    tmp_path: Path, a_and_b: tuple[Recording, Recording]
+) -> None:
+    a, b = a_and_b
+    documents = {
+        "alpha.json": document(a.base, {"get_a": None}),
+        "beta.json": document(a.base, {"get_b": None}),
+    }
+    with gateway(build(tmp_path, documents)) as thread:
+        caller = agent(thread.url, authorization=SECRET)
+        assert caller.invoke("alpha.get_a", {})["status"] == 200
+        assert caller.invoke("beta.get_b", {})["status"] == 200
+    assert crossings(a, SECRET) == 2
+    assert b.seen == []
+
+
+# -- what one operation gets --------------------------------------------------------------
+
+
+def test_a_credential_goes_only_to_operations_whose_security_asks_for_it(
+    tmp_path: Path, a_and_b: tuple[Recording, Recording]
+) -> None:
+    a, _ = a_and_b
+    schemes = {"key": {"type": "apiKey", "in": "query", "name": "api_key"}}
+    doc = document(a.base, {"public_op": [], "keyed_op": None}, schemes)
+    doc["security"] = [{"key": []}]  # the document's: keyed_op inherits it
+    config = '[specs."svc.json"]\nnamespace = "svc"\ncredentials = { key = "X-Api-Key" }\n'
+    with gateway(build(tmp_path, {"svc.json": doc}, config)) as thread:
+        caller = agent(thread.url, x_api_key="k-123")
+        assert caller.invoke("svc.public_op", {})["status"] == 200
+        assert caller.invoke("svc.keyed_op", {})["status"] == 200
+    public, keyed = a.seen
+    assert public["path"] == "/public_op"  # no ?api_key= on an operation with security: []
+    assert keyed["path"] == "/keyed_op?api_key=k-123"
+    assert all("x-api-key" not in seen["headers"] for seen in a.seen)
+
+
+@pytest.mark.parametrize("scheme", ["Negotiate", "NTLM", "negotiate"])
+def test_connection_bound_authorization_is_never_forwarded(
+    tmp_path: Path, a_and_b: tuple[Recording, Recording], scheme: str
+) -> None:
+    # A pooled connection serves every caller: one authenticated by Negotiate or NTLM
+    # would carry the first caller's identity to the next.
+    a, _ = a_and_b
+    with gateway(build(tmp_path, {"svc.json": document(a.base, {"get_a": None})})) as thread:
+        agent(thread.url, authorization=f"{scheme} YIIBhgYGKwYBBQUCoIIBejCCAXag").invoke(
+            "svc.get_a", {}
+        )
+        agent(thread.url, authorization=SECRET).invoke("svc.get_a", {})
+    negotiated, bearer = a.seen
+    assert "authorization" not in negotiated["headers"]
+    assert bearer["headers"]["authorization"] == SECRET
+
+
+def test_a_framing_header_named_by_a_document_never_reaches_the_backend(
+    tmp_path: Path, a_and_b: tuple[Recording, Recording]
+) -> None:
+    # The document's apiKey header is Transfer-Encoding and the caller supplies "chunked":
+    # sent, a crafted text body became a second, smuggled request at the backend.
+    a, _ = a_and_b
+    schemes = {"te": {"type": "apiKey", "in": "header", "name": "Transfer-Encoding"}}
+    doc = document(a.base, {"post_a": [{"te": []}]}, schemes, method="post")
+    config = (
+        '[visibility]\nmissing_credentials = "uncertain"\n'
+        '[specs."svc.json"]\nnamespace = "svc"\ncredentials = { te = "X-Te" }\n'
+    )
+    smuggled = "0\r\n\r\nGET /smuggled HTTP/1.1\r\nHost: x\r\n\r\n"
+    with gateway(build(tmp_path, {"svc.json": doc}, config)) as thread:
+        error = agent(thread.url, x_te="chunked").error(
+            "invoke_tool", {"name": "svc.post_a", "arguments": {"body": smuggled}}
+        )
+    assert error["code"] == "invalid_arguments"
+    assert "Transfer-Encoding" in error["message"]
+    assert a.seen == []
