@@ -195,7 +195,7 @@ async def _handle(
     if isinstance(parsed, Listen):
         await _listen(scope, receive, send, state, parsed, request_id)
         return
-    status, answer = await _call(state, parsed, headers, request_id, started)
+    status, answer = await _call(state, parsed, headers, request_id, started, client_of(scope)[0])
     await _send(send, status, answer, request_id, closing)
 
 
@@ -226,6 +226,7 @@ async def _call(
     headers: _Headers,
     request_id: str,
     started: float,
+    client: str,
 ) -> tuple[int, bytes]:
     view = state.reader.view  # one catalog for the whole request
     generation = view.generation if view is not None else state.reader.generation
@@ -245,6 +246,7 @@ async def _call(
                     caller=caller,
                     budget=state.config.server.response_budget_bytes,
                     invoker=state.invoker,
+                    client=client,
                 ),
             )
             body = render_call(call, payload, is_error=False, generation=generation)

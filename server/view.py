@@ -457,13 +457,33 @@ class CatalogView:
             raise TypeError("a card document without its payload: rebuild the index")
         return _JSON.encode(found[0])
 
+    def _may_see(self, name: str, audience: Audience) -> bool:
+        """Whether ``audience`` may see a tool named ``name``, found the same way whether
+        the name is hidden or absent: one term search over the cards' ids, one fast-field
+        read of the keys it found (none, for an absent name), one set lookup.
+
+        Nothing keyed by the name is consulted first: the decoded-definition cache holds
+        hidden tools that other callers loaded, so answering from it made a hidden name
+        come back faster than an absent one, an oracle for guessing names.
+        """
+        seen = audience.visible | audience.uncertain if audience.uncertain else audience.visible
+        hashes = self._state(seen).hashes
+        hits = self.searcher.search(
+            tantivy.Query.term_query(self.schema, "id", name), 1, count=False
+        ).hits
+        keys = self.searcher.fast_field_values("visk", [address for _, address in hits])
+        return any(key in hashes for key in keys)
+
     def target(self, name: str, audience: Audience) -> tuple[ToolDefinition, InvokeRecord]:
         """The definition (with ``auth_uncertain`` set when it applies) and routing record
         of ``name`` as ``audience`` may see it: what load_tool answers and invoke_tool calls.
 
         Raises:
-            UnknownTool: no such tool, or hidden from this audience.
+            UnknownTool: no such tool, or hidden from this audience (the same answer,
+                reached by the same work: :meth:`_may_see`).
         """
+        if not self._may_see(name, audience):
+            raise _unknown(name)
         found = self._decoded(name)
         if found is None:
             raise _unknown(name)
