@@ -153,6 +153,12 @@ class CatalogView:
         self._targets: dict[str, tuple[ToolDefinition, InvokeRecord]] = {}
         self._top_ord: int | None = None
         self._cards: int | None = None
+        meta_hits = searcher.search(
+            tantivy.Query.term_query(schema, "id", META_ID), 1, count=False
+        ).hits
+        self._no_key: list[tantivy.DocAddress] = [address for _, address in meta_hits][:1]
+        """The meta document's address: it carries no visibility key, and an absent
+        name's key is read from it (see :meth:`_may_see`)."""
 
     # -- search_tools -------------------------------------------------------------------
 
@@ -460,7 +466,8 @@ class CatalogView:
     def _may_see(self, name: str, audience: Audience) -> bool:
         """Whether ``audience`` may see a tool named ``name``, found the same way whether
         the name is hidden or absent: one term search over the cards' ids, one fast-field
-        read of the keys it found (none, for an absent name), one set lookup.
+        read of one document's key (for an absent name, the meta document's, which has
+        none), one set lookup.
 
         Nothing keyed by the name is consulted first: the decoded-definition cache holds
         hidden tools that other callers loaded, so answering from it made a hidden name
@@ -471,8 +478,9 @@ class CatalogView:
         hits = self.searcher.search(
             tantivy.Query.term_query(self.schema, "id", name), 1, count=False
         ).hits
-        keys = self.searcher.fast_field_values("visk", [address for _, address in hits])
-        return any(key in hashes for key in keys)
+        found = [address for _, address in hits] or self._no_key
+        keys = self.searcher.fast_field_values("visk", found)
+        return any(key in hashes for key in keys) and bool(hits)
 
     def target(self, name: str, audience: Audience) -> tuple[ToolDefinition, InvokeRecord]:
         """The definition (with ``auth_uncertain`` set when it applies) and routing record
