@@ -123,9 +123,12 @@ def mcp_endpoint(state: ServerState) -> ASGIRouteHandler:
 
 
 def client_of(scope: HTTPScope) -> tuple[str, int]:
-    """The source address and port of a request ("-" and 0 when the server gives none)."""
+    """The source address and port of a request ("-" and 0 when the server gives none).
+
+    granian hands the port over as a string, uvicorn as an int.
+    """
     client = scope.get("client")
-    return (client[0], client[1]) if client else ("-", 0)
+    return (str(client[0]), int(client[1])) if client else ("-", 0)
 
 
 def _has_body(headers: _Headers) -> bool:
