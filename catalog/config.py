@@ -84,10 +84,10 @@ class ServerConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fie
 
     # Connection hygiene (docs/connections.md). Every count is per worker process.
     header_timeout_seconds: float = 10.0
-    """A request head must arrive within this once its first byte has; the same timer
-    closes a kept-alive connection idle this long after its last answer (granian times
-    both with one setting). A connection that never sends a byte is not timed out by
-    granian: ``max_connections`` bounds those."""
+    """A request head must arrive within this: a new connection's first head from the
+    moment it opens (one that never sends a byte is closed), and each later one from
+    the end of the previous answer, so it is also the idle timeout of a kept-alive
+    connection (granian times all three with one setting)."""
     body_timeout_seconds: float = 10.0
     """The whole request body must arrive within this after its head; a slower one is
     answered 408 and its connection closed."""

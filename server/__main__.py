@@ -253,9 +253,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         # a backend's connection reset reached invoke_tool as a read timeout (seconds
         # late, and the wrong error code), and uvloop measured no faster here.
         loop=Loops.asyncio,
-        # HTTP/1.1 only: granian's header timeout (the slow-head and idle keep-alive
-        # bound) is an HTTP/1 setting, and an h2c prior-knowledge connection would
-        # escape it. Clients of an MCP endpoint speak HTTP/1.1.
+        # HTTP/1.1 only. In granian's "auto" mode a new connection's first bytes are
+        # read (to tell HTTP/2 from HTTP/1) with no timer at all, so one that never
+        # sent a byte held a worker's connection slot forever; in HTTP/1 mode the
+        # header timeout runs from the moment it opens. MCP clients speak HTTP/1.1.
         http=HTTPModes.http1,
         http1_settings=HTTP1Settings(
             header_read_timeout=max(1, round(server.header_timeout_seconds * 1000)),

@@ -152,6 +152,13 @@ def test_a_trickled_body_is_answered_408_and_its_connection_closed(strict: Serve
         sock.close()
 
 
+def test_a_connection_that_never_sends_a_byte_is_closed(strict: ServerProcess) -> None:
+    # granian's "auto" HTTP mode waited for a first byte with no timer: such connections
+    # held a worker's connection slot forever (1,100 of them stopped the server).
+    with connect(strict) as sock:
+        assert closed_by_server(sock)
+
+
 def test_a_slow_request_head_is_closed(strict: ServerProcess) -> None:
     with connect(strict) as sock:
         sock.sendall(b"POST /mcp HTTP/1.1\r\nHo")
