@@ -6,9 +6,9 @@ config) on loopback. A separate process holds the hostile connections, spread ov
 refuse them: half connect and never send a byte, half send a POST head announcing a
 1,000-byte body and then trickle one byte every 5 s. A connection the server closes
 (an idle one after ``header_timeout_seconds``; a trickled body is answered 408 after
-``body_timeout_seconds``) is opened again at once, so the count stays at 1,400. Meanwhile one client on 127.0.0.1 sends
-searches back to back, first with no hostile connections (the baseline), then with
-them all open.
+``body_timeout_seconds``) is opened again at once, so the count stays at 1,400.
+Meanwhile one client on 127.0.0.1 sends searches back to back, first with no hostile
+connections (the baseline), then with them all open.
 
 Goal on 2 cores (issue 21): search p99 50 ms or less with the 1,400 connections open.
 Before the connection work, ~1,100 such connections took the server down: granian's
