@@ -114,13 +114,15 @@ OPERATOR = {"authorization": "Bearer bench-operator"}
 
 
 def write_config(path: Path, backend_port: int) -> None:
-    """The demo config (bare orders names, demo JWTs) with the backend's address and
-    the operator token's variable."""
+    """The demo config (bare orders names, demo JWTs) with the backend's address, the
+    operator token's variable and no per-address request cap."""
     text = (REPO / "examples" / "sezzlee.toml").read_text(encoding="utf-8")
     marker = 'namespace = ""\n'
     assert marker in text, "examples/sezzlee.toml changed: update the marker"
     text = text.replace(marker, f'{marker}base_url = "http://127.0.0.1:{backend_port}"\n', 1)
-    path.write_text(f'[server]\nops_token_env = "{OPS_ENV}"\n\n{text}')
+    # Every soak client comes from 127.0.0.1: no per-address cap on open requests.
+    server = f'[server]\nops_token_env = "{OPS_ENV}"\nmax_requests_per_client = 0\n'
+    path.write_text(f"{server}\n{text}")
 
 
 # -- processes ----------------------------------------------------------------------------------
