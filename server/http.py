@@ -1,7 +1,9 @@
 """The MCP endpoint: ``/mcp`` as a raw ASGI handler inside the Litestar app.
 
-Every MCP message arrives here, both eras. The handler reads the body itself (refusing
-one over the size limit with 413), hands method, headers and bytes to
+Every MCP message arrives here, both eras. The handler checks the Host and Origin
+headers and the source address's open requests (``server.limits``) before anything else,
+then reads the body itself (refusing one over the size limit with 413, one slower than
+``body_timeout_seconds`` with 408; docs/connections.md), hands method, headers and bytes to
 :func:`server.protocol.parse`, awaits what the answer needs (the catalog, a backend, a
 listen stream) and sends it. It takes the catalog view once, at the start, so a reload
 in the middle of a request never mixes two catalogs.
