@@ -36,6 +36,7 @@ import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -73,6 +74,11 @@ HEADERS = {
 }
 
 
+OPS_ENV = "SEZZLEE_BENCH_OPS_TOKEN"
+OPS_TOKEN = "bench-operator"
+OPERATOR = {"authorization": f"Bearer {OPS_TOKEN}"}
+
+
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -105,15 +111,24 @@ class Server:
         self.port = _free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         self.spawned = time.monotonic()
-        env = {**os.environ, "PYTHONPATH": str(REPO)}
+        # The operator token: /readyz tells the catalog's size to the operator only. The
+        # load generator's clients all come from 127.0.0.1, standing for many callers:
+        # no per-address cap on open requests.
+        config = Path(tempfile.mkdtemp()) / "sezzlee.toml"
+        config.write_text(
+            f'[server]\nops_token_env = "{OPS_ENV}"\nmax_requests_per_client = 0\n',
+            encoding="utf-8",
+        )
+        env = {**os.environ, "PYTHONPATH": str(REPO), OPS_ENV: OPS_TOKEN}
         if asgi == "granian":
             argv = ["-m", "server", "--index", str(index), "--port", str(self.port)]
+            argv += ["--config", str(config)]
             argv += ["--workers", str(workers), "--log-level", "warning"]
         else:
             # What python -m server hands its workers, given to uvicorn's instead.
             env |= {
                 "SEZZLEE_INDEX": str(index),
-                "SEZZLEE_CONFIG": "",
+                "SEZZLEE_CONFIG": str(config),
                 "SEZZLEE_LOG_LEVEL": "warning",
             }
             argv = ["-m", "uvicorn", "--factory", "--loop", "asyncio", "--http", "httptools"]
@@ -241,7 +256,7 @@ def main() -> int:
         try:
             server.wait_ready()
             time.sleep(0.5)  # every worker up, not only the first
-            ready = httpx.get(server.base + "/readyz").json()
+            ready = httpx.get(server.base + "/readyz", headers=OPERATOR).json()
             operations = ready.get("operations", 0)
             check = httpx.post(server.base + "/mcp", headers=HEADERS, json=SEARCH).json()
             assert "isError" not in check.get("result", {"isError": 1}), check

@@ -108,14 +108,21 @@ def prepare_catalog(backend_port: int) -> tuple[Path, Path, Path]:
     return specs, index, config
 
 
+OPS_ENV = "SEZZLEE_BENCH_OPS_TOKEN"
+OPERATOR = {"authorization": "Bearer bench-operator"}
+"""/readyz shows the catalog record (operations, failed files) to the operator only."""
+
+
 def write_config(path: Path, backend_port: int) -> None:
-    """The demo config (bare orders names, demo JWTs) with the backend's address."""
+    """The demo config (bare orders names, demo JWTs) with the backend's address, the
+    operator token's variable and no per-address request cap."""
     text = (REPO / "examples" / "sezzlee.toml").read_text(encoding="utf-8")
     marker = 'namespace = ""\n'
     assert marker in text, "examples/sezzlee.toml changed: update the marker"
-    path.write_text(
-        text.replace(marker, f'{marker}base_url = "http://127.0.0.1:{backend_port}"\n', 1)
-    )
+    text = text.replace(marker, f'{marker}base_url = "http://127.0.0.1:{backend_port}"\n', 1)
+    # Every soak client comes from 127.0.0.1: no per-address cap on open requests.
+    server = f'[server]\nops_token_env = "{OPS_ENV}"\nmax_requests_per_client = 0\n'
+    path.write_text(f"{server}\n{text}")
 
 
 # -- processes ----------------------------------------------------------------------------------
@@ -135,7 +142,12 @@ def spawn(args: Sequence[str], log: Path) -> subprocess.Popen[bytes]:
             cwd=REPO,
             stdout=out,
             stderr=subprocess.STDOUT,
-            env={**os.environ, "PYTHONPATH": str(REPO), DEMO_SECRET_ENV: DEMO_SECRET},
+            env={
+                **os.environ,
+                "PYTHONPATH": str(REPO),
+                DEMO_SECRET_ENV: DEMO_SECRET,
+                OPS_ENV: OPERATOR["authorization"].removeprefix("Bearer "),
+            },
         )
 
 
@@ -153,7 +165,7 @@ def wait_until(url: str, ok: Any, timeout: float, what: str) -> None:
     deadline = time.monotonic() + timeout
     while True:
         try:
-            answer = httpx.get(url, timeout=2)
+            answer = httpx.get(url, headers=OPERATOR, timeout=2)
             if ok(answer):
                 return
         except httpx.TransportError:
@@ -224,7 +236,7 @@ class Pipeline:
             if time.monotonic() > deadline or self.indexer.poll() is not None:
                 raise RuntimeError("the indexer did not start watching")
             time.sleep(0.2)
-        ready: dict[str, Any] = httpx.get(self.base + "/readyz").json()
+        ready: dict[str, Any] = httpx.get(self.base + "/readyz", headers=OPERATOR).json()
         return ready
 
     def worker(self) -> int:
@@ -436,7 +448,7 @@ def main() -> int:
             soak(pipeline, args.seconds, args.clients, args.commit_every)
         )
         time.sleep(1.5)
-        final = httpx.get(pipeline.base + "/readyz").json()
+        final = httpx.get(pipeline.base + "/readyz", headers=OPERATOR).json()
     finally:
         pipeline.close()
     load_after = os.getloadavg()

@@ -82,6 +82,38 @@ class ServerConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fie
     reload_interval_seconds: float = 0.1
     """How often a server checks the index for a new commit (a cheap meta read)."""
 
+    # Connection hygiene (docs/connections.md). Every count is per worker process.
+    header_timeout_seconds: float = 10.0
+    """A request head must arrive within this: a new connection's first head from the
+    moment it opens (one that never sends a byte is closed), and each later one from
+    the end of the previous answer, so it is also the idle timeout of a kept-alive
+    connection (granian times all three with one setting)."""
+    body_timeout_seconds: float = 10.0
+    """The whole request body must arrive within this after its head; a slower one is
+    answered 408 and its connection closed."""
+    keepalive_max_requests: int = 1000
+    """Requests one kept-alive connection may carry; the last is answered with
+    ``Connection: close`` (0: no limit)."""
+    max_connections: int = 4096
+    """Open connections a worker serves at once (granian's backpressure); more wait in
+    the kernel's accept queue. Lowered at start-up to fit the open-file limit."""
+    max_listen_streams: int = 1024
+    """Open ``subscriptions/listen`` streams a worker keeps; the next is refused with
+    -32603. At most half of ``max_connections``, so streams are refused before the
+    connections run out and requests always have room."""
+    max_listen_streams_per_client: int = 8
+    """Open listen streams from one source address (0: no per-client limit)."""
+    max_requests_per_client: int = 32
+    """Requests from one source address being served at once, listen streams included;
+    the next is answered 429 before its body is read (0: no per-client limit). Behind a
+    reverse proxy every caller shares its address: raise this, or set 0 and limit at
+    the proxy."""
+    ops_token_env: str | None = None
+    """Environment variable holding the operator token. ``/readyz`` and ``/metrics``
+    show the catalog's size, fingerprint and broken files (hidden operations included)
+    only to a request with ``Authorization: Bearer <token>``; to anyone else, readiness
+    and request counts alone. Unset: nobody sees them."""
+
 
 class VisibilityConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """What a caller who presented no credential for an operation sees."""
@@ -100,6 +132,11 @@ class InvokeConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fie
     max_request_bytes: int = 4 * 1024 * 1024
     max_concurrency: int = 64
     """Concurrent requests per backend, per server process."""
+    caller_share: float = 0.25
+    """The fraction of a backend's ``max_concurrency`` one caller may hold at once
+    (rounded up, at least 1); the caller's further calls wait for one of its own slots
+    within the timeout. A caller is its credential's identity (a verified JWT's
+    subject) or, without one, its source address."""
 
 
 class JwtConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -308,7 +345,32 @@ def decode_config(data: bytes, *, file: str) -> Config:
                 file, f"specs.{source!r}.proxy: not an http://[user:password@]host[:port] URL"
             )
     _check_curation(config.curation, file)
+    _check_server(config.server, file)
+    if not 0 < config.invoke.caller_share <= 1:
+        raise ConfigError(file, "invoke.caller_share: a fraction above 0, at most 1")
     return config
+
+
+def _check_server(server: ServerConfig, file: str) -> None:
+    """The connection limits are positive and fit together (docs/connections.md)."""
+    for key in ("header_timeout_seconds", "body_timeout_seconds"):
+        if not getattr(server, key) > 0:
+            raise ConfigError(file, f"server.{key}: must be above 0")
+    for key in (
+        "keepalive_max_requests",
+        "max_listen_streams_per_client",
+        "max_requests_per_client",
+    ):
+        if getattr(server, key) < 0:
+            raise ConfigError(file, f"server.{key}: must be 0 (no limit) or more")
+    if server.max_listen_streams < 1:
+        raise ConfigError(file, "server.max_listen_streams: must be 1 or more")
+    if server.max_connections < 2 * server.max_listen_streams:
+        raise ConfigError(
+            file,
+            "server.max_connections: must be at least twice server.max_listen_streams "
+            "(listen streams are refused before the connections run out)",
+        )
 
 
 def _check_header_names(spec: SpecConfig, where: str, file: str) -> None:

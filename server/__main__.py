@@ -15,6 +15,7 @@ import ctypes
 import json
 import logging
 import os
+import resource
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -30,6 +31,7 @@ from catalog.config import (
 )
 from catalog.errors import ConfigError
 from server.identity import resolve_secrets
+from server.limits import worker_limits
 from server.tls import tls_problems
 
 if TYPE_CHECKING:
@@ -119,6 +121,39 @@ def _limit_malloc_arenas() -> None:
     mallopt(_M_ARENA_MAX, _MALLOC_ARENAS)
 
 
+def _raise_open_files_limit() -> int:
+    """Raise this process's soft open-file limit to its hard one; the limit now in force.
+
+    Every client connection is a file descriptor, and the usual soft default (1,024)
+    would cap a worker below ``[server].max_connections``; workers inherit the limit.
+    """
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard == resource.RLIM_INFINITY:
+        hard = max(soft, 1 << 20) if soft != resource.RLIM_INFINITY else 1 << 20
+    if soft == resource.RLIM_INFINITY or soft >= hard:
+        return hard
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    except (ValueError, OSError):
+        return soft
+    return hard
+
+
+def _ops_token(config: Config, file: str) -> str | None:
+    """The operator token from the variable ``[server].ops_token_env`` names.
+
+    Raises:
+        ConfigError: the variable is named but unset or empty.
+    """
+    name = config.server.ops_token_env
+    if name is None:
+        return None
+    token = os.environ.get(name, "").strip()
+    if not token:
+        raise ConfigError(file, f"server.ops_token_env: the environment variable {name} is not set")
+    return token
+
+
 def app_from_env() -> Litestar:
     """The app of one worker, built from the ``SEZZLEE_*`` variables the parent set."""
     _limit_malloc_arenas()  # first: before this worker's threads take arenas
@@ -132,7 +167,15 @@ def app_from_env() -> Litestar:
     config = _load_config(config_path)
     secrets = resolve_secrets(config, environ=os.environ, read_file=_read_file)
     invoker = Invoker(config=config, secrets=secrets)
-    return create_app(os.environ[_ENV_INDEX], config=config, secrets=secrets, invoker=invoker)
+    limits = worker_limits(config.server, _raise_open_files_limit())
+    return create_app(
+        os.environ[_ENV_INDEX],
+        config=config,
+        secrets=secrets,
+        invoker=invoker,
+        listen_limit=limits.max_listen_streams,
+        ops_token=_ops_token(config, config_path or "(no config file)"),
+    )
 
 
 def _route_problems(config: Config, index: str) -> list[str]:
@@ -173,6 +216,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         problems = missing_files(config, exists=os.path.isfile)  # as --check names them
         if not problems:
             resolve_secrets(config, environ=os.environ, read_file=_read_file)
+            _ops_token(config, args.config)
     except (ConfigError, OSError) as exc:
         print(f"sezzlee-server: {exc}", file=sys.stderr)
         return 2
@@ -185,7 +229,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     os.environ[_ENV_CONFIG] = str(Path(args.config).resolve()) if args.config else ""
     os.environ[_ENV_LOG_LEVEL] = args.log_level
     from granian import Granian
-    from granian.constants import Interfaces, Loops
+    from granian.constants import HTTPModes, Interfaces, Loops
+    from granian.http import HTTP1Settings
 
     _configure_logging(args.log_level)
     log = logging.getLogger("sezzlee.server")
@@ -195,9 +240,22 @@ def main(argv: Sequence[str] | None = None) -> int:
             "requests naming another Host will get 421",
             extra={"host": args.host},
         )
+    server = config.server
+    limits = worker_limits(server, _raise_open_files_limit())
+    if limits.max_connections < server.max_connections:
+        log.warning(
+            "the open-file limit lowers [server].max_connections",
+            extra={"configured": server.max_connections, "in_force": limits.max_connections},
+        )
     log.info(
         "starting",
-        extra={"host": args.host, "port": args.port, "workers": args.workers},
+        extra={
+            "host": args.host,
+            "port": args.port,
+            "workers": args.workers,
+            "max_connections": limits.max_connections,
+            "max_listen_streams": limits.max_listen_streams,
+        },
     )
     Granian(
         "server.__main__:app_from_env",
@@ -210,6 +268,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         # a backend's connection reset reached invoke_tool as a read timeout (seconds
         # late, and the wrong error code), and uvloop measured no faster here.
         loop=Loops.asyncio,
+        # HTTP/1.1 only. In granian's "auto" mode a new connection's first bytes are
+        # read (to tell HTTP/2 from HTTP/1) with no timer at all, so one that never
+        # sent a byte held a worker's connection slot forever; in HTTP/1 mode the
+        # header timeout runs from the moment it opens. MCP clients speak HTTP/1.1.
+        http=HTTPModes.http1,
+        http1_settings=HTTP1Settings(
+            header_read_timeout=max(1, round(server.header_timeout_seconds * 1000)),
+        ),
+        # Connections one worker serves at once (docs/connections.md); the socket's
+        # accept backlog holds the next ones.
+        backpressure=limits.max_connections,
+        backlog=max(1024, limits.max_connections),
         log_access=False,
         log_level=args.log_level,
         log_dictconfig=_GRANIAN_LOGGING,

@@ -26,7 +26,8 @@ from catalog.backends import Document
 from catalog.config import Config
 from server.http import mcp_endpoint
 from server.identity import Secrets
-from server.notify import DEFAULT_KEEPALIVE, DEFAULT_STREAM_LIMIT, Notifier
+from server.limits import ClientLimits
+from server.notify import DEFAULT_KEEPALIVE, Notifier
 from server.ops import Metrics, healthz, metrics, readyz
 from server.protocol import Guard
 from server.reader import Reader
@@ -51,12 +52,19 @@ class ServerState:
         config: Config,
         secrets: Secrets,
         invoker: Invoker | None,
+        ops_token: str | None = None,
     ) -> None:
         self.reader = reader
         self.notifier = notifier
         self.config = config
         self.secrets = secrets
         self.invoker = invoker
+        self.ops_token = ops_token
+        """The operator's token (``[server].ops_token_env``); None: nobody is an operator."""
+        self.clients = ClientLimits(
+            per_client=config.server.max_requests_per_client,
+            per_connection=config.server.keepalive_max_requests,
+        )
         self.metrics = Metrics()
         self.encoder = msgspec.json.Encoder()
         self.guard = Guard(
@@ -109,7 +117,8 @@ def create_app(
     secrets: Secrets | None = None,
     invoker: Invoker | None = None,
     keepalive: float = DEFAULT_KEEPALIVE,
-    listen_limit: int = DEFAULT_STREAM_LIMIT,
+    listen_limit: int | None = None,
+    ops_token: str | None = None,
 ) -> Litestar:
     """The Litestar app serving ``/mcp`` and the operations endpoints.
 
@@ -119,10 +128,17 @@ def create_app(
         secrets: JWT verifiers and static headers resolved at start-up.
         invoker: the invoke_tool implementation (None: invoke_tool answers an error).
         keepalive: seconds between keepalive comments on idle listen streams.
-        listen_limit: open listen streams allowed in this process.
+        listen_limit: open listen streams allowed in this process (None: the config's
+            ``max_listen_streams``; ``python -m server`` passes it fitted to the
+            worker's connection limit, ``server.limits.worker_limits``).
+        ops_token: the operator token ``/readyz`` and ``/metrics`` detail needs.
     """
     reader = Reader(Path(index_dir), interval=config.server.reload_interval_seconds)
-    notifier = Notifier(keepalive=keepalive, limit=listen_limit)
+    notifier = Notifier(
+        keepalive=keepalive,
+        limit=config.server.max_listen_streams if listen_limit is None else listen_limit,
+        per_client=config.server.max_listen_streams_per_client,
+    )
     reader.on_change(lambda _view: notifier.publish())
     state = ServerState(
         reader=reader,
@@ -130,6 +146,7 @@ def create_app(
         config=config,
         secrets=secrets or Secrets(),
         invoker=invoker,
+        ops_token=ops_token,
     )
 
     @contextlib.asynccontextmanager

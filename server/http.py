@@ -1,7 +1,9 @@
 """The MCP endpoint: ``/mcp`` as a raw ASGI handler inside the Litestar app.
 
-Every MCP message arrives here, both eras. The handler reads the body itself (refusing
-one over the size limit with 413), hands method, headers and bytes to
+Every MCP message arrives here, both eras. The handler checks the Host and Origin
+headers and the source address's open requests (``server.limits``) before anything else,
+then reads the body itself (refusing one over the size limit with 413, one slower than
+``body_timeout_seconds`` with 408; docs/connections.md), hands method, headers and bytes to
 :func:`server.protocol.parse`, awaits what the answer needs (the catalog, a backend, a
 listen stream) and sends it. It takes the catalog view once, at the start, so a reload
 in the middle of a request never mixes two catalogs.
@@ -19,6 +21,7 @@ Never a 500: a bug in a tool is logged with its request id and answered as JSON-
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import logging
 import os
@@ -68,6 +71,15 @@ _INTERNAL: Final = b'{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message"
 _TOO_LARGE: Final = (
     b'{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Request body too large"}}'
 )
+_TOO_SLOW: Final = (
+    b'{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Request body too slow"}}'
+)
+_BUSY: Final = Reply(
+    status=429,
+    body=b'{"jsonrpc":"2.0","id":null,"error":{"code":-32600,'
+    b'"message":"Too many open requests from this address"}}',
+    headers=(("retry-after", "1"),),
+)
 
 _Headers = dict[str, list[str]]
 
@@ -88,14 +100,59 @@ def mcp_endpoint(state: ServerState) -> ASGIRouteHandler:
         scope = cast("HTTPScope", scope)  # an @asgi route only sees HTTP scopes
         headers = _headers(scope["headers"])
         request_id = _request_id(headers)
+        address, port = client_of(scope)
+        # Host and Origin first, then the per-address count, then the body: a request
+        # refused for either never has its body read (nor waited for).
+        rejected = state.guard.check_headers(headers)
+        if rejected is not None:
+            await _refuse(send, state, rejected, request_id, started, headers)
+            return
+        clients = state.clients
+        if not clients.enter(address):
+            _log.info("too many open requests", extra={"request_id": request_id})
+            await _refuse(send, state, _BUSY, request_id, started, headers)
+            return
+        last = ("connection", "close") if clients.last_on_connection(address, port) else None
         try:
-            await _handle(scope, receive, send, state, headers, request_id, started)
+            await _handle(scope, receive, send, state, headers, request_id, started, last)
         except Exception:  # a bug outside the tools: still a JSON-RPC answer, never a 500
             _log.exception("request failed", extra={"request_id": request_id})
             state.metrics.observe("-", "internal_error", time.perf_counter() - started)
             await _send(send, 200, _INTERNAL, request_id, ())
+        finally:
+            clients.leave(address)
 
     return mcp
+
+
+def client_of(scope: HTTPScope) -> tuple[str, int]:
+    """The source address and port of a request ("-" and 0 when the server gives none).
+
+    granian hands the port over as a string, uvicorn as an int.
+    """
+    client = scope.get("client")
+    return (str(client[0]), int(client[1])) if client else ("-", 0)
+
+
+def _has_body(headers: _Headers) -> bool:
+    return headers.get("content-length", ("0",))[0] != "0" or "transfer-encoding" in headers
+
+
+async def _refuse(
+    send: Send,
+    state: ServerState,
+    reply: Reply,
+    request_id: str,
+    started: float,
+    headers: _Headers,
+) -> None:
+    """Answer ``reply`` without reading the request's body; a connection that still
+    carries that unread body cannot carry another request, so it is closed.
+    """
+    state.metrics.observe("-", "protocol_error", time.perf_counter() - started)
+    _log.info("rejected", extra={"request_id": request_id, "status": reply.status})
+    close = (("connection", "close"),) if _has_body(headers) else ()
+    await _send(send, reply.status, reply.body, request_id, (*reply.headers, *close))
 
 
 async def _handle(
@@ -106,18 +163,27 @@ async def _handle(
     headers: _Headers,
     request_id: str,
     started: float,
+    last: tuple[str, str] | None,
 ) -> None:
     method: str = scope["method"]
     body = b""
+    closing: tuple[tuple[str, str], ...] = (last,) if last else ()
     if method == "POST":
+        server = state.config.server
         try:
-            body = await _read_body(receive, headers, state.config.server.max_request_body_bytes)
+            async with asyncio.timeout(server.body_timeout_seconds):
+                body = await _read_body(receive, headers, server.max_request_body_bytes)
         except _TooLarge as exc:
             _log.info("request body too large", extra={"request_id": request_id})
             state.metrics.observe("-", "protocol_error", time.perf_counter() - started)
             # The rest of the body stays unread: the connection cannot carry another request.
-            close = (("connection", "close"),) if exc.unread else ()
+            close = (("connection", "close"),) if exc.unread else closing
             await _send(send, 413, _TOO_LARGE, request_id, close)
+            return
+        except TimeoutError:
+            _log.info("request body too slow", extra={"request_id": request_id})
+            state.metrics.observe("-", "protocol_error", time.perf_counter() - started)
+            await _send(send, 408, _TOO_SLOW, request_id, (("connection", "close"),))
             return
     parsed = parse(method, headers, body, guard=state.guard)
     if isinstance(parsed, Reply):
@@ -130,13 +196,13 @@ async def _handle(
                     "rejected",
                     extra={"request_id": request_id, "status": parsed.status, "outcome": outcome},
                 )
-        await _send(send, parsed.status, parsed.body, request_id, parsed.headers)
+        await _send(send, parsed.status, parsed.body, request_id, (*parsed.headers, *closing))
         return
     if isinstance(parsed, Listen):
         await _listen(scope, receive, send, state, parsed, request_id)
         return
-    status, answer = await _call(state, parsed, headers, request_id, started)
-    await _send(send, status, answer, request_id, ())
+    status, answer = await _call(state, parsed, headers, request_id, started, client_of(scope)[0])
+    await _send(send, status, answer, request_id, closing)
 
 
 async def _read_body(receive: Receive, headers: _Headers, limit: int) -> bytes:
@@ -166,6 +232,7 @@ async def _call(
     headers: _Headers,
     request_id: str,
     started: float,
+    client: str,
 ) -> tuple[int, bytes]:
     view = state.reader.view  # one catalog for the whole request
     generation = view.generation if view is not None else state.reader.generation
@@ -185,6 +252,7 @@ async def _call(
                     caller=caller,
                     budget=state.config.server.response_budget_bytes,
                     invoker=state.invoker,
+                    client=client,
                 ),
             )
             body = render_call(call, payload, is_error=False, generation=generation)
@@ -238,7 +306,7 @@ async def _listen(
     request_id: str,
 ) -> None:
     try:
-        queue = state.notifier.subscribe()
+        queue = state.notifier.subscribe(client_of(scope)[0])
     except StreamLimit as exc:
         status, body = render_listen_refused(listen, str(exc))
         state.metrics.observe("subscriptions/listen", "internal_error", 0.0)
@@ -254,7 +322,10 @@ async def _listen(
     )
     # Litestar's streaming response ends the stream when the client disconnects.
     response = stream.to_asgi_response(app=None, request=Request(scope, receive, send))
-    await response(scope, receive, send)
+    try:
+        await response(scope, receive, send)
+    finally:  # the generator's own finally does not run when it never started
+        state.notifier.unsubscribe(queue)
 
 
 def _headers(raw: Iterable[tuple[bytes, bytes]]) -> _Headers:

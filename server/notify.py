@@ -11,8 +11,10 @@ Theory of operation (mcp-wire §6):
 * On shutdown every stream receives :data:`Event.CLOSE`, writes the final listen
   response and ends: a graceful close, not a lost stream. A client that disconnects
   cancels the generator; the ``finally`` unsubscribes.
-* At most ``limit`` streams per process (the SDK's 1024); the next one is refused with
-  -32603 before any ack.
+* At most ``limit`` streams per process (the SDK's 1024), and ``per_client`` from one
+  source address; the next one is refused with -32603 before any ack. ``limit`` stays
+  below the worker's connection limit (``server.limits``), so a stream is refused while
+  an ordinary request still finds a connection.
 """
 
 from __future__ import annotations
@@ -56,11 +58,17 @@ class Notifier:
     """The open listen streams of one process."""
 
     def __init__(
-        self, *, keepalive: float = DEFAULT_KEEPALIVE, limit: int = DEFAULT_STREAM_LIMIT
+        self,
+        *,
+        keepalive: float = DEFAULT_KEEPALIVE,
+        limit: int = DEFAULT_STREAM_LIMIT,
+        per_client: int = 0,
     ) -> None:
         self.keepalive = keepalive
         self.limit = limit
-        self._queues: set[asyncio.Queue[Event]] = set()
+        self.per_client = per_client
+        self._queues: dict[asyncio.Queue[Event], str] = {}  # queue → its client's address
+        self._clients: dict[str, int] = {}
         self._closed = False
 
     @property
@@ -81,20 +89,33 @@ class Notifier:
         self._closed = True
         self.publish(Event.CLOSE)
 
-    def subscribe(self) -> asyncio.Queue[Event]:
-        """A new stream's queue.
+    def subscribe(self, client: str = "") -> asyncio.Queue[Event]:
+        """A new stream's queue, for the client at source address ``client``.
 
         Raises:
-            StreamLimit: ``limit`` streams are open, or the server is shutting down.
+            StreamLimit: ``limit`` streams are open, or ``per_client`` from ``client``,
+                or the server is shutting down.
         """
         if self._closed or len(self._queues) >= self.limit:
             raise StreamLimit("too many open listen streams")
+        held = self._clients.get(client, 0)
+        if self.per_client and held >= self.per_client:
+            raise StreamLimit("too many open listen streams from this address")
         queue: asyncio.Queue[Event] = asyncio.Queue(maxsize=1)
-        self._queues.add(queue)
+        self._queues[queue] = client
+        self._clients[client] = held + 1
         return queue
 
     def unsubscribe(self, queue: asyncio.Queue[Event]) -> None:
-        self._queues.discard(queue)
+        """Forget ``queue`` (a second call does nothing)."""
+        client = self._queues.pop(queue, None)
+        if client is None:
+            return
+        held = self._clients.get(client, 0) - 1
+        if held > 0:
+            self._clients[client] = held
+        else:
+            self._clients.pop(client, None)
 
     async def frames(
         self, listen: Listen, queue: asyncio.Queue[Event], *, request_id: str = ""

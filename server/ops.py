@@ -1,5 +1,11 @@
 """Operations endpoints: ``/healthz``, ``/readyz`` and ``/metrics`` (Prometheus text).
 
+All three pass the same Host check as ``/mcp`` (421 otherwise). What describes the
+whole catalog, hidden operations included (its size, fingerprint, commit, and the
+broken files with their paths), is shown only to the operator: a request carrying
+``Authorization: Bearer <token>`` of ``[server].ops_token_env`` (docs/connections.md
+says why a token). Anyone else sees readiness, the generation and request counts.
+
 Metrics are per process (each granian worker counts its own requests; Prometheus sums
 them across scrapes of each worker, or the reader of ``/metrics`` sees one worker's
 share). Counters are plain ints touched only on the event loop, so no lock is needed.
@@ -8,6 +14,7 @@ share). Counters are plain ints touched only on the event loop, so no lock is ne
 from __future__ import annotations
 
 import bisect
+import hmac
 from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
@@ -15,6 +22,7 @@ from litestar import Request, get
 from litestar.response import Response
 
 if TYPE_CHECKING:
+    from server.app import ServerState
     from server.notify import Notifier
     from server.reader import Reader
 
@@ -49,8 +57,10 @@ class Metrics:
         series.count += 1
         series.total += seconds
 
-    def render(self, *, reader: Reader, notifier: Notifier) -> str:
-        """The Prometheus text exposition (format 0.0.4)."""
+    def render(self, *, reader: Reader, notifier: Notifier, operator: bool = False) -> str:
+        """The Prometheus text exposition (format 0.0.4); the catalog's size only for
+        the ``operator``.
+        """
         lines = [
             "# HELP sezzlee_requests_total MCP requests by tool (or method) and outcome.",
             "# TYPE sezzlee_requests_total counter",
@@ -72,14 +82,19 @@ class Metrics:
             lines.append(f"sezzlee_request_seconds_sum{{{labels}}} {series.total:.6f}")
             lines.append(f"sezzlee_request_seconds_count{{{labels}}} {series.count}")
         status = reader.status()
-        operations = status.meta.operations if status.meta is not None else 0
         lines += [
             "# HELP sezzlee_catalog_generation Catalog reloads since this process started.",
             "# TYPE sezzlee_catalog_generation gauge",
             f"sezzlee_catalog_generation {status.generation}",
-            "# HELP sezzlee_catalog_operations Operations in the loaded catalog.",
-            "# TYPE sezzlee_catalog_operations gauge",
-            f"sezzlee_catalog_operations {operations}",
+        ]
+        if operator:
+            operations = status.meta.operations if status.meta is not None else 0
+            lines += [
+                "# HELP sezzlee_catalog_operations Operations in the loaded catalog.",
+                "# TYPE sezzlee_catalog_operations gauge",
+                f"sezzlee_catalog_operations {operations}",
+            ]
+        lines += [
             "# HELP sezzlee_catalog_reloads_total Catalog swaps after start-up.",
             "# TYPE sezzlee_catalog_reloads_total counter",
             f"sezzlee_catalog_reloads_total {status.reloads}",
@@ -93,29 +108,59 @@ class Metrics:
         return "\n".join(lines) + "\n"
 
 
-def _state(request: Request[Any, Any, Any]) -> Any:
-    return request.app.state.server
+def _state(request: Request[Any, Any, Any]) -> ServerState:
+    state: ServerState = request.app.state.server
+    return state
+
+
+def _refused(request: Request[Any, Any, Any]) -> Response[bytes] | None:
+    """The 421/403 answer when the Host or Origin header fails the ``/mcp`` check."""
+    headers = {name: request.headers.getall(name, []) for name in ("host", "origin")}
+    reply = _state(request).guard.check_headers({k: v for k, v in headers.items() if v})
+    if reply is None:
+        return None
+    return Response(reply.body, status_code=reply.status, media_type="application/json")
+
+
+def _operator(request: Request[Any, Any, Any]) -> bool:
+    """Whether the request carries the operator token (compared in constant time)."""
+    token = _state(request).ops_token
+    given = request.headers.get("authorization", "")
+    scheme, _, value = given.partition(" ")
+    return (
+        token is not None
+        and scheme.lower() == "bearer"
+        and hmac.compare_digest(value.strip().encode(), token.encode())
+    )
 
 
 @get("/healthz", sync_to_thread=False, include_in_schema=False)
-def healthz() -> Response[bytes]:
+def healthz(request: Request[Any, Any, Any]) -> Response[bytes]:
     """Liveness: the process answers."""
+    refused = _refused(request)
+    if refused is not None:
+        return refused
     return Response(b'{"status":"ok"}', status_code=200, media_type="application/json")
 
 
 @get("/readyz", sync_to_thread=False, include_in_schema=False)
 def readyz(request: Request[Any, Any, Any]) -> Response[bytes]:
-    """Readiness: a catalog is loaded; the index status record either way."""
+    """Readiness: a catalog is loaded; for the operator, the index status record."""
+    refused = _refused(request)
+    if refused is not None:
+        return refused
     status = _state(request).reader.status()
     body: dict[str, Any] = {
         "ready": status.ready,
         "generation": status.generation,
         "reloads": status.reloads,
     }
-    if status.problem is not None:
-        body["problem"] = status.problem
     meta = status.meta
-    if meta is not None:
+    # The problem text and the catalog record name files and count hidden operations.
+    operator = _operator(request)
+    if operator and status.problem is not None:
+        body["problem"] = status.problem
+    if operator and meta is not None:
         body["operations"] = meta.operations
         body["fingerprint"] = meta.fingerprint
         body["commit"] = meta.commit
@@ -135,11 +180,13 @@ def readyz(request: Request[Any, Any, Any]) -> Response[bytes]:
 
 
 @get("/metrics", sync_to_thread=False, include_in_schema=False)
-def metrics(request: Request[Any, Any, Any]) -> Response[str]:
+def metrics(request: Request[Any, Any, Any]) -> Response[bytes]:
     """Prometheus text exposition."""
+    refused = _refused(request)
+    if refused is not None:
+        return refused
     state = _state(request)
-    return Response(
-        state.metrics.render(reader=state.reader, notifier=state.notifier),
-        status_code=200,
-        media_type="text/plain; version=0.0.4",
+    text = state.metrics.render(
+        reader=state.reader, notifier=state.notifier, operator=_operator(request)
     )
+    return Response(text.encode(), status_code=200, media_type="text/plain; version=0.0.4")

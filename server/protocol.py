@@ -26,6 +26,7 @@ from __future__ import annotations
 import base64
 import binascii
 import enum
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Final, Literal
 from urllib.parse import urlsplit
@@ -176,10 +177,18 @@ class Guard(msgspec.Struct, frozen=True, kw_only=True):
     allowed_hosts: tuple[str, ...]  # lower case: a host name matches whatever its case
     allowed_origins: tuple[str, ...] = ()
 
+    def check_headers(self, headers: Headers) -> Reply | None:
+        """:meth:`check` of a request's headers: a repeated Host is no Host at all."""
+        hosts = headers.get("host", ())
+        return self.check(hosts[0] if len(hosts) == 1 else None, _first(headers, "origin"))
+
     def check(self, host: str | None, origin: str | None) -> Reply | None:
-        """None when both headers pass; else the 421 (Host) or 403 (Origin) answer."""
-        name = _strip_port(host or "").lower()
-        if "*" not in self.allowed_hosts and name not in self.allowed_hosts:
+        """None when both headers pass; else the 421 (Host) or 403 (Origin) answer.
+
+        The Host value must be ``host[:port]`` and nothing else (RFC 9110 §7.2): a
+        value like ``localhost:1@evil.example`` names no allowed host.
+        """
+        if "*" not in self.allowed_hosts and host_name(host or "") not in self.allowed_hosts:
             return _error_reply(421, None, INVALID_REQUEST, "Invalid Host header")
         if origin is not None and not self._origin_allowed(origin):
             return _error_reply(403, None, INVALID_REQUEST, "Invalid Origin header")
@@ -198,12 +207,17 @@ class Guard(msgspec.Struct, frozen=True, kw_only=True):
 _LOOPBACK: Final = frozenset({"localhost", "127.0.0.1", "::1"})
 
 
-def _strip_port(host: str) -> str:
-    if host.startswith("["):  # [::1]:8000
-        end = host.find("]")
-        return host[: end + 1] if end > 0 else host
-    name, _, _ = host.partition(":")
-    return name
+_HOST: Final = re.compile(
+    r"(?P<name>\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?)(?::[0-9]{1,5})?"
+)
+
+
+def host_name(host: str) -> str | None:
+    """The lower-cased name of a ``host[:port]`` Host value (``[::1]`` keeps its
+    brackets); None for anything else: userinfo, a path, a second colon, spaces.
+    """
+    match = _HOST.fullmatch(host)
+    return match["name"].lower() if match else None
 
 
 _ERA_BY_VERSION: Final[dict[str, Era]] = {
@@ -246,7 +260,7 @@ def parse(
     Returns:
         A :class:`Reply` to send as is, or a :class:`Call` / :class:`Listen` to serve.
     """
-    rejected = guard.check(_first(headers, "host"), _first(headers, "origin"))
+    rejected = guard.check_headers(headers)
     if rejected is not None:
         return rejected
     if method != "POST":

@@ -16,9 +16,13 @@ outcome, status, latency and the caller id when known, never a credential.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import math
+import socket
 import ssl
 import time
+from collections.abc import AsyncIterator
 from typing import Any, Final, Protocol
 from urllib.parse import urldefrag, urljoin
 
@@ -51,7 +55,7 @@ from server.invoke import (
 from server.outbound import ACCEPT_ENCODING, AnswerTooLarge, ConnectionFailed, Pool
 from server.tls import tls_context
 
-__all__ = ["MAX_REDIRECTS", "BackendSettings", "Invoker", "Proxy", "Targets"]
+__all__ = ["MAX_REDIRECTS", "BackendSettings", "Invoker", "Proxy", "Targets", "holder_of"]
 
 MAX_REDIRECTS: Final = 5
 _REDIRECTS: Final = frozenset({301, 302, 303, 307, 308})
@@ -71,6 +75,8 @@ class BackendSettings(msgspec.Struct, frozen=True, kw_only=True):
     timeout_seconds: float
     connect_timeout_seconds: float
     max_concurrency: int
+    caller_slots: int
+    """Of ``max_concurrency``, the slots one caller may hold at once."""
     max_response_bytes: int
     ca_bundle: str | None = None
     client_cert: str | None = None
@@ -91,11 +97,12 @@ class _Backend:
     pool shared by every caller would otherwise hand one caller's cookies to the next.
     """
 
-    __slots__ = ("limit", "pool", "settings")
+    __slots__ = ("limit", "pool", "settings", "shares")
 
     def __init__(self, settings: BackendSettings) -> None:
         self.settings = settings
         self.limit = asyncio.Semaphore(settings.max_concurrency)
+        self.shares = _Shares(settings.caller_slots)
         self.pool = Pool(
             settings.origin,
             tls=_tls(settings),
@@ -103,6 +110,39 @@ class _Backend:
             connect_timeout=settings.connect_timeout_seconds,
             keep=settings.max_concurrency,
         )
+
+
+class _Shares:
+    """Each caller's share of one backend's slots: a caller waits for one of its own
+    ``per_caller`` slots before it may take one of the backend's, so one slow caller
+    cannot hold them all. A caller's entry lives while it holds or awaits a slot.
+    """
+
+    __slots__ = ("_held", "per_caller")
+
+    def __init__(self, per_caller: int) -> None:
+        self.per_caller = per_caller
+        self._held: dict[str, tuple[asyncio.Semaphore, list[int]]] = {}
+
+    def holding(self, holder: str) -> int:
+        """How many of ``holder``'s calls hold or await a slot."""
+        entry = self._held.get(holder)
+        return entry[1][0] if entry is not None else 0
+
+    @contextlib.asynccontextmanager
+    async def slot(self, holder: str) -> AsyncIterator[None]:
+        entry = self._held.get(holder)
+        if entry is None:
+            entry = self._held[holder] = (asyncio.Semaphore(self.per_caller), [0])
+        semaphore, users = entry
+        users[0] += 1
+        try:
+            async with semaphore:
+                yield
+        finally:
+            users[0] -= 1
+            if not users[0]:
+                del self._held[holder]
 
 
 def _tls(settings: BackendSettings) -> ssl.SSLContext | None:
@@ -123,8 +163,14 @@ class Proxy:
             backend = self._backends[settings] = _Backend(settings)
         return backend
 
-    async def send(self, request: OutboundRequest, settings: BackendSettings) -> BackendResponse:
-        """Send ``request`` to its backend and read the answer within the budget.
+    async def send(
+        self, request: OutboundRequest, settings: BackendSettings, holder: str = ""
+    ) -> BackendResponse:
+        """Send ``request`` to its backend and read the answer within the budget, in one
+        of ``holder``'s slots (its share of the backend's ``max_concurrency``).
+
+        Caller-facing messages never name the backend's address, files or the system's
+        error text (they may be internal); those go to this module's log.
 
         Raises:
             BackendUnreachable: connection refused, reset, DNS or TLS failure, or an
@@ -133,16 +179,22 @@ class Proxy:
             ResponseTooLarge: the answer exceeds ``max_response_bytes``.
         """
         if request.origin != settings.origin or origin_of(request.url) != settings.origin:
-            raise BackendUnreachable(f"refusing to send to {origin_of(request.url)}")
+            _LOG.warning("refused a request to %s outside %s", request.url, settings.origin)
+            raise BackendUnreachable("refusing to send outside this backend's origin")
         try:
             backend = self._backend(settings)
         except OSError as exc:  # checked at start-up, but a file can go away since
-            raise BackendUnreachable(f"this backend's TLS files cannot be used ({exc})") from exc
+            _LOG.warning("TLS files of %s cannot be used: %s", settings.origin, exc)
+            raise BackendUnreachable("this backend's TLS files cannot be used") from exc
         # The pool bounds opening a connection (connect_timeout_seconds); this bounds the
         # whole call, so a backend that is slow to answer or drips its answer (or a queue
         # for a connection slot) cannot hold the caller past the configured time.
         try:
-            async with asyncio.timeout(settings.timeout_seconds), backend.limit:
+            async with (
+                asyncio.timeout(settings.timeout_seconds),
+                backend.shares.slot(holder),
+                backend.limit,
+            ):
                 return await self._follow(backend, request)
         except TimeoutError as exc:
             raise BackendTimeout(
@@ -193,18 +245,50 @@ class Proxy:
             raise BackendTimeout(
                 f"the backend did not answer in time ({type(exc).__name__})"
             ) from exc
-        except ConnectionFailed as exc:
+        except ConnectionFailed as exc:  # its messages are this repository's own words
             raise BackendUnreachable(str(exc)) from exc
         except (OSError, ValueError) as exc:
-            raise BackendUnreachable(
-                f"the backend could not be reached ({type(exc).__name__}: {exc})"
-            ) from exc
+            _LOG.warning(
+                "%s could not be reached: %s: %s", backend.settings.origin, type(exc).__name__, exc
+            )
+            raise BackendUnreachable(f"the backend could not be reached ({_failure(exc)})") from exc
+
+    def holding(self, settings: BackendSettings, holder: str) -> int:
+        """How many of ``holder``'s calls to the backend of ``settings`` hold or await a
+        slot (0 before its first call).
+        """
+        backend = self._backends.get(settings)
+        return backend.shares.holding(holder) if backend is not None else 0
 
     async def aclose(self) -> None:
         """Close every connection pool."""
         backends, self._backends = list(self._backends.values()), {}
         for backend in backends:
             await backend.pool.aclose()
+
+
+def holder_of(caller: Caller, client: str) -> str:
+    """Who holds a backend slot: the caller's verified identity, else its address."""
+    return f"id:{caller.id}" if caller.id else f"address:{client}"
+
+
+def _failure(exc: BaseException) -> str:
+    """What went wrong, in words that name no address, host or file: the system's own
+    text does (``Connect call failed ('10.0.0.7', 8080)``).
+    """
+    if isinstance(exc, ssl.SSLCertVerificationError):
+        return "its TLS certificate was not accepted"
+    if isinstance(exc, ssl.SSLError):
+        return "the TLS handshake failed"
+    if isinstance(exc, socket.gaierror):
+        return "its host name did not resolve"
+    if isinstance(exc, ConnectionRefusedError):
+        return "connection refused"
+    if isinstance(exc, ConnectionResetError | BrokenPipeError):
+        return "connection reset"
+    if isinstance(exc, OSError) and "Connect call failed" in str(exc):
+        return "connection refused"  # asyncio's summary of every address refusing
+    return type(exc).__name__
 
 
 class Invoker:
@@ -230,8 +314,10 @@ class Invoker:
         arguments: object,
         version: object,
         caller: Caller,
+        client: str = "",
     ) -> dict[str, Any]:
-        """Call tool ``name`` for ``caller``; the success payload ``{"status", "body"}``.
+        """Call tool ``name`` for ``caller`` (whose request came from address ``client``);
+        the success payload ``{"status", "body"}``.
 
         Raises:
             ToolError: ``unknown_tool`` (checked first), ``tool_changed``, ``invalid_type``,
@@ -272,7 +358,7 @@ class Invoker:
                 max_body_bytes=self._config.invoke.max_request_bytes,
             )
             settings = self._settings(request.origin, record.source, spec)
-            response = await self._proxy.send(request, settings)
+            response = await self._proxy.send(request, settings, holder_of(caller, client))
             status = response.status
             return interpret(response)
         except ToolError as error:
@@ -300,13 +386,15 @@ class Invoker:
 
     def _derive(self, origin: str, spec: SpecConfig) -> BackendSettings:
         invoke = self._config.invoke
+        concurrency = spec.max_concurrency or invoke.max_concurrency
         return BackendSettings(
             origin=origin,
             timeout_seconds=spec.timeout_seconds or invoke.timeout_seconds,
             connect_timeout_seconds=min(
                 invoke.connect_timeout_seconds, spec.timeout_seconds or invoke.timeout_seconds
             ),
-            max_concurrency=spec.max_concurrency or invoke.max_concurrency,
+            max_concurrency=concurrency,
+            caller_slots=max(1, math.ceil(concurrency * invoke.caller_share)),
             max_response_bytes=invoke.max_response_bytes,
             ca_bundle=spec.ca_bundle,
             client_cert=spec.client_cert,

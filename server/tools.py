@@ -147,8 +147,13 @@ class Invoker(Protocol):
         arguments: Any,
         version: Any,
         caller: Caller,
+        client: str = "",
     ) -> bytes | dict[str, Any]:
-        """The success payload (``{"status", "body"}``), or raise :class:`ToolError`."""
+        """The success payload (``{"status", "body"}``), or raise :class:`ToolError`.
+
+        ``client`` is the request's source address: who holds a backend slot when the
+        caller presented no identity.
+        """
         ...
 
     async def aclose(self) -> None:
@@ -163,6 +168,8 @@ class ToolContext(msgspec.Struct, frozen=True, kw_only=True):
     caller: Caller
     budget: int
     invoker: Invoker | None = None
+    client: str = ""
+    """The request's source address."""
 
 
 _ENCODER: Final = msgspec.json.Encoder()
@@ -200,5 +207,6 @@ async def call_tool(tool: str, arguments: Mapping[str, Any], ctx: ToolContext) -
         arguments=arguments.get("arguments"),
         version=arguments.get("version"),
         caller=ctx.caller,
+        client=ctx.client,
     )
     return result if isinstance(result, bytes) else _ENCODER.encode(result)

@@ -168,6 +168,12 @@ class CatalogView:
         self._targets: dict[str, tuple[ToolDefinition, InvokeRecord]] = {}
         self._top_ord: int | None = None
         self._cards: int | None = None
+        meta_hits = searcher.search(
+            tantivy.Query.term_query(schema, "id", META_ID), 1, count=False
+        ).hits
+        self._no_key: list[tantivy.DocAddress] = [address for _, address in meta_hits][:1]
+        """The meta document's address: it carries no visibility key, and an absent
+        name's key is read from it (see :meth:`_may_see`)."""
 
     # -- search_tools -------------------------------------------------------------------
 
@@ -472,13 +478,35 @@ class CatalogView:
             raise TypeError("a card document without its payload: rebuild the index")
         return _JSON.encode(found[0])
 
+    def _may_see(self, name: str, audience: Audience) -> bool:
+        """Whether ``audience`` may see a tool named ``name``, found the same way whether
+        the name is hidden or absent: one term search over the cards' ids, one fast-field
+        read of one document's key (for an absent name, the meta document's, which has
+        none), one set lookup.
+
+        Nothing keyed by the name is consulted first: the decoded-definition cache holds
+        hidden tools that other callers loaded, so answering from it made a hidden name
+        come back faster than an absent one, an oracle for guessing names.
+        """
+        seen = audience.visible | audience.uncertain if audience.uncertain else audience.visible
+        hashes = self._state(seen).hashes
+        hits = self.searcher.search(
+            tantivy.Query.term_query(self.schema, "id", name), 1, count=False
+        ).hits
+        found = [address for _, address in hits] or self._no_key
+        keys = self.searcher.fast_field_values("visk", found)
+        return any(key in hashes for key in keys) and bool(hits)
+
     def target(self, name: str, audience: Audience) -> tuple[ToolDefinition, InvokeRecord]:
         """The definition (with ``auth_uncertain`` set when it applies) and routing record
         of ``name`` as ``audience`` may see it: what load_tool answers and invoke_tool calls.
 
         Raises:
-            UnknownTool: no such tool, or hidden from this audience.
+            UnknownTool: no such tool, or hidden from this audience (the same answer,
+                reached by the same work: :meth:`_may_see`).
         """
+        if not self._may_see(name, audience):
+            raise _unknown(name)
         found = self._decoded(name)
         if found is None:
             raise _unknown(name)

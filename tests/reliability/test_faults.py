@@ -44,8 +44,27 @@ def wait_for(check: Callable[[], bool], what: str, timeout: float = 15.0) -> Non
         time.sleep(0.05)
 
 
+OPS_ENV = "SEZZLEE_TEST_OPS_TOKEN"
+OPS_TOKEN = "faults-operator-token"
+
+
+def operator_server(
+    index: Path, tmp_path: Path, base: Path | None = None, env: dict[str, str] | None = None
+) -> ServerProcess:
+    """The server on ``index`` with ``base``'s config (or none) plus an operator token:
+    the problem, fingerprint and failed files of /readyz are the operator's to see."""
+    config = tmp_path / "operator.toml"
+    text = base.read_text(encoding="utf-8") if base is not None else ""
+    config.write_text(f'[server]\nops_token_env = "{OPS_ENV}"\n\n{text}', encoding="utf-8")
+    return ServerProcess(
+        index, extra=("--config", str(config)), env={OPS_ENV: OPS_TOKEN, **(env or {})}
+    )
+
+
 def readyz(server: ServerProcess) -> tuple[int, dict[str, Any]]:
-    answer = httpx.get(server.base + "/readyz", timeout=5)
+    """/readyz as the operator sees it."""
+    operator = {"authorization": f"Bearer {OPS_TOKEN}"}
+    answer = httpx.get(server.base + "/readyz", headers=operator, timeout=5)
     body: dict[str, Any] = answer.json()
     return answer.status_code, body
 
@@ -235,7 +254,7 @@ def test_indexer_killed_mid_commit_keeps_the_served_catalog_and_the_next_run_rec
     specs.mkdir()
     write_bulk(specs, 120, 25, "Old")
     run_indexer(specs, index, _empty_config(tmp_path))
-    server = ServerProcess(index)
+    server = operator_server(index, tmp_path)
     try:
         server.wait_ready()
         _, before = readyz(server)
@@ -315,7 +334,7 @@ def test_a_damaged_index_keeps_the_held_catalog_and_readiness_says_why(
     orders_index: tuple[Path, Path], tmp_path: Path, damage: Callable[[Path], None]
 ) -> None:
     specs, index = orders_index
-    server = ServerProcess(index)
+    server = operator_server(index, tmp_path)
     try:
         server.wait_ready()
         agent = Agent(server.url, None)
@@ -354,7 +373,7 @@ def test_a_server_started_without_a_good_index_errors_clearly_until_one_appears(
         _garble_meta(index)
     else:
         _garble_segments(index)
-    server = ServerProcess(index)
+    server = operator_server(index, tmp_path)
     try:
         wait_for(lambda: _answers(server.base + "/healthz"), "the server to listen")
         status, body = readyz(server)
@@ -405,9 +424,7 @@ def test_a_spec_broken_and_fixed_under_watch_loses_no_operation(tmp_path: Path) 
             stderr=subprocess.STDOUT,
             env={**os.environ, "PYTHONPATH": str(ROOT)},
         )
-    server = ServerProcess(
-        index, extra=("--config", str(CONFIG)), env={DEMO_SECRET_ENV: DEMO_SECRET}
-    )
+    server = operator_server(index, tmp_path, CONFIG, env={DEMO_SECRET_ENV: DEMO_SECRET})
     totals: list[int] = []
     failures: list[str] = []
     stop = threading.Event()
@@ -473,7 +490,7 @@ def test_a_segment_truncated_in_place_does_not_take_the_server_down(
     the operator's rebuild, then serves again.
     """
     specs, index = orders_index
-    server = ServerProcess(index)
+    server = operator_server(index, tmp_path)
     try:
         server.wait_ready()
         agent = Agent(server.url, None)

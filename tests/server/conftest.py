@@ -10,7 +10,7 @@ import pytest
 from catalog.config import Config, ServerConfig
 from catalog.model import CatalogTool
 from server.app import create_app
-from tests.server.harness import ServerThread, make_tool, serve, write_index
+from tests.server.harness import OPS_TOKEN, ServerThread, make_tool, serve, write_index
 
 
 def demo_tools() -> list[CatalogTool]:
@@ -46,6 +46,6 @@ def small_body_config() -> Config:
 
 @pytest.fixture(scope="module")
 def server(index_dir: Path, small_body_config: Config) -> Iterator[ServerThread]:
-    with serve(create_app(index_dir, config=small_body_config)) as thread:
+    with serve(create_app(index_dir, config=small_body_config, ops_token=OPS_TOKEN)) as thread:
         thread.wait_ready()
         yield thread

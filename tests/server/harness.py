@@ -45,7 +45,20 @@ from catalog.model import (
 )
 from server.notify import Notifier
 
-__all__ = ["ServerThread", "free_port", "make_tool", "serve", "write_index"]
+__all__ = [
+    "OPERATOR",
+    "OPS_TOKEN",
+    "ServerThread",
+    "free_port",
+    "make_tool",
+    "serve",
+    "write_index",
+]
+
+OPS_TOKEN = "operator-token-for-tests"
+"""The operator token the server tests' apps are given (``create_app(ops_token=...)``)."""
+OPERATOR = {"authorization": f"Bearer {OPS_TOKEN}"}
+"""The headers that make an ops request the operator's."""
 
 
 def make_tool(
@@ -194,10 +207,12 @@ class ServerThread:
         self.server.should_exit = True
         self.thread.join(timeout=10)
 
-    def wait_ready(self, timeout: float = 10.0) -> dict[str, Any]:
+    def wait_ready(
+        self, timeout: float = 10.0, *, headers: dict[str, str] | None = None
+    ) -> dict[str, Any]:
         deadline = time.monotonic() + timeout
         while True:
-            answer = httpx.get(self.base + "/readyz")
+            answer = httpx.get(self.base + "/readyz", headers=headers)
             if answer.status_code == 200:
                 body: dict[str, Any] = answer.json()
                 return body

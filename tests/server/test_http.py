@@ -14,7 +14,7 @@ from catalog.config import Config, ServerConfig
 from server.app import create_app
 from server.messages import GENERATION_KEY
 from server.protocol import MODERN_VERSION
-from tests.server.harness import ServerThread, make_tool, serve, write_index
+from tests.server.harness import OPERATOR, OPS_TOKEN, ServerThread, make_tool, serve, write_index
 
 ACCEPT = "application/json, text/event-stream"
 META = {
@@ -104,7 +104,8 @@ def test_configured_host_names_match_whatever_their_case(index_dir: Path) -> Non
     config = Config(server=ServerConfig(allowed_hosts=("Gateway.Internal",)))
     ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
     with serve(create_app(index_dir, config=config)) as thread:
-        thread.wait_ready()
+        # The ops endpoints pass the same Host check: the probe names an allowed host.
+        thread.wait_ready(headers={"host": "gateway.internal"})
         assert legacy_post(thread, ping, host="gateway.INTERNAL:443").status_code == 200
         assert legacy_post(thread, ping, host="localhost").status_code == 421
 
@@ -270,7 +271,7 @@ def test_request_ids_are_echoed_or_minted(server: ServerThread) -> None:
 
 def test_ops_endpoints(server: ServerThread) -> None:
     assert httpx.get(server.base + "/healthz").json() == {"status": "ok"}
-    ready = httpx.get(server.base + "/readyz").json()
+    ready = httpx.get(server.base + "/readyz", headers=OPERATOR).json()
     assert ready["ready"] is True
     assert ready["operations"] == 3
     assert ready["generation"] == 0
@@ -278,7 +279,7 @@ def test_ops_endpoints(server: ServerThread) -> None:
     assert ready["failed"]["broken.yaml"]["problems"][0]["reason"] == "not valid YAML"
     assert ready["unlisted"] == {"team": "cannot list the directory: Permission denied"}
     modern_post(server, "tools/call", {"name": "search_tools", "arguments": {}})
-    text = httpx.get(server.base + "/metrics").text
+    text = httpx.get(server.base + "/metrics", headers=OPERATOR).text
     assert 'sezzlee_requests_total{tool="search_tools",outcome="ok"}' in text
     assert 'sezzlee_request_seconds_bucket{tool="search_tools",outcome="ok",le="+Inf"}' in text
     assert "sezzlee_catalog_generation 0" in text
@@ -336,14 +337,14 @@ def test_reload_bumps_generation_only_on_a_changed_fingerprint(tmp_path: Path) -
 def test_a_corrupt_index_keeps_the_last_good_catalog(tmp_path: Path) -> None:
     index_dir = tmp_path / "index"
     write_index(index_dir, [make_tool("get_order", "Fetches one order by id.")])
-    with serve(create_app(index_dir)) as server:
+    with serve(create_app(index_dir, ops_token=OPS_TOKEN)) as server:
         assert server.wait_ready()["generation"] == 0
         (index_dir / "meta.json").write_text("{ not json")
         deadline = time.monotonic() + 5
-        while "problem" not in httpx.get(server.base + "/readyz").json():
+        while "problem" not in httpx.get(server.base + "/readyz", headers=OPERATOR).json():
             assert time.monotonic() < deadline
             time.sleep(0.05)
-        ready = httpx.get(server.base + "/readyz")
+        ready = httpx.get(server.base + "/readyz", headers=OPERATOR)
         assert ready.status_code == 503  # not ready, though still serving the last good view
         assert ready.json()["generation"] == 0
         found, failed = payload(
@@ -358,4 +359,4 @@ def test_a_corrupt_index_keeps_the_last_good_catalog(tmp_path: Path) -> None:
         while httpx.get(server.base + "/readyz").json()["generation"] != 1:
             assert time.monotonic() < deadline + 5
             time.sleep(0.05)
-        assert "problem" not in httpx.get(server.base + "/readyz").json()
+        assert "problem" not in httpx.get(server.base + "/readyz", headers=OPERATOR).json()

@@ -66,3 +66,24 @@ def test_tls_files_are_read_from_the_config_files_directory(tmp_path: Path) -> N
 def test_a_missing_jwks_file_fails_at_start_up_named_as_check_names_it(tmp_path: Path) -> None:
     stderr = refused(tmp_path, '[specs."a.yaml".jwt]\njwks_file = "keys.json"\n')
     assert f"specs.'a.yaml'.jwt.jwks_file: {tmp_path / 'keys.json'}: no such file" in stderr
+
+
+def test_an_unset_operator_token_variable_fails_at_start_up(tmp_path: Path) -> None:
+    text = '[server]\nops_token_env = "SEZZLEE_TEST_OPS_TOKEN_THAT_IS_UNSET"\n'
+    assert "SEZZLEE_TEST_OPS_TOKEN_THAT_IS_UNSET" in refused(tmp_path, text)
+
+
+def test_listen_streams_must_leave_half_the_connections_to_requests(tmp_path: Path) -> None:
+    text = "[server]\nmax_connections = 100\nmax_listen_streams = 60\n"
+    assert "server.max_connections" in refused(tmp_path, text)
+
+
+def test_the_open_file_limit_bounds_connections_and_listen_streams() -> None:
+    from catalog.config import ServerConfig
+    from server.limits import FD_RESERVE, worker_limits
+
+    server = ServerConfig(max_connections=4096, max_listen_streams=1024)
+    assert worker_limits(server, 1 << 20).max_connections == 4096
+    tight = worker_limits(server, 1024)  # the usual soft default
+    assert tight.max_connections == 1024 - FD_RESERVE
+    assert tight.max_listen_streams == (1024 - FD_RESERVE) // 2

@@ -21,6 +21,7 @@ from server.protocol import (
     Listen,
     Reply,
     era_of,
+    host_name,
     parse,
     render_call,
     render_error,
@@ -150,6 +151,44 @@ def test_configured_hosts_and_origins() -> None:
     assert guard.check("[::1]:8000", None) is not None
     assert Guard(allowed_hosts=("*",)).check("anything.example", None) is None
     assert GUARD.check("[::1]:8000", None) is None
+
+
+@pytest.mark.parametrize(
+    "host",
+    [
+        "localhost:1@evil.example",  # userinfo: the old check kept "localhost"
+        "localhost@evil.example",
+        "localhost:8000:9000",
+        "localhost:80/evil",
+        "localhost evil.example",
+        "localhost:",
+        "localhost:http",
+        "127.0.0.1:1#@evil.example",
+        "[::1]x",
+        "",
+    ],
+)
+def test_a_host_that_is_not_host_and_port_is_refused(host: str) -> None:
+    reply = GUARD.check(host, None)
+    assert reply is not None
+    assert reply.status == 421
+
+
+@pytest.mark.parametrize(
+    ("host", "name"),
+    [("LocalHost:8000", "localhost"), ("[::1]:443", "[::1]"), ("127.0.0.1", "127.0.0.1")],
+)
+def test_host_name_of_a_well_formed_host(host: str, name: str) -> None:
+    assert host_name(host) == name
+    assert GUARD.check(host, None) is None
+
+
+def test_a_repeated_host_header_is_refused() -> None:
+    twice = {"host": ["localhost", "localhost"]}
+    reply = GUARD.check_headers(twice)
+    assert reply is not None
+    assert reply.status == 421
+    assert GUARD.check_headers({"host": ["localhost"]}) is None
 
 
 # ---------------------------------------------------------------------- 2026-07-28
