@@ -211,7 +211,7 @@ def test_the_fast_check_refuses_exactly_what_jsonschema_refuses(
     # jsonschema package (the one that explains a refusal) would refuse.
     definition = ToolDefinition(name="t", description="", input_schema=schema, version="v")
     validator = ArgumentValidator()
-    assert validator._compiled(definition).fast is not None  # the fast path is taken
+    assert validator._compiled(definition).check is not None
     refused = not jsonschema.Draft202012Validator(schema).is_valid(arguments)
     try:
         validator.validate(definition, arguments)
@@ -221,24 +221,25 @@ def test_the_fast_check_refuses_exactly_what_jsonschema_refuses(
         assert not refused
 
 
-def test_a_schema_jsonschema_rs_cannot_compile_is_still_checked() -> None:
+def test_a_schema_with_a_pattern_jsonschema_rs_cannot_compile_is_still_checked() -> None:
     # ``\\Z`` is Python's end of string, not ECMA-262's: jsonschema-rs refuses the
-    # schema, and the jsonschema package checks its calls alone.
+    # pattern. It is left to the backend (the jsonschema package used to check it, with
+    # Python's backtracking re, on the event loop); the rest of the schema is checked.
     schema = {
         "type": "object",
         "properties": {"a": {"type": "string", "pattern": "^x\\Z"}, "n": {"type": "integer"}},
     }
     definition = ToolDefinition(name="t", description="", input_schema=schema, version="w")
     validator = ArgumentValidator()
-    assert validator._compiled(definition).fast is None
+    assert validator._compiled(definition).check is not None
     validator.validate(definition, {"n": 1, "a": "x"})
-    with pytest.raises(InvalidArguments):
-        validator.validate(definition, {"n": "one"})
-    with pytest.raises(InvalidArguments):
-        validator.validate(definition, {"a": "xx"})
+    validator.validate(definition, {"a": "xx"})  # the backend's to refuse
+    with pytest.raises(InvalidArguments) as caught:
+        validator.validate(definition, {"n": "one", "a": "xx"})
+    assert [e["path"] for e in caught.value.envelope()["error"]["errors"]] == ["/n"]
 
 
-def test_a_schema_the_jsonschema_package_cannot_read_is_explained_by_jsonschema_rs() -> None:
+def test_an_ecma_262_pattern_python_cannot_read_is_checked_and_explained() -> None:
     # ``\\p{L}`` (ECMA-262's letters) is a regex Python's re refuses: the jsonschema
     # package raised re.error instead of explaining the refusal.
     schema = {
@@ -249,7 +250,7 @@ def test_a_schema_the_jsonschema_package_cannot_read_is_explained_by_jsonschema_
     }
     definition = ToolDefinition(name="t", description="", input_schema=schema, version="x")
     validator = ArgumentValidator()
-    assert validator._compiled(definition).fast is not None
+    assert validator._compiled(definition).check is not None
     validator.validate(definition, {"p": {"k": "v"}})
     with pytest.raises(InvalidArguments) as caught:
         validator.validate(definition, {"p": {"k": 1}})
@@ -258,20 +259,23 @@ def test_a_schema_the_jsonschema_package_cannot_read_is_explained_by_jsonschema_
     assert "string" in error["message"]
 
 
-def test_a_schema_neither_validator_can_read_refuses_the_calls_it_cannot_check() -> None:
+def test_a_schema_jsonschema_rs_cannot_read_refuses_every_call() -> None:
+    # An unresolvable $ref (no pattern to leave out) cannot be checked at all. This used
+    # to be a broken regex; a pattern the linear engine cannot compile is now left to the
+    # backend instead (test_a_schema_with_a_pattern_jsonschema_rs_cannot_compile_...).
     schema = {
         "type": "object",
-        "properties": {"p": {"type": "object", "patternProperties": {"[a-": {"type": "string"}}}},
+        "properties": {"p": {"$ref": "#/$defs/missing"}},
     }
     definition = ToolDefinition(name="t", description="", input_schema=schema, version="y")
     validator = ArgumentValidator()
-    assert validator._compiled(definition).fast is None
-    validator.validate(definition, {})  # the unreadable regex is never reached
+    assert validator._compiled(definition).check is None
     with pytest.raises(InvalidArguments) as caught:
-        validator.validate(definition, {"p": {"k": 1}})
+        validator.validate(definition, {})
     (error,) = caught.value.envelope()["error"]["errors"]
     assert error["path"] == ""
     assert "cannot be checked" in error["message"]
+    assert "missing" in error["message"]
 
 
 # -- base URL ---------------------------------------------------------------------------
