@@ -44,6 +44,7 @@ from urllib.parse import quote, urlsplit
 import jsonschema_rs
 import msgspec
 
+from catalog.cards import truncate
 from catalog.media import is_json_media, is_text_media, media_type
 from catalog.model import (
     GATEWAY_HEADERS,
@@ -127,7 +128,7 @@ def check_version(definition: ToolDefinition, version: object) -> None:
     if version != definition.version:
         raise ToolChanged(
             f"{definition.name} changed: this replica holds version {definition.version}, "
-            f"the call pinned {version}; call load_tool again",
+            f"the call pinned {truncate(version, 64)}; call load_tool again",
             version=definition.version,
         )
 
@@ -282,10 +283,10 @@ def _errors(check: jsonschema_rs.Validator, arguments: Mapping[str, Any]) -> lis
 
 
 def _entry(error: jsonschema_rs.ValidationError) -> dict[str, str]:
-    message = error.message
-    if len(message) > MAX_MESSAGE_CHARS:
-        message = message[: MAX_MESSAGE_CHARS - 1] + "…"
-    return {"path": _pointer(error.instance_path), "message": message}
+    return {
+        "path": _pointer(error.instance_path),
+        "message": truncate(error.message, MAX_MESSAGE_CHARS),
+    }
 
 
 def _values_over(value: object, limit: int) -> bool:
@@ -473,12 +474,14 @@ def build_request(
 
     Raises:
         InvalidArguments: a header with a control character or a name that is no token, a
-            missing path parameter, a body over ``max_body_bytes``, or a credential cookie
-            that would not stay one cookie.
+            missing path parameter, a body over ``max_body_bytes``, arguments outside the
+            body over :data:`MAX_PARAMETER_BYTES`, or a credential cookie that would not
+            stay one cookie.
     """
     # A variant's defaults yield to the caller; its fixed values win (the schema already
     # refused a fixed argument, so this only adds them).
     args = {**route.default_arguments, **arguments, **route.fixed_arguments}
+    _check_outside_body(route, args)
     origin = _base_origin(base_url)
     if origin is None:  # base_url_for already checked; a direct caller may not have
         raise BackendNotConfigured(f"not a base URL (absolute http(s), no query): {base_url}")
@@ -560,6 +563,33 @@ def build_request(
         body=body,
         content_type=content_type,
     )
+
+
+MAX_PARAMETER_BYTES: Final = 64 * 1024
+"""The arguments sent in the URL, headers and cookies, together, as JSON. Servers refuse
+far shorter request lines and headers (8 KiB is common), and percent-encoding is Python
+work on the event loop, about 0.1 µs a byte: a 4 MiB query value held the loop half a
+second. The body has its own budget (``max_request_bytes``)."""
+
+
+def _check_outside_body(route: Route, args: Mapping[str, Any]) -> None:
+    """Refuse arguments too large for the URL and headers (:data:`MAX_PARAMETER_BYTES`).
+
+    Raises:
+        InvalidArguments: naming the largest of them.
+    """
+    sizes = {
+        b.argument: len(msgspec.json.encode(args[b.argument]))
+        for b in route.bindings
+        if b.location != "body" and b.argument in args
+    }
+    if sum(sizes.values()) > MAX_PARAMETER_BYTES:
+        largest = max(sizes, key=lambda name: sizes[name])
+        raise InvalidArguments(
+            f"the arguments sent in the URL and headers are over {MAX_PARAMETER_BYTES:,} "
+            f"bytes; the largest is {largest!r} ({sizes[largest]:,} bytes)",
+            errors=[{"path": _pointer([largest]), "message": "too large for a URL or header"}],
+        )
 
 
 def _q(text: str, *, allow_reserved: bool = False) -> str:

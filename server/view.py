@@ -38,6 +38,7 @@ from typing import Final, NamedTuple
 import msgspec
 import tantivy
 
+from catalog.cards import truncate
 from catalog.index_schema import (
     META_ID,
     PAYLOAD,
@@ -48,6 +49,7 @@ from catalog.index_schema import (
     decode_payloads,
 )
 from catalog.model import ToolDefinition
+from catalog.naming import MAX_NAME_LENGTH
 from catalog.query import (
     SearchRequest,
     filter_query,
@@ -112,9 +114,11 @@ def read_meta(searcher: tantivy.Searcher, schema: tantivy.Schema) -> IndexMeta |
 
 
 def _unknown(name: str) -> UnknownTool:
-    # The same words for hidden and nonexistent (design.md, Visibility).
+    # The same words for hidden and nonexistent (design.md, Visibility). The name is
+    # the caller's: cut, so a 4 MB name is not echoed back.
     return UnknownTool(
-        f"no tool named {name!r} in this catalog; use search_tools to find the tools you can use"
+        f"no tool named {truncate(name, MAX_NAME_LENGTH)!r} in this catalog; use "
+        "search_tools to find the tools you can use"
     )
 
 
@@ -157,7 +161,8 @@ class CatalogView:
     # -- search_tools -------------------------------------------------------------------
 
     def search(self, request: SearchRequest, audience: Audience, *, budget: int) -> bytes:
-        """The search_tools result as JSON bytes (``{"total", "tags"?, "results"}``).
+        """The search_tools result as JSON bytes (``{"total", "tags"?, "notice"?, "results"}``;
+        ``notice`` says how the query was cut, when it was).
 
         Raises:
             ResponseTooLarge: the answer exceeds ``budget`` bytes; the message names
@@ -183,6 +188,8 @@ class CatalogView:
         parts = [b'{"total":', str(total).encode()]
         if state.vocabulary:
             parts += [b',"tags":', state.vocabulary]
+        if request.notice:
+            parts += [b',"notice":', msgspec.json.encode(request.notice)]
         parts.append(b',"results":[')
         first = True
         for address in page:
@@ -464,7 +471,8 @@ class CatalogView:
         Raises:
             UnknownTool: no such tool, or hidden from this audience.
         """
-        found = self._decoded(name)
+        # No tool name is longer (catalog.naming): a longer one is not looked up.
+        found = self._decoded(name) if len(name) <= MAX_NAME_LENGTH else None
         if found is None:
             raise _unknown(name)
         definition, record = found
