@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import time
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -21,6 +22,9 @@ from server.errors import (
     ToolChanged,
 )
 from server.invoke import (
+    LIST_ALL_VALUES,
+    MAX_LISTED_ERRORS,
+    MAX_MESSAGE_CHARS,
     ArgumentValidator,
     BackendResponse,
     base_url_for,
@@ -671,3 +675,117 @@ def test_retry_after_is_passed_through() -> None:
     with pytest.raises(BackendError) as odd:  # "²".isdigit() is true; int("²") raises
         interpret(response(429, b"", None, retry_after="\u00b2"))
     assert odd.value.envelope()["error"]["retryAfter"] == "\u00b2"
+
+
+# -- bounds on the caller's work (docs/limits.md, "Input bounds") -------------------------
+
+# A nested quantifier, as real documents carry (APIs.guru amazonaws.com/ecr.json has
+# several): Python's backtracking re took 11.6 s on this value, on the event loop.
+_NESTED = "^([a-zA-Z0-9]+-?)+$"
+
+
+def _pattern_tool(pattern: str, version: str) -> ToolDefinition:
+    schema = {
+        "type": "object",
+        "properties": {"name": {"type": "string", "pattern": pattern}, "n": {"type": "integer"}},
+    }
+    return ToolDefinition(name="t", description="", input_schema=schema, version=version)
+
+
+def test_a_backtracking_pattern_is_refused_in_linear_time_with_its_path() -> None:
+    definition = _pattern_tool(_NESTED, "redos")
+    validator = ArgumentValidator()
+    validator.validate(definition, {"name": "repo-name-1"})
+    started = time.perf_counter()
+    with pytest.raises(InvalidArguments) as caught:
+        validator.validate(definition, {"name": "a" * 28 + "!"})
+    with pytest.raises(InvalidArguments):
+        validator.validate(definition, {"name": "a" * 1_000_000 + "!"})
+    assert time.perf_counter() - started < 2.0  # milliseconds; 11.6 s before
+    (error,) = caught.value.envelope()["error"]["errors"]
+    assert error["path"] == "/name"
+    assert "does not match" in error["message"]
+
+
+def test_a_lookaround_pattern_is_left_to_the_backend_and_the_rest_is_checked() -> None:
+    # Lookaround needs a backtracking engine; the linear one cannot compile it.
+    definition = _pattern_tool("^(?!aws:)(([a-z]+)-?)+$", "lookaround")
+    validator = ArgumentValidator()
+    started = time.perf_counter()
+    validator.validate(definition, {"name": "a" * 100_000 + "!"})  # the backend's to refuse
+    assert time.perf_counter() - started < 2.0
+    with pytest.raises(InvalidArguments) as caught:
+        validator.validate(definition, {"name": "aws:x", "n": "one"})
+    assert [e["path"] for e in caught.value.envelope()["error"]["errors"]] == ["/n"]
+
+
+def test_a_pattern_properties_entry_left_out_takes_additional_properties_with_it() -> None:
+    # Otherwise the properties only that entry covered would be refused as additional.
+    schema = {
+        "type": "object",
+        "patternProperties": {"^(?!x)[a-z]+$": {"type": "string"}, "^n": {"type": "integer"}},
+        "additionalProperties": False,
+    }
+    definition = ToolDefinition(name="t", description="", input_schema=schema, version="pp")
+    validator = ArgumentValidator()
+    validator.validate(definition, {"abc": "v", "n1": 2})
+    with pytest.raises(InvalidArguments) as caught:
+        validator.validate(definition, {"n1": "two"})
+    assert [e["path"] for e in caught.value.envelope()["error"]["errors"]] == ["/n1"]
+
+
+def test_a_pattern_inside_a_const_is_data_and_kept() -> None:
+    schema = {"type": "object", "properties": {"p": {"const": {"pattern": "(?=x)"}}}}
+    definition = ToolDefinition(name="t", description="", input_schema=schema, version="cst")
+    validator = ArgumentValidator()
+    validator.validate(definition, {"p": {"pattern": "(?=x)"}})
+    with pytest.raises(InvalidArguments):
+        validator.validate(definition, {"p": {"pattern": "other"}})
+
+
+def test_a_refusal_of_many_values_lists_the_first_failure_quickly() -> None:
+    # Listing each of a million failures took a minute: over LIST_ALL_VALUES values only
+    # the first is listed (checking stops there).
+    tags = {"type": "array", "items": {"type": "string"}}
+    schema = {"type": "object", "properties": {"tags": tags}}
+    definition = ToolDefinition(name="t", description="", input_schema=schema, version="many")
+    validator = ArgumentValidator()
+    started = time.perf_counter()
+    with pytest.raises(InvalidArguments) as caught:
+        validator.validate(definition, {"tags": list(range(1_000_000))})
+    assert time.perf_counter() - started < 2.0
+    (error,) = caught.value.envelope()["error"]["errors"]
+    assert error["path"] == "/tags/0"
+    assert "only the first failure is listed" in error["message"]
+    with pytest.raises(InvalidArguments) as caught:
+        # the object and the array count too: LIST_ALL_VALUES values in all
+        validator.validate(definition, {"tags": list(range(LIST_ALL_VALUES - 2))})
+    errors = caught.value.envelope()["error"]["errors"]
+    assert len(errors) == MAX_LISTED_ERRORS + 1
+    assert errors[-1]["message"] == f"and {LIST_ALL_VALUES - 2 - MAX_LISTED_ERRORS} more"
+
+
+def test_an_error_message_quoting_a_huge_value_is_cut() -> None:
+    definition = _pattern_tool(_NESTED, "cut")
+    with pytest.raises(InvalidArguments) as caught:
+        ArgumentValidator().validate(definition, {"name": "!" * 3_000_000})
+    (error,) = caught.value.envelope()["error"]["errors"]
+    assert len(error["message"]) <= MAX_MESSAGE_CHARS
+    assert len(str(caught.value)) < 2 * MAX_MESSAGE_CHARS
+
+
+def test_arguments_too_large_for_a_url_are_refused_before_encoding() -> None:
+    route = Route(
+        method="GET",
+        path="/search",
+        base_url=BASE,
+        bindings=(ParameterBinding(argument="q", location="query", wire_name="q"),),
+    )
+    build_request(route, {"q": "é" * 1000}, base_url=BASE)
+    started = time.perf_counter()
+    with pytest.raises(InvalidArguments) as caught:
+        build_request(route, {"q": "é" * 2_000_000}, base_url=BASE)
+    assert time.perf_counter() - started < 0.5  # percent-encoding it took ~0.5 s
+    assert caught.value.envelope()["error"]["errors"] == [
+        {"path": "/q", "message": "too large for a URL or header"}
+    ]
