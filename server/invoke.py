@@ -474,14 +474,14 @@ def build_request(
 
     Raises:
         InvalidArguments: a header with a control character or a name that is no token, a
-            missing path parameter, a body over ``max_body_bytes``, arguments outside the
-            body over :data:`MAX_PARAMETER_BYTES`, or a credential cookie that would not
+            missing path parameter, a body over ``max_body_bytes``, arguments to
+            percent-encode over :data:`MAX_ENCODED_BYTES`, or a credential cookie that would not
             stay one cookie.
     """
     # A variant's defaults yield to the caller; its fixed values win (the schema already
     # refused a fixed argument, so this only adds them).
     args = {**route.default_arguments, **arguments, **route.fixed_arguments}
-    _check_outside_body(route, args)
+    _check_encoded(route, args)
     origin = _base_origin(base_url)
     if origin is None:  # base_url_for already checked; a direct caller may not have
         raise BackendNotConfigured(f"not a base URL (absolute http(s), no query): {base_url}")
@@ -565,30 +565,32 @@ def build_request(
     )
 
 
-MAX_PARAMETER_BYTES: Final = 64 * 1024
-"""The arguments sent in the URL, headers and cookies, together, as JSON. Servers refuse
-far shorter request lines and headers (8 KiB is common), and percent-encoding is Python
-work on the event loop, about 0.1 µs a byte: a 4 MiB query value held the loop half a
-second. The body has its own budget (``max_request_bytes``)."""
+MAX_ENCODED_BYTES: Final = 256 * 1024
+"""The arguments that are percent-encoded (URL, headers, cookies, a form body), together,
+as JSON. Percent-encoding is Python work on the event loop, about 0.1 µs a byte: a 4 MiB
+query value held the loop half a second; 256 KiB is tens of milliseconds at most. Servers
+refuse far shorter request lines and headers anyway (8 KiB is common). A JSON or
+multipart body is not percent-encoded and has only ``max_request_bytes``."""
 
 
-def _check_outside_body(route: Route, args: Mapping[str, Any]) -> None:
-    """Refuse arguments too large for the URL and headers (:data:`MAX_PARAMETER_BYTES`).
+def _check_encoded(route: Route, args: Mapping[str, Any]) -> None:
+    """Refuse arguments too large to percent-encode (:data:`MAX_ENCODED_BYTES`).
 
     Raises:
         InvalidArguments: naming the largest of them.
     """
+    form = media_type(route.body_media_type or "") == "application/x-www-form-urlencoded"
     sizes = {
         b.argument: len(msgspec.json.encode(args[b.argument]))
         for b in route.bindings
-        if b.location != "body" and b.argument in args
+        if (form or b.location != "body") and b.argument in args
     }
-    if sum(sizes.values()) > MAX_PARAMETER_BYTES:
+    if sum(sizes.values()) > MAX_ENCODED_BYTES:
         largest = max(sizes, key=lambda name: sizes[name])
         raise InvalidArguments(
-            f"the arguments sent in the URL and headers are over {MAX_PARAMETER_BYTES:,} "
-            f"bytes; the largest is {largest!r} ({sizes[largest]:,} bytes)",
-            errors=[{"path": _pointer([largest]), "message": "too large for a URL or header"}],
+            f"the arguments sent percent-encoded (URL, headers, cookies, form body) are over "
+            f"{MAX_ENCODED_BYTES:,} bytes; the largest is {largest!r} ({sizes[largest]:,} bytes)",
+            errors=[{"path": _pointer([largest]), "message": "too large to percent-encode"}],
         )
 
 

@@ -9,6 +9,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import jsonschema
+import msgspec
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -774,7 +775,7 @@ def test_an_error_message_quoting_a_huge_value_is_cut() -> None:
     assert len(str(caught.value)) < 2 * MAX_MESSAGE_CHARS
 
 
-def test_arguments_too_large_for_a_url_are_refused_before_encoding() -> None:
+def test_arguments_too_large_to_percent_encode_are_refused_before_encoding() -> None:
     route = Route(
         method="GET",
         path="/search",
@@ -787,5 +788,17 @@ def test_arguments_too_large_for_a_url_are_refused_before_encoding() -> None:
         build_request(route, {"q": "é" * 2_000_000}, base_url=BASE)
     assert time.perf_counter() - started < 0.5  # percent-encoding it took ~0.5 s
     assert caught.value.envelope()["error"]["errors"] == [
-        {"path": "/q", "message": "too large for a URL or header"}
+        {"path": "/q", "message": "too large to percent-encode"}
     ]
+    form = Route(
+        method="POST",
+        path="/notes",
+        base_url=BASE,
+        bindings=(ParameterBinding(argument="text", location="body", wire_name="text"),),
+        body_media_type="application/x-www-form-urlencoded",
+    )
+    build_request(form, {"text": "é a/b" * 1000}, base_url=BASE)
+    with pytest.raises(InvalidArguments):
+        build_request(form, {"text": "é a/b" * 800_000}, base_url=BASE)
+    json_body = msgspec.structs.replace(form, body_media_type="application/json")
+    assert build_request(json_body, {"text": "é a/b" * 800_000}, base_url=BASE).body
