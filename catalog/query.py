@@ -5,10 +5,12 @@ Pure: no I/O (tantivy ``Query`` objects are values). Normative in
 
 * ``clamp_request``: ``limit`` to 1..50 (absent 20), ``detail`` to ``"card"`` unless it is
   exactly ``"schema"``, ``tags`` kept whole (never clamped: dropping a tag widens the
-  answer). Values of a kind no clamp can repair raise :class:`InvalidSearchArguments`.
+  answer), ``query`` cut to ``MAX_QUERY_CHARS`` with a ``notice``. Values of a kind no
+  clamp can repair raise :class:`InvalidSearchArguments`.
 * ``keywords``: the query folded by :func:`catalog.fold.fold_words` (the index-time
   function), English stop words dropped when anything else remains, each word lightly
-  stemmed (a shorter prefix only widens what it matches) and cut to ``MAX_GRAM``.
+  stemmed (a shorter prefix only widens what it matches) and cut to ``MAX_GRAM``; the
+  first ``MAX_KEYWORDS`` only.
 * ``filter_query``: visibility (the audience's keys, or everything but the hidden keys
   and the ``__meta__`` document, whichever list is shorter) and one constant-zero Must
   per whole folded tag.
