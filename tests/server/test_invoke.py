@@ -209,11 +209,11 @@ def _object_schemas(draw: st.DrawFn) -> dict[str, Any]:
 
 @settings(max_examples=300, deadline=None)
 @given(schema=_object_schemas(), arguments=st.dictionaries(_KEYS, _JSON_VALUES, max_size=3))
-def test_the_fast_check_refuses_exactly_what_jsonschema_refuses(
+def test_the_validator_refuses_exactly_what_jsonschema_refuses(
     schema: dict[str, Any], arguments: dict[str, Any]
 ) -> None:
-    # jsonschema-rs decides a valid call alone: it must never let through what the
-    # jsonschema package (the one that explains a refusal) would refuse.
+    # jsonschema-rs decides every call alone: it must agree with the jsonschema package,
+    # the reference implementation, on every schema feature conversion emits.
     definition = ToolDefinition(name="t", description="", input_schema=schema, version="v")
     validator = ArgumentValidator()
     assert validator._compiled(definition).check is not None
