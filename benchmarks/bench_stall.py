@@ -16,8 +16,8 @@ it (``docs/limits.md``, "Input bounds"; goal: no request stalls a worker more th
 
 The server (``python -m server``, one worker, on loopback) answers a probe, tools/list
 on its own connection, back to back, while each hostile request runs. A request's stall
-is the longest probe latency that overlaps it; the figure is the worst over the corpus,
-next to the probe's median when the server is idle.
+is the longest probe latency that overlaps it, the median of three sends; the figure is
+the worst over the corpus, next to the probe's median when the server is idle.
 
 Usage: ``python -m benchmarks.bench_stall``. Prints a Markdown section; writes
 ``benchmarks/results/stall.json``.
@@ -62,6 +62,9 @@ _NESTED: re.Pattern[str] = re.compile(r"\([^()]*[+*}][^()]*\)[+*{]")
 _UNITS = ("a", "A", "0", "-", ".", "_", " ", "a-", "a.", "a_", "a/", "a ", "0.", "aA", "a:")
 _TAILS = ("!", "\x00", "@", " ", "#")
 MAX_PATTERNS = 24
+ROUNDS = 3
+"""Each hostile request is sent this many times; its stall is the median, so that a spike
+from another process on a shared machine is not charged to it (the maximum is kept too)."""
 
 
 def _free_port() -> int:
@@ -129,11 +132,12 @@ def _attack(pattern: str) -> tuple[str, str] | None:
 
 
 def _schema_paths(
-    schema: Any, pattern: str, root: Any, path: tuple[str, ...] = (), depth: int = 0
-) -> list[tuple[str, ...]]:
-    """Paths of object properties (from the root) whose schema carries ``pattern``,
-    following local ``$ref``s (converted schemas keep shared parts in ``$defs``)."""
-    found: list[tuple[str, ...]] = []
+    schema: Any, pattern: str, root: Any, path: tuple[str | None, ...] = (), depth: int = 0
+) -> list[tuple[str | None, ...]]:
+    """Paths (a property name, or None for an array's item) from the root to the
+    schemas that carry ``pattern``, following local ``$ref``s (converted schemas keep
+    shared parts in ``$defs``)."""
+    found: list[tuple[str | None, ...]] = []
     if not isinstance(schema, dict) or depth > 12:
         return found
     ref = schema.get("$ref")
@@ -150,13 +154,15 @@ def _schema_paths(
             found.extend(_schema_paths(child, pattern, root, (*path, name), depth + 1))
     for member in schema.get("allOf") or ():
         found.extend(_schema_paths(member, pattern, root, path, depth + 1))
+    if path:  # the arguments themselves are an object
+        found.extend(_schema_paths(schema.get("items"), pattern, root, (*path, None), depth + 1))
     return found
 
 
-def _nested(path: tuple[str, ...], value: str) -> dict[str, Any]:
+def _nested(path: tuple[str | None, ...], value: str) -> dict[str, Any]:
     out: Any = value
     for name in reversed(path):
-        out = {name: out}
+        out = [out] if name is None else {name: out}
     result: dict[str, Any] = out
     return result
 
@@ -347,10 +353,15 @@ def main() -> int:
         rows: list[dict[str, Any]] = []
         with httpx.Client(timeout=300) as client:
             for attack in attacks:
-                started = time.monotonic()
-                answer = client.post(url, content=attack.frame, headers=HEADERS)
-                ended = time.monotonic()
-                time.sleep(0.05)  # the probe in flight at the end comes back
+                stalls: list[float] = []
+                latencies: list[float] = []
+                for _ in range(ROUNDS):
+                    started = time.monotonic()
+                    answer = client.post(url, content=attack.frame, headers=HEADERS)
+                    ended = time.monotonic()
+                    time.sleep(0.05)  # the probe in flight at the end comes back
+                    latencies.append(ended - started)
+                    stalls.append(probe.worst(started, ended))
                 text = answer.text
                 code = "-"
                 if answer.status_code == 200 and text.startswith("{"):
@@ -363,8 +374,9 @@ def main() -> int:
                         "label": attack.label,
                         "http": answer.status_code,
                         "outcome": code,
-                        "request_ms": round((ended - started) * 1000, 1),
-                        "stall_ms": round(probe.worst(started, ended) * 1000, 1),
+                        "request_ms": round(statistics.median(latencies) * 1000, 1),
+                        "stall_ms": round(statistics.median(stalls) * 1000, 1),
+                        "stall_max_ms": round(max(stalls) * 1000, 1),
                     }
                 )
     finally:
@@ -398,9 +410,11 @@ def main() -> int:
         "1–3.9 MB search queries, 3 MB names and versions.\n"
     )
     verdict = "meets" if worst["stall_ms"] < GOAL_MS else "misses"
+    highest = max(r["stall_max_ms"] for r in rows)
     print(
-        f"**Worst stall: {worst['stall_ms']:.1f} ms** ({worst['label']}); idle probe median "
-        f"{idle_ms:.2f} ms. Goal < {GOAL_MS:.0f} ms: {verdict}.\n"
+        f"**Worst stall: {worst['stall_ms']:.1f} ms** ({worst['label']}; the median of "
+        f"{ROUNDS} sends, the longest single one over the corpus {highest:.1f} ms); idle "
+        f"probe median {idle_ms:.2f} ms. Goal < {GOAL_MS:.0f} ms: {verdict}.\n"
     )
     print("| kind | requests | worst stall (ms) | worst request (ms) | outcomes |")
     print("|---|---:|---:|---:|---|")
