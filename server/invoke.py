@@ -10,8 +10,8 @@ Theory of operation (the seed page, invoke_tool; design.md, Error envelope):
    the definition's is ``tool_changed`` before anything reaches the backend.
 2. :func:`coerce_arguments`: ``null`` is ``{}``; a string holding a JSON object is that
    object (the caller logs the rewrite); anything else is ``invalid_type`` naming the kind
-   that arrived. Then :class:`ArgumentValidator` checks the inputSchema and lists every
-   failing path.
+   that arrived. Then :class:`ArgumentValidator` checks the inputSchema and lists the
+   failing paths, in time linear in the arguments (``docs/limits.md``).
 3. :func:`build_request` places each argument by its :class:`catalog.model.ParameterBinding`.
    The URL is the backend's base URL plus the path template, and every argument value is
    percent-encoded (path values with ``safe=""``, dot segments escaped), so no value can
@@ -263,6 +263,9 @@ class ArgumentValidator:
 
 def _errors(check: jsonschema_rs.Validator, arguments: Mapping[str, Any]) -> list[dict[str, str]]:
     """The failures of refused ``arguments``, each ``{"path", "message"}``, in path order."""
+    # is_valid and the listing are one library's two readings of one schema; if they
+    # ever disagree, the call is still refused, with a reason.
+    refused = [{"path": "", "message": "the arguments do not match the inputSchema"}]
     if _values_over(arguments, LIST_ALL_VALUES):
         try:
             check.validate(arguments)  # stops at the first failure
@@ -273,13 +276,12 @@ def _errors(check: jsonschema_rs.Validator, arguments: Mapping[str, Any]) -> lis
                 "failure is listed)"
             )
             return [first]
+        return refused
     found = sorted(check.iter_errors(arguments), key=lambda e: [str(p) for p in e.instance_path])
     errors = [_entry(error) for error in found[:MAX_LISTED_ERRORS]]
     if len(found) > MAX_LISTED_ERRORS:
         errors.append({"path": "", "message": f"and {len(found) - MAX_LISTED_ERRORS} more"})
-    # is_valid and iter_errors are one library's two readings of one schema; if they
-    # ever disagree, the call is still refused, with a reason.
-    return errors or [{"path": "", "message": "the arguments do not match the inputSchema"}]
+    return errors or refused
 
 
 def _entry(error: jsonschema_rs.ValidationError) -> dict[str, str]:
