@@ -32,6 +32,7 @@ ORDER = [
     "http",
     "hostile_conns",
     "invoke",
+    "stall",
     "reload",
 ]
 

@@ -352,7 +352,8 @@ async def _run(port: int, workdir: Path, seconds: float, rounds: int) -> dict[st
 
 def _validation_cost(view: Any, audience: Audience) -> dict[str, float]:
     """Microseconds per valid create_order call: the server's ArgumentValidator
-    (jsonschema-rs, then jsonschema only for a refusal) vs jsonschema's iter_errors alone.
+    (jsonschema-rs, which also explains a refusal) vs the jsonschema package's iter_errors,
+    which used to explain refusals.
     """
     definition, _ = view.target("create_order", audience)
     arguments = {"item": "mechanical keyboard", "quantity": 2}

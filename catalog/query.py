@@ -5,10 +5,12 @@ Pure: no I/O (tantivy ``Query`` objects are values). Normative in
 
 * ``clamp_request``: ``limit`` to 1..50 (absent 20), ``detail`` to ``"card"`` unless it is
   exactly ``"schema"``, ``tags`` kept whole (never clamped: dropping a tag widens the
-  answer). Values of a kind no clamp can repair raise :class:`InvalidSearchArguments`.
+  answer), ``query`` cut to ``MAX_QUERY_CHARS`` with a ``notice``. Values of a kind no
+  clamp can repair raise :class:`InvalidSearchArguments`.
 * ``keywords``: the query folded by :func:`catalog.fold.fold_words` (the index-time
   function), English stop words dropped when anything else remains, each word lightly
-  stemmed (a shorter prefix only widens what it matches) and cut to ``MAX_GRAM``.
+  stemmed (a shorter prefix only widens what it matches) and cut to ``MAX_GRAM``; the
+  first ``MAX_KEYWORDS`` only.
 * ``filter_query``: visibility (the audience's keys, or everything but the hidden keys
   and the ``__meta__`` document, whichever list is shorter) and one constant-zero Must
   per whole folded tag.
@@ -42,7 +44,11 @@ __all__ = [
     "DEFAULT_LIMIT",
     "EXACT_BOOST",
     "LOOKUP",
+    "MAX_KEYWORDS",
     "MAX_LIMIT",
+    "MAX_QUERY_CHARS",
+    "MAX_TAGS",
+    "MAX_TAG_CHARS",
     "STOP_WORDS",
     "VERB_EXACT_BOOST",
     "VERB_GROUPS",
@@ -62,6 +68,21 @@ __all__ = [
 
 DEFAULT_LIMIT: Final = 20
 MAX_LIMIT: Final = 50
+
+MAX_QUERY_CHARS: Final = 1_000
+"""A longer query is cut to its first 1,000 characters, and the answer says so
+(``notice``). Folding, stemming and the term queries cost in proportion to the query:
+unbounded, one 3.6 MB query held a worker for seconds (``docs/limits.md``). Cut rather
+than refused: an agent that pasted a long task still gets results."""
+
+MAX_KEYWORDS: Final = 32
+"""Only the first 32 keywords of a query rank (each adds about ten term queries over the
+whole index); the answer's ``notice`` says when more were left out."""
+
+MAX_TAGS: Final = 32
+MAX_TAG_CHARS: Final = 200
+"""More tags, or a longer tag, is ``invalid_arguments``: tags filter, and dropping one
+would widen the answer, so they are refused, never cut."""
 
 COORDINATION: Final = 1.0
 """Weight of BM25 in the ``any`` field (does the keyword prefix any word of the tool):
@@ -193,6 +214,9 @@ class SearchRequest(msgspec.Struct, frozen=True, kw_only=True):
     limit: int = DEFAULT_LIMIT
     detail: Literal["card", "schema"] = "card"
     tags: tuple[str, ...] = ()
+    notice: str = ""
+    """Why the query was cut (:data:`MAX_QUERY_CHARS`, :data:`MAX_KEYWORDS`), for the
+    answer; empty when nothing was."""
 
 
 class Keyword(msgspec.Struct, frozen=True):
@@ -244,10 +268,14 @@ def clamp_request(arguments: dict[str, Any]) -> SearchRequest:
     ``detail``: exactly ``"schema"`` → schema; anything else (absent, ``""``, ``"Schema"``,
     a misspelling, another type) → card. ``query``: absent or null → ``""``. ``tags``:
     absent, null or ``[]`` → no filter; otherwise kept as given. Unknown keys are ignored.
+    A query over :data:`MAX_QUERY_CHARS` characters or :data:`MAX_KEYWORDS` keywords is
+    cut, and ``notice`` says so.
 
     Raises:
         InvalidSearchArguments: a ``query`` that is not a string, ``tags`` that are not a
-            list of strings, or a ``limit`` that is no number (a boolean, a word, NaN).
+            list of strings (or more than :data:`MAX_TAGS`, or one over
+            :data:`MAX_TAG_CHARS`), or a ``limit`` that is no number (a boolean, a word,
+            NaN).
     """
     errors: list[dict[str, str]] = []
     query = arguments.get("query")
@@ -268,6 +296,13 @@ def clamp_request(arguments: dict[str, Any]) -> SearchRequest:
             for i, tag in enumerate(raw_tags)
             if not isinstance(tag, str)
         ]
+        if len(raw_tags) > MAX_TAGS:
+            bad.append({"path": "/tags", "message": f"at most {MAX_TAGS} tags"})
+        bad.extend(
+            {"path": f"/tags/{i}", "message": f"a tag is at most {MAX_TAG_CHARS} characters"}
+            for i, tag in enumerate(raw_tags[: MAX_TAGS + 1])
+            if isinstance(tag, str) and len(tag) > MAX_TAG_CHARS
+        )
         errors.extend(bad)
         if not bad:
             tags = tuple(raw_tags)
@@ -276,7 +311,21 @@ def clamp_request(arguments: dict[str, Any]) -> SearchRequest:
         errors.append({"path": "/tags", "message": f"must be an array of strings, got {kind}"})
     if errors:
         raise InvalidSearchArguments(errors)
-    return SearchRequest(query=query, limit=limit, detail=detail, tags=tags)
+    query, notice = _bounded(query)
+    return SearchRequest(query=query, limit=limit, detail=detail, tags=tags, notice=notice)
+
+
+def _bounded(query: str) -> tuple[str, str]:
+    """``query`` cut to :data:`MAX_QUERY_CHARS`, and the notice saying what was cut."""
+    notes = []
+    if len(query) > MAX_QUERY_CHARS:
+        notes.append(
+            f"the query was cut to its first {MAX_QUERY_CHARS:,} characters (it had {len(query):,})"
+        )
+        query = query[:MAX_QUERY_CHARS]
+    if len(_keywords(query, limit=MAX_KEYWORDS + 1)) > MAX_KEYWORDS:
+        notes.append(f"only its first {MAX_KEYWORDS} keywords were searched")
+    return query, "; ".join(notes)
 
 
 def stem(word: str) -> str:
@@ -322,18 +371,25 @@ def _verb_group(word: str, prefix: str) -> tuple[str, ...]:
 
 
 def keywords(query: str) -> tuple[Keyword, ...]:
-    """The query's keywords in query order, without duplicates.
+    """The query's keywords in query order, without duplicates, at most
+    :data:`MAX_KEYWORDS` (the first).
 
     Stop words, one-letter words and all-digit words are dropped unless the query holds
     nothing else (``today's`` leaves a lone ``s``; ``159874`` is a value, not a word of
     any operation).
     """
+    return _keywords(query, limit=MAX_KEYWORDS)
+
+
+def _keywords(query: str, *, limit: int) -> tuple[Keyword, ...]:
     words = list(dict.fromkeys(fold_words(query)))
     content = [w for w in words if w not in STOP_WORDS and len(w) > 1 and not w.isdigit()]
     if content:
         words = content
     out: dict[str, Keyword] = {}
     for word in words:
+        if len(out) == limit:
+            break
         prefix = stem(word)[:MAX_GRAM]
         if prefix not in out:
             group = _verb_group(word, prefix)

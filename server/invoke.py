@@ -10,8 +10,8 @@ Theory of operation (the seed page, invoke_tool; design.md, Error envelope):
    the definition's is ``tool_changed`` before anything reaches the backend.
 2. :func:`coerce_arguments`: ``null`` is ``{}``; a string holding a JSON object is that
    object (the caller logs the rewrite); anything else is ``invalid_type`` naming the kind
-   that arrived. Then :class:`ArgumentValidator` checks the inputSchema and lists every
-   failing path.
+   that arrived. Then :class:`ArgumentValidator` checks the inputSchema and lists the
+   failing paths, in time linear in the arguments (``docs/limits.md``).
 3. :func:`build_request` places each argument by its :class:`catalog.model.ParameterBinding`.
    The URL is the backend's base URL plus the path template, and every argument value is
    percent-encoded (path values with ``safe=""``, dot segments escaped), so no value can
@@ -38,16 +38,15 @@ import json
 import re
 import uuid
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 from urllib.parse import quote, urlsplit
 
-import jsonschema
 import jsonschema_rs
 import msgspec
-import referencing.exceptions
 
 from catalog.backends import origin_of
+from catalog.cards import truncate
 from catalog.media import is_json_media, is_text_media, media_type
 from catalog.model import (
     GATEWAY_HEADERS,
@@ -134,7 +133,7 @@ def check_version(definition: ToolDefinition, version: object) -> None:
     if version != definition.version:
         raise ToolChanged(
             f"{definition.name} changed: this replica holds version {definition.version}, "
-            f"the call pinned {version}; call load_tool again",
+            f"the call pinned {truncate(version, 64)}; call load_tool again",
             version=definition.version,
         )
 
@@ -187,24 +186,41 @@ def _kind(value: object) -> str:
 
 
 class _Compiled(msgspec.Struct, frozen=True):
-    """One inputSchema, compiled twice: ``fast`` decides, ``full`` explains."""
+    """One inputSchema, compiled: ``check`` decides and explains; None when it cannot be
+    compiled at all (``reason`` says why, and every call is refused).
+    """
 
-    fast: jsonschema_rs.Validator | None  # None: jsonschema-rs could not compile it
-    full: jsonschema.Draft202012Validator
+    check: jsonschema_rs.Validator | None
+    reason: str = ""
+
+
+LINEAR_PATTERNS: Final = jsonschema_rs.RegexOptions()
+"""``pattern`` and ``patternProperties`` run on Rust's ``regex`` engine, whose matching
+time is linear in the input (no backtracking). A pattern it cannot compile (lookaround,
+backreferences: features only a backtracking engine has) is left to the backend: see
+:func:`_linear_only`."""
+
+LIST_ALL_VALUES: Final = 1_000
+"""Arguments of at most this many JSON values get every failing path listed; larger ones
+get the first failure. jsonschema-rs builds each listed error as a Python object (tens of
+microseconds), and a 4 MiB body holds two million values: a bound on the values bounds
+the listing. Checking stops at the first failure, whatever the size."""
+
+MAX_LISTED_ERRORS: Final = 100
+MAX_MESSAGE_CHARS: Final = 240
+"""An error message quotes the failing value: a 4 MiB string is cut to this many
+characters in the envelope."""
 
 
 class ArgumentValidator:
     """Validates arguments against inputSchemas; compiled validators are kept by version.
 
-    A call is checked by jsonschema-rs first, about 20 times cheaper than the jsonschema
-    package (``bench_invoke`` measures both), and it is what every valid call pays.
-    Only a call it refuses goes to the jsonschema package, whose errors (every failing
-    path, with its message) make the ``invalid_arguments`` envelope; a call that package
-    then finds valid is let through, so a refusal always comes with its reasons. A schema
-    jsonschema-rs cannot compile is checked by the jsonschema package alone. A schema the
-    jsonschema package cannot read (a regex ``re`` refuses, an unresolvable ``$ref``) is
-    explained by jsonschema-rs's own errors; one neither can read refuses every call,
-    saying so: no call goes to the backend unchecked.
+    jsonschema-rs decides and explains (``bench_invoke`` measures it): every check runs
+    in time linear in the arguments, patterns included (:data:`LINEAR_PATTERNS`), so no
+    call can hold the event loop (``docs/limits.md``, "Input bounds"). A refused call
+    lists its failing paths (:data:`LIST_ALL_VALUES`). A schema jsonschema-rs cannot
+    compile because of patterns is checked without those patterns; one it cannot compile
+    at all refuses every call, saying so: no call goes to the backend unchecked.
 
     One per Invoker (never a module global): a process holds a bounded number of
     compiled schemas, the most recently used.
@@ -223,14 +239,15 @@ class ArgumentValidator:
             InvalidArguments: with ``errors``, one ``{"path", "message"}`` per failure.
         """
         compiled = self._compiled(definition)
-        if compiled.fast is not None and compiled.fast.is_valid(arguments):
+        check = compiled.check
+        if check is None:
+            errors = [
+                {"path": "", "message": f"the inputSchema cannot be checked: {compiled.reason}"}
+            ]
+        elif check.is_valid(arguments):
             return
-        try:
-            errors = _listed(compiled.full.iter_errors(arguments), lambda e: e.absolute_path)
-        except _UNREADABLE as exc:
-            errors = _fast_errors(compiled.fast, arguments, exc)
-        if not errors:
-            return
+        else:
+            errors = _errors(check, arguments)
         listed = "; ".join(f"{e['path'] or '/'}: {e['message']}" for e in errors[:5])
         raise InvalidArguments(
             f"arguments do not match the inputSchema of {definition.name}: {listed}",
@@ -241,9 +258,7 @@ class ArgumentValidator:
         key = definition.version or json.dumps(definition.input_schema, sort_keys=True)
         compiled = self._cache.get(key)
         if compiled is None:
-            schema = definition.input_schema
-            full = jsonschema.Draft202012Validator(schema)
-            compiled = self._cache[key] = _Compiled(_fast(schema), full)
+            compiled = self._cache[key] = _compile(definition.input_schema)
             if len(self._cache) > self._size:
                 self._cache.popitem(last=False)
         else:
@@ -251,46 +266,117 @@ class ArgumentValidator:
         return compiled
 
 
-# What the jsonschema package raises, while checking, on a schema it cannot read. It
-# compiles lazily, so these come from iter_errors, not from the constructor.
-_UNREADABLE: Final = (
-    re.error,
-    referencing.exceptions.Unresolvable,
-    jsonschema.exceptions.UnknownType,
-    TypeError,
-    ValueError,
-    KeyError,
-    AttributeError,
-    RecursionError,
-)
+def _errors(check: jsonschema_rs.Validator, arguments: Mapping[str, Any]) -> list[dict[str, str]]:
+    """The failures of refused ``arguments``, each ``{"path", "message"}``, in path order."""
+    # is_valid and the listing are one library's two readings of one schema; if they
+    # ever disagree, the call is still refused, with a reason.
+    refused = [{"path": "", "message": "the arguments do not match the inputSchema"}]
+    if _values_over(arguments, LIST_ALL_VALUES):
+        try:
+            check.validate(arguments)  # stops at the first failure
+        except jsonschema_rs.ValidationError as error:
+            first = _entry(error)
+            first["message"] += (
+                f" (the arguments hold over {LIST_ALL_VALUES:,} values: only the first "
+                "failure is listed)"
+            )
+            return [first]
+        return refused
+    found = sorted(check.iter_errors(arguments), key=lambda e: [str(p) for p in e.instance_path])
+    errors = [_entry(error) for error in found[:MAX_LISTED_ERRORS]]
+    if len(found) > MAX_LISTED_ERRORS:
+        errors.append({"path": "", "message": f"and {len(found) - MAX_LISTED_ERRORS} more"})
+    return errors or refused
 
 
-def _fast_errors(
-    fast: jsonschema_rs.Validator | None,
-    arguments: Mapping[str, Any],
-    unreadable: Exception,
-) -> list[dict[str, str]]:
-    """Why jsonschema-rs refused the call, for a schema the jsonschema package cannot read."""
-    if fast is None:
-        return [{"path": "", "message": f"the inputSchema cannot be checked: {unreadable}"}]
-    return _listed(fast.iter_errors(arguments), lambda e: e.instance_path)
+def _entry(error: jsonschema_rs.ValidationError) -> dict[str, str]:
+    return {
+        "path": _pointer(error.instance_path),
+        "message": truncate(error.message, MAX_MESSAGE_CHARS),
+    }
 
 
-def _listed(errors: Iterable[Any], path: Callable[[Any], Sequence[object]]) -> list[dict[str, str]]:
-    """``{"path", "message"}`` per validation error, in path order; ``path`` reads an
-    error's instance path (the two libraries name it differently).
-    """
-    ordered = sorted(errors, key=lambda e: [str(p) for p in path(e)])
-    return [{"path": _pointer(path(error)), "message": error.message} for error in ordered]
+def _values_over(value: object, limit: int) -> bool:
+    """Whether ``value`` holds more than ``limit`` JSON values; stops counting there."""
+    stack = [value]
+    seen = 0
+    while stack:
+        node = stack.pop()
+        seen += 1
+        if seen > limit:
+            return True
+        if isinstance(node, dict):
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return False
 
 
-def _fast(schema: dict[str, Any]) -> jsonschema_rs.Validator | None:
+def _compile(schema: dict[str, Any]) -> _Compiled:
     try:
-        # The same dialect as the jsonschema package's: formats are annotations, and a
-        # $ref is never fetched (published schemas are self-contained).
-        return jsonschema_rs.Draft202012Validator(schema, validate_formats=False, offline=True)
-    except (ValueError, jsonschema_rs.ReferencingError):
-        return None
+        return _Compiled(_validator(schema))
+    except (ValueError, jsonschema_rs.ReferencingError) as exc:
+        reason = str(exc).split("\n", 1)[0]
+    linear = _linear_only(schema)
+    if linear != schema:
+        try:
+            return _Compiled(_validator(linear))
+        except (ValueError, jsonschema_rs.ReferencingError) as exc:
+            reason = str(exc).split("\n", 1)[0]
+    return _Compiled(None, reason)
+
+
+def _validator(schema: dict[str, Any]) -> jsonschema_rs.Validator:
+    # Formats are annotations in 2020-12, and a $ref is never fetched (published schemas
+    # are self-contained).
+    return jsonschema_rs.Draft202012Validator(
+        schema, validate_formats=False, offline=True, pattern_options=LINEAR_PATTERNS
+    )
+
+
+# Keywords whose values are instances, not schemas: a "pattern" member there is data.
+_DATA_KEYWORDS: Final = frozenset({"const", "enum", "default", "examples", "example"})
+
+
+def _linear_only(node: Any) -> Any:
+    """``node`` without the patterns :data:`LINEAR_PATTERNS` cannot compile.
+
+    Such a pattern is no longer checked here (the backend still checks it); a
+    ``patternProperties`` entry keyed by one goes too, with its schema's
+    ``additionalProperties`` and ``unevaluatedProperties``, which would otherwise refuse
+    the properties only that entry covered (``docs/limits.md`` says how common they are).
+    """
+    if isinstance(node, list):
+        return [_linear_only(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    out: dict[str, Any] = {}
+    widened = False
+    for key, value in node.items():
+        if key in _DATA_KEYWORDS:
+            out[key] = value
+        elif key == "pattern" and isinstance(value, str):
+            if _is_linear(value):
+                out[key] = value
+        elif key == "patternProperties" and isinstance(value, dict):
+            kept = {k: _linear_only(v) for k, v in value.items() if _is_linear(k)}
+            widened = len(kept) < len(value)
+            out[key] = kept
+        else:
+            out[key] = _linear_only(value)
+    if widened:
+        out.pop("additionalProperties", None)
+        out.pop("unevaluatedProperties", None)
+    return out
+
+
+@functools.lru_cache(maxsize=4096)
+def _is_linear(pattern: str) -> bool:
+    try:
+        _validator({"pattern": pattern})
+    except ValueError:
+        return False
+    return True
 
 
 def _pointer(path: Sequence[object]) -> str:
@@ -380,12 +466,14 @@ def build_request(
 
     Raises:
         InvalidArguments: a header with a control character or a name that is no token, a
-            missing path parameter, a body over ``max_body_bytes``, or a credential cookie
-            that would not stay one cookie.
+            missing path parameter, a body over ``max_body_bytes``, arguments to
+            percent-encode over :data:`MAX_ENCODED_BYTES`, or a credential cookie that would not
+            stay one cookie.
     """
     # A variant's defaults yield to the caller; its fixed values win (the schema already
     # refused a fixed argument, so this only adds them).
     args = {**route.default_arguments, **arguments, **route.fixed_arguments}
+    _check_encoded(route, args)
     origin = _base_origin(base_url)
     if origin is None:  # base_url_for already checked; a direct caller may not have
         raise BackendNotConfigured(f"not a base URL (absolute http(s), no query): {base_url}")
@@ -468,6 +556,35 @@ def build_request(
         body=body,
         content_type=content_type,
     )
+
+
+MAX_ENCODED_BYTES: Final = 256 * 1024
+"""The arguments that are percent-encoded (URL, headers, cookies, a form body), together,
+as JSON. Percent-encoding is Python work on the event loop, about 0.1 µs a byte: a 4 MiB
+query value held the loop half a second; 256 KiB is tens of milliseconds at most. Servers
+refuse far shorter request lines and headers anyway (8 KiB is common). A JSON or
+multipart body is not percent-encoded and has only ``max_request_bytes``."""
+
+
+def _check_encoded(route: Route, args: Mapping[str, Any]) -> None:
+    """Refuse arguments too large to percent-encode (:data:`MAX_ENCODED_BYTES`).
+
+    Raises:
+        InvalidArguments: naming the largest of them.
+    """
+    form = media_type(route.body_media_type or "") == "application/x-www-form-urlencoded"
+    sizes = {
+        b.argument: len(msgspec.json.encode(args[b.argument]))
+        for b in route.bindings
+        if (form or b.location != "body") and b.argument in args
+    }
+    if sum(sizes.values()) > MAX_ENCODED_BYTES:
+        largest = max(sizes, key=lambda name: sizes[name])
+        raise InvalidArguments(
+            f"the arguments sent percent-encoded (URL, headers, cookies, form body) are over "
+            f"{MAX_ENCODED_BYTES:,} bytes; the largest is {largest!r} ({sizes[largest]:,} bytes)",
+            errors=[{"path": _pointer([largest]), "message": "too large to percent-encode"}],
+        )
 
 
 def _q(text: str, *, allow_reserved: bool = False) -> str:

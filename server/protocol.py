@@ -34,6 +34,8 @@ from urllib.parse import urlsplit
 import msgspec
 
 from catalog import __version__
+from catalog.cards import truncate
+from catalog.naming import MAX_NAME_LENGTH
 from server.messages import (
     GENERATION_KEY,
     KEY_CLIENT_CAPABILITIES,
@@ -328,7 +330,9 @@ def _parse_modern(headers: Headers, body: bytes, server: Implementation) -> Repl
     if version != MODERN_VERSION:
         return _unsupported(request_id, version)
     if rpc_method not in _MODERN_METHODS:
-        return _modern_error(request_id, METHOD_NOT_FOUND, "Method not found", data=rpc_method)
+        return _modern_error(
+            request_id, METHOD_NOT_FOUND, "Method not found", data=_echo(rpc_method)
+        )
     if rpc_method == "server/discover":
         return _result_reply(Era.MODERN, request_id, _discover_result(), server)
     if rpc_method == "subscriptions/listen":
@@ -393,10 +397,17 @@ def _decode_header(value: str) -> str | None:
     return value
 
 
+def _echo(text: str) -> str:
+    """A caller's string as an error repeats it: cut, so a 4 MB method name or version is
+    not sent back whole (``docs/limits.md``).
+    """
+    return truncate(text, MAX_NAME_LENGTH)
+
+
 def _unsupported(request_id: int | str | None, requested: str | None) -> Reply:
     data: dict[str, Any] = {"supported": [MODERN_VERSION]}
     if requested is not None:
-        data["requested"] = requested
+        data["requested"] = _echo(requested)
     return _error_reply(
         400, request_id, UNSUPPORTED_VERSION, "Unsupported protocol version", data=data
     )
@@ -454,7 +465,9 @@ def _parse_legacy(headers: Headers, body: bytes, server: Implementation) -> Repl
     rpc_method: str = message["method"]
     params = message.get("params", {})
     if rpc_method not in _LEGACY_METHODS:
-        return _error_reply(200, request_id, METHOD_NOT_FOUND, "Method not found", data=rpc_method)
+        return _error_reply(
+            200, request_id, METHOD_NOT_FOUND, "Method not found", data=_echo(rpc_method)
+        )
     if not isinstance(params, dict):
         return _error_reply(200, request_id, INVALID_PARAMS, "params must be an object")
     if rpc_method == "initialize":
@@ -488,7 +501,7 @@ def _tool_request(
     if not isinstance(name, str):
         return _era_error(era, request_id, INVALID_PARAMS, "tools/call needs a string name")
     if name not in META_TOOL_NAMES:
-        return _era_error(era, request_id, INVALID_PARAMS, f"Unknown tool: {name}")
+        return _era_error(era, request_id, INVALID_PARAMS, f"Unknown tool: {_echo(name)}")
     arguments = params.get("arguments")
     if arguments is None:
         arguments = {}

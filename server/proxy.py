@@ -28,9 +28,11 @@ from urllib.parse import urldefrag, urljoin
 
 import msgspec
 
+from catalog.cards import truncate
 from catalog.config import Config, SpecConfig
 from catalog.index_schema import InvokeRecord
 from catalog.model import ToolDefinition
+from catalog.naming import MAX_NAME_LENGTH
 from catalog.visibility import Audience
 from server.errors import (
     BackendTimeout,
@@ -66,6 +68,13 @@ _DEFAULT_HEADERS: Final = (
 )
 _AUDIT: Final = logging.getLogger("sezzlee.audit")
 _LOG: Final = logging.getLogger("sezzlee.invoke")
+
+
+def _shown(value: object) -> str:
+    """A caller's value as the audit line shows it: cut to a tool name's length, so a
+    4 MB name is not written to the log (a non-string is its type's name).
+    """
+    return truncate(value if isinstance(value, str) else type(value).__name__, MAX_NAME_LENGTH)
 
 
 class BackendSettings(msgspec.Struct, frozen=True, kw_only=True):
@@ -370,8 +379,8 @@ class Invoker:
         finally:
             _AUDIT.info(
                 "invoke tool=%s version=%s outcome=%s status=%s latency_ms=%.1f caller=%s",
-                name,
-                shown_version or "-",
+                _shown(name),
+                _shown(shown_version or "-"),
                 outcome,
                 status if status is not None else "-",
                 (time.perf_counter() - started) * 1000,

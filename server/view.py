@@ -38,6 +38,7 @@ from typing import Final, NamedTuple
 import msgspec
 import tantivy
 
+from catalog.cards import truncate
 from catalog.index_schema import (
     META_ID,
     PAYLOAD,
@@ -50,6 +51,7 @@ from catalog.index_schema import (
     register_analyzers,
 )
 from catalog.model import ToolDefinition
+from catalog.naming import MAX_NAME_LENGTH
 from catalog.query import (
     SearchRequest,
     filter_query,
@@ -127,9 +129,11 @@ def read_index_meta(index_dir: str) -> IndexMeta | None:
 
 
 def _unknown(name: str) -> UnknownTool:
-    # The same words for hidden and nonexistent (design.md, Visibility).
+    # The same words for hidden and nonexistent (design.md, Visibility). The name is
+    # the caller's: cut, so a 4 MB name is not echoed back.
     return UnknownTool(
-        f"no tool named {name!r} in this catalog; use search_tools to find the tools you can use"
+        f"no tool named {truncate(name, MAX_NAME_LENGTH)!r} in this catalog; use "
+        "search_tools to find the tools you can use"
     )
 
 
@@ -178,7 +182,8 @@ class CatalogView:
     # -- search_tools -------------------------------------------------------------------
 
     def search(self, request: SearchRequest, audience: Audience, *, budget: int) -> bytes:
-        """The search_tools result as JSON bytes (``{"total", "tags"?, "results"}``).
+        """The search_tools result as JSON bytes (``{"total", "tags"?, "notice"?, "results"}``;
+        ``notice`` says how the query was cut, when it was).
 
         Raises:
             ResponseTooLarge: the answer exceeds ``budget`` bytes; the message names
@@ -204,6 +209,8 @@ class CatalogView:
         parts = [b'{"total":', str(total).encode()]
         if state.vocabulary:
             parts += [b',"tags":', state.vocabulary]
+        if request.notice:
+            parts += [b',"notice":', msgspec.json.encode(request.notice)]
         parts.append(b',"results":[')
         first = True
         for address in page:
@@ -505,7 +512,8 @@ class CatalogView:
             UnknownTool: no such tool, or hidden from this audience (the same answer,
                 reached by the same work: :meth:`_may_see`).
         """
-        if not self._may_see(name, audience):
+        # No tool name is longer (catalog.naming): a longer one is not looked up.
+        if len(name) > MAX_NAME_LENGTH or not self._may_see(name, audience):
             raise _unknown(name)
         found = self._decoded(name)
         if found is None:

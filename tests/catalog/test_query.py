@@ -13,7 +13,11 @@ from catalog.fold import MAX_GRAM, fold_words
 from catalog.query import (
     DEFAULT_LIMIT,
     LOOKUP,
+    MAX_KEYWORDS,
     MAX_LIMIT,
+    MAX_QUERY_CHARS,
+    MAX_TAG_CHARS,
+    MAX_TAGS,
     STOP_WORDS,
     SearchRequest,
     clamp_request,
@@ -238,3 +242,40 @@ def test_generic_verbs_carry_their_group() -> None:
         "patch",
         "rename",
     )
+
+
+# -- bounds on the caller's work (docs/limits.md, "Input bounds") -------------------------
+
+
+def test_an_over_long_query_is_cut_and_the_request_says_so() -> None:
+    query = "orders " * 300_000  # 2.1 MB
+    request = clamp_request({"query": query})
+    assert request.query == query[:MAX_QUERY_CHARS]
+    assert f"first {MAX_QUERY_CHARS:,} characters" in request.notice
+    assert "2,100,000" in request.notice
+
+
+def test_only_the_first_keywords_rank_and_the_request_says_so() -> None:
+    query = " ".join(f"word{chr(97 + i // 26)}{chr(97 + i % 26)}" for i in range(40))
+    request = clamp_request({"query": query})
+    assert request.query == query  # short enough: not cut
+    words = keywords(request.query)
+    assert len(words) == MAX_KEYWORDS
+    assert [k.word for k in words] == query.split()[:MAX_KEYWORDS]
+    assert f"first {MAX_KEYWORDS} keywords" in request.notice
+
+
+def test_a_query_within_the_bounds_carries_no_notice() -> None:
+    request = clamp_request({"query": " ".join(f"w{i}x" for i in range(MAX_KEYWORDS))})
+    assert len(keywords(request.query)) == MAX_KEYWORDS
+    assert request.notice == ""
+
+
+def test_too_many_or_too_long_tags_are_refused_never_dropped() -> None:
+    with pytest.raises(InvalidSearchArguments) as caught:
+        clamp_request({"tags": [f"t{i}" for i in range(MAX_TAGS + 1)]})
+    assert {"path": "/tags", "message": f"at most {MAX_TAGS} tags"} in caught.value.errors
+    with pytest.raises(InvalidSearchArguments) as caught:
+        clamp_request({"tags": ["ok", "x" * (MAX_TAG_CHARS + 1)]})
+    assert [e["path"] for e in caught.value.errors] == ["/tags/1"]
+    assert clamp_request({"tags": ["x" * MAX_TAG_CHARS] * MAX_TAGS}).tags

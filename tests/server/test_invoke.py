@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import base64
 import json
+import time
 from typing import Any
 from urllib.parse import urlsplit
 
 import jsonschema
+import msgspec
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -21,6 +23,9 @@ from server.errors import (
     ToolChanged,
 )
 from server.invoke import (
+    LIST_ALL_VALUES,
+    MAX_LISTED_ERRORS,
+    MAX_MESSAGE_CHARS,
     ArgumentValidator,
     BackendResponse,
     base_url_for,
@@ -209,14 +214,14 @@ def _object_schemas(draw: st.DrawFn) -> dict[str, Any]:
 
 @settings(max_examples=300, deadline=None)
 @given(schema=_object_schemas(), arguments=st.dictionaries(_KEYS, _JSON_VALUES, max_size=3))
-def test_the_fast_check_refuses_exactly_what_jsonschema_refuses(
+def test_the_validator_refuses_exactly_what_jsonschema_refuses(
     schema: dict[str, Any], arguments: dict[str, Any]
 ) -> None:
-    # jsonschema-rs decides a valid call alone: it must never let through what the
-    # jsonschema package (the one that explains a refusal) would refuse.
+    # jsonschema-rs decides every call alone: it must agree with the jsonschema package,
+    # the reference implementation, on every schema feature conversion emits.
     definition = ToolDefinition(name="t", description="", input_schema=schema, version="v")
     validator = ArgumentValidator()
-    assert validator._compiled(definition).fast is not None  # the fast path is taken
+    assert validator._compiled(definition).check is not None
     refused = not jsonschema.Draft202012Validator(schema).is_valid(arguments)
     try:
         validator.validate(definition, arguments)
@@ -226,24 +231,25 @@ def test_the_fast_check_refuses_exactly_what_jsonschema_refuses(
         assert not refused
 
 
-def test_a_schema_jsonschema_rs_cannot_compile_is_still_checked() -> None:
+def test_a_schema_with_a_pattern_jsonschema_rs_cannot_compile_is_still_checked() -> None:
     # ``\\Z`` is Python's end of string, not ECMA-262's: jsonschema-rs refuses the
-    # schema, and the jsonschema package checks its calls alone.
+    # pattern. It is left to the backend (the jsonschema package used to check it, with
+    # Python's backtracking re, on the event loop); the rest of the schema is checked.
     schema = {
         "type": "object",
         "properties": {"a": {"type": "string", "pattern": "^x\\Z"}, "n": {"type": "integer"}},
     }
     definition = ToolDefinition(name="t", description="", input_schema=schema, version="w")
     validator = ArgumentValidator()
-    assert validator._compiled(definition).fast is None
+    assert validator._compiled(definition).check is not None
     validator.validate(definition, {"n": 1, "a": "x"})
-    with pytest.raises(InvalidArguments):
-        validator.validate(definition, {"n": "one"})
-    with pytest.raises(InvalidArguments):
-        validator.validate(definition, {"a": "xx"})
+    validator.validate(definition, {"a": "xx"})  # the backend's to refuse
+    with pytest.raises(InvalidArguments) as caught:
+        validator.validate(definition, {"n": "one", "a": "xx"})
+    assert [e["path"] for e in caught.value.envelope()["error"]["errors"]] == ["/n"]
 
 
-def test_a_schema_the_jsonschema_package_cannot_read_is_explained_by_jsonschema_rs() -> None:
+def test_an_ecma_262_pattern_python_cannot_read_is_checked_and_explained() -> None:
     # ``\\p{L}`` (ECMA-262's letters) is a regex Python's re refuses: the jsonschema
     # package raised re.error instead of explaining the refusal.
     schema = {
@@ -254,7 +260,7 @@ def test_a_schema_the_jsonschema_package_cannot_read_is_explained_by_jsonschema_
     }
     definition = ToolDefinition(name="t", description="", input_schema=schema, version="x")
     validator = ArgumentValidator()
-    assert validator._compiled(definition).fast is not None
+    assert validator._compiled(definition).check is not None
     validator.validate(definition, {"p": {"k": "v"}})
     with pytest.raises(InvalidArguments) as caught:
         validator.validate(definition, {"p": {"k": 1}})
@@ -263,20 +269,23 @@ def test_a_schema_the_jsonschema_package_cannot_read_is_explained_by_jsonschema_
     assert "string" in error["message"]
 
 
-def test_a_schema_neither_validator_can_read_refuses_the_calls_it_cannot_check() -> None:
+def test_a_schema_jsonschema_rs_cannot_read_refuses_every_call() -> None:
+    # An unresolvable $ref (no pattern to leave out) cannot be checked at all. This used
+    # to be a broken regex; a pattern the linear engine cannot compile is now left to the
+    # backend instead (test_a_schema_with_a_pattern_jsonschema_rs_cannot_compile_...).
     schema = {
         "type": "object",
-        "properties": {"p": {"type": "object", "patternProperties": {"[a-": {"type": "string"}}}},
+        "properties": {"p": {"$ref": "#/$defs/missing"}},
     }
     definition = ToolDefinition(name="t", description="", input_schema=schema, version="y")
     validator = ArgumentValidator()
-    assert validator._compiled(definition).fast is None
-    validator.validate(definition, {})  # the unreadable regex is never reached
+    assert validator._compiled(definition).check is None
     with pytest.raises(InvalidArguments) as caught:
-        validator.validate(definition, {"p": {"k": 1}})
+        validator.validate(definition, {})
     (error,) = caught.value.envelope()["error"]["errors"]
     assert error["path"] == ""
     assert "cannot be checked" in error["message"]
+    assert "missing" in error["message"]
 
 
 # -- base URL ---------------------------------------------------------------------------
@@ -683,3 +692,129 @@ def test_retry_after_is_passed_through() -> None:
     with pytest.raises(BackendError) as odd:  # "²".isdigit() is true; int("²") raises
         interpret(response(429, b"", None, retry_after="\u00b2"))
     assert odd.value.envelope()["error"]["retryAfter"] == "\u00b2"
+
+
+# -- bounds on the caller's work (docs/limits.md, "Input bounds") -------------------------
+
+# A nested quantifier, as real documents carry (APIs.guru amazonaws.com/ecr.json has
+# several): Python's backtracking re took 11.6 s on this value, on the event loop.
+_NESTED = "^([a-zA-Z0-9]+-?)+$"
+
+
+def _pattern_tool(pattern: str, version: str) -> ToolDefinition:
+    schema = {
+        "type": "object",
+        "properties": {"name": {"type": "string", "pattern": pattern}, "n": {"type": "integer"}},
+    }
+    return ToolDefinition(name="t", description="", input_schema=schema, version=version)
+
+
+def test_a_backtracking_pattern_is_refused_in_linear_time_with_its_path() -> None:
+    definition = _pattern_tool(_NESTED, "redos")
+    validator = ArgumentValidator()
+    validator.validate(definition, {"name": "repo-name-1"})
+    started = time.perf_counter()
+    with pytest.raises(InvalidArguments) as caught:
+        validator.validate(definition, {"name": "a" * 28 + "!"})
+    with pytest.raises(InvalidArguments):
+        validator.validate(definition, {"name": "a" * 1_000_000 + "!"})
+    assert time.perf_counter() - started < 2.0  # milliseconds; 11.6 s before
+    (error,) = caught.value.envelope()["error"]["errors"]
+    assert error["path"] == "/name"
+    assert "does not match" in error["message"]
+
+
+def test_a_lookaround_pattern_is_left_to_the_backend_and_the_rest_is_checked() -> None:
+    # Lookaround needs a backtracking engine; the linear one cannot compile it.
+    definition = _pattern_tool("^(?!aws:)(([a-z]+)-?)+$", "lookaround")
+    validator = ArgumentValidator()
+    started = time.perf_counter()
+    validator.validate(definition, {"name": "a" * 100_000 + "!"})  # the backend's to refuse
+    assert time.perf_counter() - started < 2.0
+    with pytest.raises(InvalidArguments) as caught:
+        validator.validate(definition, {"name": "aws:x", "n": "one"})
+    assert [e["path"] for e in caught.value.envelope()["error"]["errors"]] == ["/n"]
+
+
+def test_a_pattern_properties_entry_left_out_takes_additional_properties_with_it() -> None:
+    # Otherwise the properties only that entry covered would be refused as additional.
+    schema = {
+        "type": "object",
+        "patternProperties": {"^(?!x)[a-z]+$": {"type": "string"}, "^n": {"type": "integer"}},
+        "additionalProperties": False,
+    }
+    definition = ToolDefinition(name="t", description="", input_schema=schema, version="pp")
+    validator = ArgumentValidator()
+    validator.validate(definition, {"abc": "v", "n1": 2})
+    with pytest.raises(InvalidArguments) as caught:
+        validator.validate(definition, {"n1": "two"})
+    assert [e["path"] for e in caught.value.envelope()["error"]["errors"]] == ["/n1"]
+
+
+def test_a_pattern_inside_a_const_is_data_and_kept() -> None:
+    schema = {"type": "object", "properties": {"p": {"const": {"pattern": "(?=x)"}}}}
+    definition = ToolDefinition(name="t", description="", input_schema=schema, version="cst")
+    validator = ArgumentValidator()
+    validator.validate(definition, {"p": {"pattern": "(?=x)"}})
+    with pytest.raises(InvalidArguments):
+        validator.validate(definition, {"p": {"pattern": "other"}})
+
+
+def test_a_refusal_of_many_values_lists_the_first_failure_quickly() -> None:
+    # Listing each of a million failures took a minute: over LIST_ALL_VALUES values only
+    # the first is listed (checking stops there).
+    tags = {"type": "array", "items": {"type": "string"}}
+    schema = {"type": "object", "properties": {"tags": tags}}
+    definition = ToolDefinition(name="t", description="", input_schema=schema, version="many")
+    validator = ArgumentValidator()
+    started = time.perf_counter()
+    with pytest.raises(InvalidArguments) as caught:
+        validator.validate(definition, {"tags": list(range(1_000_000))})
+    assert time.perf_counter() - started < 2.0
+    (error,) = caught.value.envelope()["error"]["errors"]
+    assert error["path"] == "/tags/0"
+    assert "only the first failure is listed" in error["message"]
+    with pytest.raises(InvalidArguments) as caught:
+        # the object and the array count too: LIST_ALL_VALUES values in all
+        validator.validate(definition, {"tags": list(range(LIST_ALL_VALUES - 2))})
+    errors = caught.value.envelope()["error"]["errors"]
+    assert len(errors) == MAX_LISTED_ERRORS + 1
+    assert errors[-1]["message"] == f"and {LIST_ALL_VALUES - 2 - MAX_LISTED_ERRORS} more"
+
+
+def test_an_error_message_quoting_a_huge_value_is_cut() -> None:
+    definition = _pattern_tool(_NESTED, "cut")
+    with pytest.raises(InvalidArguments) as caught:
+        ArgumentValidator().validate(definition, {"name": "!" * 3_000_000})
+    (error,) = caught.value.envelope()["error"]["errors"]
+    assert len(error["message"]) <= MAX_MESSAGE_CHARS
+    assert len(str(caught.value)) < 2 * MAX_MESSAGE_CHARS
+
+
+def test_arguments_too_large_to_percent_encode_are_refused_before_encoding() -> None:
+    route = Route(
+        method="GET",
+        path="/search",
+        base_url=BASE,
+        bindings=(ParameterBinding(argument="q", location="query", wire_name="q"),),
+    )
+    build_request(route, {"q": "é" * 1000}, base_url=BASE)
+    started = time.perf_counter()
+    with pytest.raises(InvalidArguments) as caught:
+        build_request(route, {"q": "é" * 2_000_000}, base_url=BASE)
+    assert time.perf_counter() - started < 0.5  # percent-encoding it took ~0.5 s
+    assert caught.value.envelope()["error"]["errors"] == [
+        {"path": "/q", "message": "too large to percent-encode"}
+    ]
+    form = Route(
+        method="POST",
+        path="/notes",
+        base_url=BASE,
+        bindings=(ParameterBinding(argument="text", location="body", wire_name="text"),),
+        body_media_type="application/x-www-form-urlencoded",
+    )
+    build_request(form, {"text": "é a/b" * 1000}, base_url=BASE)
+    with pytest.raises(InvalidArguments):
+        build_request(form, {"text": "é a/b" * 800_000}, base_url=BASE)
+    json_body = msgspec.structs.replace(form, body_media_type="application/json")
+    assert build_request(json_body, {"text": "é a/b" * 800_000}, base_url=BASE).body

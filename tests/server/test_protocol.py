@@ -557,3 +557,26 @@ def test_any_json_request_gets_an_answer(message: dict[str, Any], modern_era: bo
         assert answer.status in (200, 202, 400, 404)
         if answer.body:
             assert json.loads(answer.body)["jsonrpc"] == "2.0"
+
+
+# ---------------------------------------------------------------------- echoes are cut
+
+
+def test_a_huge_method_tool_name_or_version_is_not_echoed_whole() -> None:
+    # docs/limits.md: an error repeats a caller's string cut to a tool name's length.
+    huge = "x" * 3_000_000
+    reply = modern(huge, headers=modern_headers(huge), id=5)
+    assert isinstance(reply, Reply)
+    assert error_of(reply) == (404, -32601, 5)
+    assert len(reply.body) < 1_000
+    reply = modern("tools/call", {"name": huge}, headers=modern_headers("tools/call", name=huge))
+    assert isinstance(reply, Reply)
+    assert error_of(reply)[:2] == (400, -32602)
+    assert len(reply.body) < 1_000
+    meta = {**META, "io.modelcontextprotocol/protocolVersion": huge}
+    headers = modern_headers("tools/list")
+    headers["mcp-protocol-version"] = [huge]
+    reply = parse("POST", headers, request("tools/list", {"_meta": meta}, id=3), guard=GUARD)
+    assert isinstance(reply, Reply)
+    assert json.loads(reply.body)["error"]["code"] == -32022
+    assert len(reply.body) < 1_000

@@ -7,6 +7,7 @@ thread, name order), the way the indexer writes them.
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -540,3 +541,25 @@ def test_a_caller_seeing_most_keys_filters_out_the_rest(tmp_path: Path) -> None:
     assert _names(_search(view, audience, query="Zed Billing", limit=50)) == ["adm_b", "pub_a"]
     with pytest.raises(UnknownTool):
         view.load("bil_c", audience)
+
+
+# -- bounds on the caller's work (docs/limits.md, "Input bounds") -------------------------
+
+
+def test_a_2_mb_query_answers_quickly_with_a_notice(view: CatalogView) -> None:
+    # Unbounded, a query of 200,000 words cost seconds of folding and term queries.
+    query = "widget " * 300_000
+    started = time.perf_counter()
+    result = _search(view, query=query)
+    elapsed = time.perf_counter() - started
+    assert elapsed < 2.0, elapsed  # well under 100 ms on an idle machine
+    assert _names(result)[0].startswith("widget_")
+    assert "cut to its first 1,000 characters" in result["notice"]
+    assert "notice" not in _search(view, query="widget")
+
+
+def test_a_name_longer_than_any_tool_name_is_unknown_and_not_echoed(view: CatalogView) -> None:
+    name = "widget_01" + "x" * 3_000_000
+    with pytest.raises(UnknownTool) as caught:
+        view.load(name, PUBLIC)
+    assert len(str(caught.value)) < 300
