@@ -24,7 +24,16 @@ from pathlib import Path
 from catalog.index_schema import SCHEMA_VERSION
 
 HERE = Path(__file__).resolve().parent
-ORDER = ["convert", "index", "search_quality", "search_latency", "http", "invoke", "reload"]
+ORDER = [
+    "convert",
+    "fidelity",
+    "index",
+    "search_quality",
+    "search_latency",
+    "http",
+    "invoke",
+    "reload",
+]
 
 
 def _available() -> list[str]:

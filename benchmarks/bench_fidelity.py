@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import fnmatch
 import multiprocessing
+import resource
 import sys
 import time
 import traceback
@@ -66,12 +67,9 @@ def _measure(task: Task) -> tuple[str, Tally]:
         tally = Tally()
         tally.add("documents")
         last = traceback.extract_tb(exc.__traceback__)[-1]
-        tally.add(
-            "documents_crashed",
-            example=f"{task.source}: {type(exc).__name__}: {exc} at {Path(last.filename).name}:{last.lineno}"[
-                :300
-            ],
-        )
+        where = f"{Path(last.filename).name}:{last.lineno}"
+        reason = f"{task.source}: {type(exc).__name__}: {exc} at {where}"
+        tally.add("documents_crashed", example=reason[:300])
     return task.corpus, tally
 
 
@@ -137,15 +135,31 @@ _ROWS: list[tuple[str, str, str]] = [
         "0",
     ),
     ("required arguments published as optional", "required_published_optional", "0"),
-    ("required parameters/members dropped as read-only (by rule)", "required_dropped_read_only", ""),
+    (
+        "required parameters/members dropped as read-only (by rule)",
+        "required_dropped_read_only",
+        "",
+    ),
     ("optional parameters/members missing", "optional_missing", ""),
     ("path template variables no parameter declares", "undeclared_path_variables", ""),
     ("arguments published as a not-expanded stub", "arguments_not_expanded", ""),
     ("**definitions over the bound**", "definitions_over_bound", "0"),
-    ("outputs (raw success body) / with a budget cut anywhere", "outputs_expected|outputs_with_a_cut", ""),
-    ("outputs that lost the root, an allOf base or a top-level property", "outputs_top_level_lost", ""),
+    (
+        "outputs (raw success body) / with a budget cut anywhere",
+        "outputs_expected|outputs_with_a_cut",
+        "",
+    ),
+    (
+        "outputs that lost the root, an allOf base or a top-level property",
+        "outputs_top_level_lost",
+        "",
+    ),
     ("**… while the whole would have fit**", "outputs_lost_whole_fits", "0"),
-    ("**… while the top level (without deeper refs) would have fit**", "outputs_lost_top_level_fits", "0"),
+    (
+        "**… while the top level (without deeper refs) would have fit**",
+        "outputs_lost_top_level_fits",
+        "0",
+    ),
     (
         "**object request bodies published as one `body` argument** (of object bodies)",
         "bodies_not_flattened/object_bodies",
@@ -171,13 +185,13 @@ def _cell(counts: dict[str, int], spec: str) -> str:
     return " / ".join(f"{counts.get(key, 0):,}" for key in spec.split("|"))
 
 
-def _markdown(summaries: dict[str, dict[str, Any]], seconds: float, scope: str) -> str:
+def _markdown(summaries: dict[str, dict[str, Any]], seconds: float, cpu: float, scope: str) -> str:
     names = [c for c in _CORPORA if c in summaries]
     heads = {"apis-guru": "APIs.guru 1.3.17", "github": "GitHub"}
     lines = [
         "## Conversion fidelity (raw documents vs published tools)\n",
         f"{scope}; expectations read from the raw documents, not from the converter "
-        f"({seconds:.0f} s wall). Goals in the last column.\n",
+        f"({seconds:.0f} s wall, {cpu:.0f} s CPU in the workers). Goals in the last column.\n",
         "| measure | " + " | ".join(heads[n] for n in names) + " | goal |",
         "|---|" + "---:|" * len(names) + "---|",
     ]
@@ -248,6 +262,8 @@ def main(argv: list[str]) -> int:
         for name, tally in pool.imap_unordered(_measure, tasks, chunksize=1):
             merge(totals[name], tally)
     seconds = time.perf_counter() - started
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = children.ru_utime + children.ru_stime
     summaries = {name: _summary(t) for name, t in totals.items() if t.counts}
     if args.sample or args.only:
         scope = f"A subset: {sum(1 for t in tasks if t.corpus == 'apis-guru')} APIs.guru documents"
@@ -259,11 +275,12 @@ def main(argv: list[str]) -> int:
     out = {
         "scope": scope,
         "seconds": round(seconds, 1),
+        "worker_cpu_seconds": round(cpu, 1),
         "bound_bytes": BOUND,
         "corpora": summaries,
     }
     (RESULTS / "fidelity.json").write_bytes(msgspec.json.format(msgspec.json.encode(out)))
-    print(_markdown(summaries, seconds, scope))
+    print(_markdown(summaries, seconds, cpu, scope))
     return 0
 
 

@@ -27,7 +27,7 @@ from catalog.compact import MAX_SCHEMA_BYTES
 from catalog.config import SpecConfig
 from catalog.errors import SpecError
 from catalog.load import Loader, convert_document
-from catalog.model import CatalogTool, Problem
+from catalog.model import CatalogTool, Problem, SpecResult
 from catalog.naming import MAX_NAME_LENGTH
 from catalog.openapi import parse_document
 
@@ -36,6 +36,7 @@ __all__ = [
     "VERBS",
     "Tally",
     "measure_document",
+    "measure_result",
     "merge",
     "name_words",
     "snake_case",
@@ -45,16 +46,115 @@ BOUND: Final = MAX_SCHEMA_BYTES
 """A definition's size bound: what the converter budgets a published schema to (64 KiB)."""
 
 VERBS: Final = frozenset(
-    """get list create update delete remove add set put post patch head options search find
-    fetch query count check upload download send cancel start stop enable disable run
-    replace move copy restore reset invoke retrieve read write modify insert upsert import
-    export assign unassign revoke grant approve reject validate verify generate register
-    unregister subscribe unsubscribe publish unpublish archive unarchive lock unlock close
-    open submit execute trigger apply accept decline rename clear purge refresh sync
-    describe attach detach associate disassociate tag untag batch calculate convert
-    deploy install uninstall merge split lookup poll ping test preview resend renew
-    activate deactivate suspend resume pause restart reboot terminate allocate release
-    acquire""".split()
+    (
+        "get",
+        "list",
+        "create",
+        "update",
+        "delete",
+        "remove",
+        "add",
+        "set",
+        "put",
+        "post",
+        "patch",
+        "head",
+        "options",
+        "search",
+        "find",
+        "fetch",
+        "query",
+        "count",
+        "check",
+        "upload",
+        "download",
+        "send",
+        "cancel",
+        "start",
+        "stop",
+        "enable",
+        "disable",
+        "run",
+        "replace",
+        "move",
+        "copy",
+        "restore",
+        "reset",
+        "invoke",
+        "retrieve",
+        "read",
+        "write",
+        "modify",
+        "insert",
+        "upsert",
+        "import",
+        "export",
+        "assign",
+        "unassign",
+        "revoke",
+        "grant",
+        "approve",
+        "reject",
+        "validate",
+        "verify",
+        "generate",
+        "register",
+        "unregister",
+        "subscribe",
+        "unsubscribe",
+        "publish",
+        "unpublish",
+        "archive",
+        "unarchive",
+        "lock",
+        "unlock",
+        "close",
+        "open",
+        "submit",
+        "execute",
+        "trigger",
+        "apply",
+        "accept",
+        "decline",
+        "rename",
+        "clear",
+        "purge",
+        "refresh",
+        "sync",
+        "describe",
+        "attach",
+        "detach",
+        "associate",
+        "disassociate",
+        "tag",
+        "untag",
+        "batch",
+        "calculate",
+        "convert",
+        "deploy",
+        "install",
+        "uninstall",
+        "merge",
+        "split",
+        "lookup",
+        "poll",
+        "ping",
+        "test",
+        "preview",
+        "resend",
+        "renew",
+        "activate",
+        "deactivate",
+        "suspend",
+        "resume",
+        "pause",
+        "restart",
+        "reboot",
+        "terminate",
+        "allocate",
+        "release",
+        "acquire",
+    )
 )
 """Words that say what an operation does: the ones a shortened name must keep."""
 
@@ -124,7 +224,13 @@ def measure_document(
     except SpecError as exc:
         tally.add("documents_refused", example=f"{source}: {exc}"[:200])
         return tally
-    raw = RawDocument(source, parsed.tree, parsed.version, load)
+    measure_result(tally, RawDocument(source, parsed.tree, parsed.version, load), result)
+    return tally
+
+
+def measure_result(tally: Tally, raw: RawDocument, result: SpecResult) -> None:
+    """Count the defects of ``result`` (the conversion of ``raw``) into ``tally``."""
+    source = raw.source
     by_pointer: dict[str, list[CatalogTool]] = {}
     for tool in result.tools:
         by_pointer.setdefault(tool.pointer, []).append(tool)
@@ -140,20 +246,17 @@ def measure_document(
             continue
         for tool in tools:
             where = f"{source}#{op.pointer} ({tool.definition.name})"
+            found_in = scanner.scan(tool.definition.input_schema)
+            found_out = scanner.scan(tool.definition.output_schema)
             _arguments(tally, raw, op, tool, where)
-            _output(tally, raw, op, tool, where)
+            _output(tally, raw, op, tool, where, cut=any(f[0] == CUT for f in found_out))
             _size(tally, tool)
             _name(tally, op, tool, where)
-            findings = [
-                f
-                for schema in (tool.definition.input_schema, tool.definition.output_schema)
-                for f in scanner.scan(schema)
-                if f[0] != CUT
-            ]
+            findings = [f for f in (*found_in, *found_out) if f[0] != CUT]
             if findings and signatures is None:
                 signatures = raw_signatures(raw.tree)
-            _unsatisfiable(tally, findings, signatures or set(), op.pointer in reported or "" in reported, where)
-    return tally
+            flagged = op.pointer in reported or "" in reported
+            _unsatisfiable(tally, findings, signatures or set(), flagged, where)
 
 
 def _reported(warnings: tuple[Problem, ...]) -> set[str]:
@@ -194,12 +297,12 @@ def _arguments(tally: Tally, raw: RawDocument, op: Any, tool: CatalogTool, where
     properties = schema.get("properties")
     properties = properties if isinstance(properties, dict) else {}
     required = set(schema.get("required") or ())
-    bindings = {(b.location, b.wire_name): b.argument for b in tool.route.bindings}
+    bindings: dict[tuple[str, str], str] = {
+        (b.location, b.wire_name): b.argument for b in tool.route.bindings
+    }
     members = args.body_members
     whole = ("body", "") in bindings or (
-        "body" in properties
-        and "body" not in members
-        and not any(m in properties for m in members)
+        "body" in properties and "body" not in members and not any(m in properties for m in members)
     )
     if args.object_body:
         tally.add("object_bodies")
@@ -229,10 +332,15 @@ def _arguments(tally: Tally, raw: RawDocument, op: Any, tool: CatalogTool, where
         argument = _present(expected, properties, bindings, claimed)
         if argument is None:
             if expected.required:
-                tally.add(f"required_{kind}_missing", example=f"{where}: {expected.location} {expected.name}")
+                tally.add(
+                    f"required_{kind}_missing",
+                    example=f"{where}: {expected.location} {expected.name}",
+                )
                 missing.append(expected.name)
             else:
-                tally.add("optional_missing", example=f"{where}: {expected.location} {expected.name}")
+                tally.add(
+                    "optional_missing", example=f"{where}: {expected.location} {expected.name}"
+                )
             continue
         claimed.add(argument)
         if expected.required and argument not in required:
@@ -269,7 +377,9 @@ def _published_top_level(schema: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _output(tally: Tally, raw: RawDocument, op: Any, tool: CatalogTool, where: str) -> None:
+def _output(
+    tally: Tally, raw: RawDocument, op: Any, tool: CatalogTool, where: str, *, cut: bool
+) -> None:
     expected = response_schema(raw, op)
     published = tool.definition.output_schema
     if expected is None:
@@ -278,7 +388,7 @@ def _output(tally: Tally, raw: RawDocument, op: Any, tool: CatalogTool, where: s
     if published is None:
         lost = ["(the whole outputSchema)"]
     else:
-        if any(f[0] == CUT for f in Scanner().scan(published)):
+        if cut:
             tally.add("outputs_with_a_cut")
         members = _published_top_level(published)
         lost = sorted(
@@ -336,7 +446,10 @@ def _unsatisfiable(
     for finding in findings:
         passed_on = finding in raw
         tally.add("unsat_locations")
-        tally.add("unsat_passed_on" if passed_on else "unsat_introduced")
+        tally.add(
+            "unsat_passed_on" if passed_on else "unsat_introduced",
+            example=f"{where}: {finding[0]} {finding[1][:80]}",
+        )
         tally.add(
             "unsat_reported" if reported else "unsat_unreported",
             example=f"{where}: {finding[0]} {finding[1][:80]}",

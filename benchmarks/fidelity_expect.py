@@ -23,11 +23,16 @@ from catalog.model import GATEWAY_HEADERS
 
 __all__ = [
     "HTTP_METHODS",
+    "Arguments",
+    "Body",
     "Expected",
     "ObjectShape",
     "Operation",
+    "Output",
     "RawDocument",
     "expected_arguments",
+    "object_shape",
+    "operations",
     "request_body",
     "response_schema",
 ]
@@ -64,6 +69,7 @@ class RawDocument:
         self._load = load
         self._files: dict[str, Any] = {source: tree}
         self._sizes: dict[str, tuple[int, tuple[str, ...]]] = {}
+        self._targets: dict[str, Any] = {}
 
     @property
     def v2(self) -> bool:
@@ -90,6 +96,11 @@ class RawDocument:
 
     def target(self, key: str) -> Any:
         """The node at ``file#pointer``, or None when nothing is there."""
+        if key not in self._targets:
+            self._targets[key] = self._walk(key)
+        return self._targets[key]
+
+    def _walk(self, key: str) -> Any:
         file, _, fragment = key.partition("#")
         node = self._file(file)
         pointer = urllib.parse.unquote(fragment)
@@ -376,7 +387,9 @@ def request_body(doc: RawDocument, op: Operation) -> Body | None:
         form = tuple(
             (p["name"], p.get("required") is True) for p, _ in params if p.get("in") == "formData"
         )
-        return Body(schema=None, base=op.base, required=False, form_parameters=form) if form else None
+        return (
+            Body(schema=None, base=op.base, required=False, form_parameters=form) if form else None
+        )
     body, base = doc.follow(op.operation.get("requestBody"), op.base)
     if not isinstance(body, dict):
         return None
@@ -385,7 +398,11 @@ def request_body(doc: RawDocument, op: Operation) -> Body | None:
         return None
     entry = content[_pick_media([str(m) for m in content])]
     schema = entry.get("schema") if isinstance(entry, dict) else None
-    return Body(schema=schema if schema is not None else {}, base=base, required=body.get("required") is True)
+    return Body(
+        schema=schema if schema is not None else {},
+        base=base,
+        required=body.get("required") is True,
+    )
 
 
 class Arguments(msgspec.Struct, frozen=True, kw_only=True):
@@ -423,9 +440,7 @@ def expected_arguments(doc: RawDocument, op: Operation) -> Arguments:
             readonly_required += required
             continue
         expected.append(Expected(location=where, name=name, required=required))
-    undeclared = tuple(
-        v for v in _template_variables(op.path) if v not in declared_path
-    )
+    undeclared = tuple(v for v in _template_variables(op.path) if v not in declared_path)
     body = request_body(doc, op)
     object_body = False
     members: list[str] = []
@@ -527,7 +542,7 @@ def _top_level(doc: RawDocument, schema: Any, base: str) -> frozenset[str]:
     """The property names the published root must hold: an object's members (``allOf``
     merged, write-only ones left out); ``result`` for anything wrapped; nothing to check
     for a polymorphic root (``oneOf``/``anyOf``)."""
-    node, node_base = doc.follow(schema, base)
+    node, _ = doc.follow(schema, base)
     if not isinstance(node, dict):
         return frozenset({"result"}) if node is not None else frozenset()
     if _is_nullable(node):
@@ -539,9 +554,11 @@ def _top_level(doc: RawDocument, schema: Any, base: str) -> frozenset[str]:
         return frozenset()
     shape = object_shape(doc, schema, base)
     if shape is None:
-        if kind == "object" or "additionalProperties" in node or "allOf" in node:
+        if kind == "object" or node.keys() & {"properties", "additionalProperties", "allOf"}:
             return frozenset()  # an object without fixed members: nothing to compare
         return frozenset({"result"})
     return frozenset(
-        name for name, (member, b) in shape.members.items() if not doc.flagged(member, b, "writeOnly")
+        name
+        for name, (member, b) in shape.members.items()
+        if not doc.flagged(member, b, "writeOnly")
     )

@@ -26,12 +26,21 @@ remembers each subtree by identity within one :class:`Scanner`.
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any, Final
 
 import msgspec
 
-__all__ = ["CUT", "Finding", "Scanner", "is_cut_marker", "node_findings", "pattern_problem", "raw_signatures"]
+__all__ = [
+    "CUT",
+    "Finding",
+    "Scanner",
+    "is_cut_marker",
+    "node_findings",
+    "pattern_problem",
+    "raw_signatures",
+]
 
 CUT: Final = "cut"
 """The kind of a finding that is no defect of satisfiability: a reference the size budget
@@ -41,19 +50,41 @@ Finding = tuple[str, str]
 """(kind, signature): the signature names the offending values, so that the same defect
 can be looked for in the raw document (passed on) or not (introduced)."""
 
-_SINGLE: Final = (
-    "additionalProperties",
-    "unevaluatedProperties",
-    "propertyNames",
-    "items",
-    "contains",
-    "unevaluatedItems",
-    "then",
-    "else",
-    "contentSchema",
+_SUBSCHEMAS: Final[dict[str, str]] = {
+    **dict.fromkeys(
+        (
+            "additionalProperties",
+            "unevaluatedProperties",
+            "propertyNames",
+            "contains",
+            "unevaluatedItems",
+            "then",
+            "else",
+            "contentSchema",
+        ),
+        "one",
+    ),
+    **dict.fromkeys(
+        ("properties", "patternProperties", "$defs", "dependentSchemas", "definitions"), "map"
+    ),
+    **dict.fromkeys(("allOf", "anyOf", "oneOf", "prefixItems"), "list"),
+    "items": "list",  # a list (draft 4 tuples) or one schema
+}
+"""Where subschemas are (``not`` and ``if`` left out on purpose)."""
+_CHECKED: Final = frozenset(
+    (
+        "enum",
+        "const",
+        "minimum",
+        "exclusiveMinimum",
+        "minLength",
+        "minItems",
+        "pattern",
+        "patternProperties",
+        "required",
+    )
 )
-_MAPS: Final = ("properties", "patternProperties", "$defs", "dependentSchemas", "definitions")
-_LISTS: Final = ("allOf", "anyOf", "oneOf", "prefixItems", "items")
+"""A schema with none of these keywords has nothing the rules look at."""
 _NUMERIC: Final = frozenset(("number", "integer"))
 _MAX_DEPTH: Final = 500
 _MARKER_KEYS: Final = frozenset(("description", "title", "$comment"))
@@ -81,8 +112,10 @@ def _json_types(value: Any) -> frozenset[str]:
     return frozenset(("object",))
 
 
-def _number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
+def _bound(node: dict[str, Any], key: str) -> int | float | None:
+    """A numeric keyword's value (booleans, as 3.0's exclusive flags, are no numbers)."""
+    value = node.get(key)
+    return value if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
 def is_cut_marker(node: Any) -> bool:
@@ -107,6 +140,7 @@ def _translate_ecma(pattern: str) -> str:
     return out.replace("[^]", r"[\s\S]")
 
 
+@functools.lru_cache(maxsize=65536)
 def pattern_problem(pattern: str) -> str | None:
     """Why ECMA-262 (unicode mode) refuses ``pattern``, or None when it compiles."""
     in_class = False
@@ -163,6 +197,8 @@ def node_findings(node: dict[str, Any], *, raw: bool = False) -> list[Finding]:
     exclusive bounds are ignored), for looking the same defects up in a raw document.
     """
     found: list[Finding] = []
+    if node.keys().isdisjoint(_CHECKED):
+        return found
     types = _types(node, raw=raw)
     enum = node.get("enum")
     if isinstance(enum, list):
@@ -173,15 +209,19 @@ def node_findings(node: dict[str, Any], *, raw: bool = False) -> list[Finding]:
     if "const" in node and types is not None and not _json_types(node["const"]) & types:
         found.append(("type-const", _dump(node["const"])))
     if types is not None and types <= _NUMERIC:
-        lows = [(node.get(k), k == "exclusiveMinimum") for k in ("minimum", "exclusiveMinimum")]
-        highs = [(node.get(k), k == "exclusiveMaximum") for k in ("maximum", "exclusiveMaximum")]
-        for low, low_open in ((v, o) for v, o in lows if _number(v)):
-            for high, high_open in ((v, o) for v, o in highs if _number(v)):
+        lows = [(_bound(node, k), k == "exclusiveMinimum") for k in ("minimum", "exclusiveMinimum")]
+        highs = [
+            (_bound(node, k), k == "exclusiveMaximum") for k in ("maximum", "exclusiveMaximum")
+        ]
+        for low, low_open in lows:
+            for high, high_open in highs:
+                if low is None or high is None:
+                    continue
                 if low > high or (low == high and (low_open or high_open)):
                     found.append(("min>max", _dump([low, high])))
     for lo, hi, only in (("minLength", "maxLength", "string"), ("minItems", "maxItems", "array")):
-        a, b = node.get(lo), node.get(hi)
-        if types == {only} and _number(a) and _number(b) and a > b:
+        a, b = _bound(node, lo), _bound(node, hi)
+        if types == frozenset((only,)) and a is not None and b is not None and a > b:
             found.append((f"{lo}>{hi}", _dump([a, b])))
     pattern = node.get("pattern")
     if isinstance(pattern, str) and pattern_problem(pattern):
@@ -191,7 +231,7 @@ def node_findings(node: dict[str, Any], *, raw: bool = False) -> list[Finding]:
     found.extend(("pattern", k) for k in keys if pattern_problem(k))
     required = node.get("required")
     if (
-        types == {"object"}
+        types == frozenset(("object",))
         and node.get("additionalProperties") is False
         and isinstance(required, list)
     ):
@@ -216,17 +256,16 @@ def _matches_any(name: str, patterns: list[str]) -> bool:
 
 def _children(node: dict[str, Any]) -> list[Any]:
     out: list[Any] = []
-    for key in _SINGLE:
-        if key in node:
-            out.append(node[key])
-    for key in _MAPS:
-        value = node.get(key)
-        if isinstance(value, dict):
-            out.extend(value.values())
-    for key in _LISTS:
-        value = node.get(key)
-        if isinstance(value, list):
+    for key, value in node.items():
+        shape = _SUBSCHEMAS.get(key)
+        if shape is None:
+            continue
+        if shape == "list" and isinstance(value, list):
             out.extend(value)
+        elif shape == "map" and isinstance(value, dict):
+            out.extend(value.values())
+        elif shape != "map":  # a single schema ("items" may be either)
+            out.append(value)
     return out
 
 
