@@ -130,7 +130,7 @@ _ROWS: list[tuple[str, str, str]] = [
         "0",
     ),
     (
-        "… required body members missing (of all, flattened bodies)",
+        "… required body members (or whole bodies) missing (of all)",
         "required_body_missing/required_body_expected",
         "0",
     ),

@@ -161,7 +161,9 @@ VERBS: Final = frozenset(
 _EXAMPLES: Final = 5  # kept per counter per document
 # A warning that a published schema holds a contradiction, as a fix would word it.
 _UNSAT_REASON: Final = re.compile(
-    r"unsatisf|impossible|can never|no value|contradict|cannot be satisfied", re.I
+    r"unsatisf|impossible|can never|never match|no value|contradict|cannot be satisfied"
+    r"|accepts nothing|matches nothing|rejects every",
+    re.I,
 )
 _CAMEL_1: Final = re.compile(r"([A-Z]+)([A-Z][a-z])")
 _CAMEL_2: Final = re.compile(r"([a-z0-9])([A-Z])")
@@ -280,12 +282,14 @@ def _present(
     claimed: set[str],
 ) -> str | None:
     """The argument carrying ``expected``: by the route's binding, else by the naming
-    rules of ``schema-conversion.md`` §4 (bare, ``<location>_<name>``, then ``_2``...)."""
+    rules of ``schema-conversion.md`` §4 (bare, ``<location>_<name>``, then ``_2``...;
+    a whole body is ``body``)."""
     bound = bindings.get((expected.location, expected.name))
     if bound is not None and bound in properties:
         return bound
-    base = f"{expected.location}_{expected.name}"
-    for candidate in (expected.name, base, *(f"{base}_{n}" for n in range(2, 10))):
+    name = expected.name or "body"  # a whole body is the argument "body"
+    base = f"{expected.location}_{name}"
+    for candidate in (name, base, *(f"{base}_{n}" for n in range(2, 10))):
         if candidate in properties and candidate not in claimed:
             return candidate
     return None

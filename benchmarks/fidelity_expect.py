@@ -260,7 +260,7 @@ class Expected(msgspec.Struct, frozen=True, kw_only=True):
     """An input the tool should take: where it goes on the wire and under what name."""
 
     location: str  # path, query, header, cookie, body
-    name: str  # the wire name (a parameter's name, or a body member's)
+    name: str  # the wire name (a parameter's name, a body member's, "" for a whole body)
     required: bool
 
 
@@ -459,6 +459,9 @@ def expected_arguments(doc: RawDocument, op: Operation) -> Arguments:
                 members.append(name)
                 expected.append(Expected(location="body", name=name, required=required))
             object_body = bool(members)
+        else:
+            # Any other body is sent whole: one argument (its wire name is empty).
+            expected.append(Expected(location="body", name="", required=body.required))
     return Arguments(
         expected=tuple(expected),
         readonly_required=readonly_required,

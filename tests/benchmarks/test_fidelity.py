@@ -165,6 +165,23 @@ def test_argument_renamed_by_the_clash_rule_is_found_by_name() -> None:
     assert counts["required_parameter_expected"] == 1
 
 
+def test_dropped_whole_body_is_a_missing_required_argument() -> None:
+    document = msgspec.json.decode(msgspec.json.encode(CLEAN))
+    body = document["paths"]["/pets/{petId}"]["put"]["requestBody"]
+    body["content"]["application/json"]["schema"] = {"type": "array", "items": PET}
+    raw, result = _convert(document)
+    assert _defects(_measure(raw, result)) == {}
+    (tool,) = result.tools
+    schema = dict(tool.definition.input_schema)
+    schema["properties"] = {k: v for k, v in schema["properties"].items() if k != "body"}
+    schema["required"] = [r for r in schema["required"] if r != "body"]
+    route = msgspec.structs.replace(
+        tool.route, bindings=tuple(b for b in tool.route.bindings if b.argument != "body")
+    )
+    counts = _measure(raw, _altered(result, input_schema=schema, route=route))
+    assert _defects(counts) == {"tools_missing_required": 1, "required_body_missing": 1}
+
+
 def test_definition_over_the_bound_is_counted() -> None:
     raw, result = _convert(CLEAN)
     counts = _measure(raw, _altered(result, description="x" * (BOUND + 1)))
