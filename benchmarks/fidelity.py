@@ -22,7 +22,14 @@ from benchmarks.fidelity_expect import (
     operations,
     response_schema,
 )
-from benchmarks.fidelity_unsat import CUT, Finding, Scanner, is_cut_marker, raw_signatures
+from benchmarks.fidelity_unsat import (
+    CUT,
+    Finding,
+    Scanner,
+    is_cut_marker,
+    passed_on,
+    raw_signatures,
+)
 from catalog.compact import MAX_SCHEMA_BYTES
 from catalog.config import SpecConfig
 from catalog.errors import SpecError
@@ -448,10 +455,10 @@ def _unsatisfiable(
     for kind, n in kinds.items():
         tally.add(f"unsat_{kind}", n)
     for finding in findings:
-        passed_on = finding in raw
+        was_there = passed_on(finding, raw)
         tally.add("unsat_locations")
         tally.add(
-            "unsat_passed_on" if passed_on else "unsat_introduced",
+            "unsat_passed_on" if was_there else "unsat_introduced",
             example=f"{where}: {finding[0]} {finding[1][:80]}",
         )
         tally.add(

@@ -38,6 +38,7 @@ __all__ = [
     "Scanner",
     "is_cut_marker",
     "node_findings",
+    "passed_on",
     "pattern_problem",
     "raw_signatures",
 ]
@@ -294,6 +295,17 @@ class Scanner:
         return found
 
 
+def passed_on(finding: Finding, raw: set[Finding]) -> bool:
+    """Whether the published ``finding`` was already in the raw document (``raw`` from
+    :func:`raw_signatures`)."""
+    kind, signature = finding
+    if finding in raw:
+        return True
+    if kind == "required-absent":
+        return all((kind, _dump([n])) in raw for n in msgspec.json.decode(signature))
+    return False
+
+
 def raw_signatures(tree: Any) -> set[Finding]:
     """The findings of every object anywhere in a raw document, read as OpenAPI schemas
     (a published defect found here too was passed on, else the conversion introduced it).
@@ -303,7 +315,11 @@ def raw_signatures(tree: Any) -> set[Finding]:
     while stack:
         item = stack.pop()
         if isinstance(item, dict):
-            found.update(node_findings(item, raw=True))
+            for kind, signature in node_findings(item, raw=True):
+                found.add((kind, signature))
+                if kind == "required-absent":
+                    # Conversion drops read-only names from ``required``: match name by name.
+                    found.update((kind, _dump([n])) for n in msgspec.json.decode(signature))
             stack.extend(item.values())
         elif isinstance(item, list):
             stack.extend(item)

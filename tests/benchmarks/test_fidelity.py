@@ -277,6 +277,24 @@ def test_unsatisfiable_location_passed_on_from_the_document() -> None:
     assert "unsat_introduced" not in counts
 
 
+def test_required_absent_less_a_read_only_name_is_still_passed_on() -> None:
+    # The document's own contradiction (required names that additionalProperties: false
+    # forbids, beside an allOf); the input drops the read-only one from required.
+    document = msgspec.json.decode(msgspec.json.encode(CLEAN))
+    document["components"]["schemas"]["Pet"]["properties"]["owner"] = {
+        "type": "object",
+        "additionalProperties": False,
+        "allOf": [{"properties": {"id": {"readOnly": True}, "name": {"type": "string"}}}],
+        "required": ["id", "name"],
+    }
+    raw, result = _convert(document)
+    owner = result.tools[0].definition.input_schema["properties"]["owner"]
+    assert owner["required"] == ["name"]  # what makes the input's finding differ
+    counts = _measure(raw, result)
+    assert counts["unsat_required-absent"] == 2  # the input's owner and the output's
+    assert "unsat_introduced" not in counts
+
+
 def test_shortened_name_that_lost_its_verb_is_counted() -> None:
     operation_id = "users.user.calendars.calendar.events.event.attachments." * 3 + "ListAll"
     document = msgspec.json.decode(msgspec.json.encode(CLEAN))
