@@ -90,6 +90,9 @@ _CHECKED: Final = frozenset(
 _NUMERIC: Final = frozenset(("number", "integer"))
 _MAX_DEPTH: Final = 500
 _MARKER_KEYS: Final = frozenset(("description", "title", "$comment"))
+# How a stub for an unexpanded reference says so (today "not expanded (the schema is too
+# large)"; a reworded one should still be recognised).
+_CUT_WORDS: Final = re.compile(r"not expanded|schema is too large", re.I)
 # ECMA-262 group openers: (?: (?= (?! (?<= (?<! (?<name>, and ES2025 modifiers (?i-m:.
 _ECMA_GROUP: Final = re.compile(r"\(\?(?::|=|!|<=|<!|<[A-Za-z_$]|[ims]*-?[ims]*:)")
 
@@ -122,12 +125,12 @@ def _bound(node: dict[str, Any], key: str) -> int | float | None:
 
 def is_cut_marker(node: Any) -> bool:
     """Whether ``node`` is what the size budget publishes for a reference it did not
-    expand: a schema holding only annotations, one saying "not expanded"."""
+    expand: a schema holding only annotations, one saying it was not expanded."""
     return (
         isinstance(node, dict)
         and bool(node)
         and node.keys() <= _MARKER_KEYS
-        and any(isinstance(v, str) and "not expanded" in v for v in node.values())
+        and any(isinstance(v, str) and _CUT_WORDS.search(v) for v in node.values())
     )
 
 
