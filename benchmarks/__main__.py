@@ -26,6 +26,7 @@ from catalog.index_schema import SCHEMA_VERSION
 HERE = Path(__file__).resolve().parent
 ORDER = [
     "convert",
+    "fidelity",
     "index",
     "search_quality",
     "search_latency",
