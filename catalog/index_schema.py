@@ -26,12 +26,13 @@ searches, which always select cards, never return them.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from itertools import chain
+from itertools import chain, pairwise
 from typing import Final, Literal
 
 import msgspec
 import tantivy
 
+from catalog.english import phrase_words
 from catalog.fold import WordFolder, edge_grams, fold_tag, fold_words
 from catalog.model import CatalogTool, Problem, Route, SearchFields, SecurityPolicy
 from catalog.visibility import visibility_hash, visibility_key
@@ -75,9 +76,10 @@ __all__ = [
     "visibility_summary",
 ]
 
-SCHEMA_VERSION: Final = 11
+SCHEMA_VERSION: Final = 12
 """Bumped on any change to the fields below or to what they hold, a conversion rule's
-included (11: the meta record names the directories that cannot be listed; values JSON
+included (12: a tool's title (its card description) in ``title``, ``pairs`` and
+``whole``; 11: the meta record names the directories that cannot be listed; values JSON
 cannot hold, flags through allOf, an allOf beside a 3.1 $ref, joined collectionFormats,
 multipart parts in the route, form body members' styles, a curated value JSON cannot
 hold, a oneOf of objects as an object root; 10: a 3.1 parameter reference's
@@ -98,6 +100,7 @@ with cards alone (with 8 a pooled figure moved); a tool's first load in a catalo
 reads its group's ~100 KB stored document (~0.25 ms; 32 tools: ~0.43 ms)."""
 
 FIELD_BOOSTS: Final[dict[str, float]] = {
+    "title": 2.0,
     "name": 4.0,
     "terms": 3.0,
     "tagtext": 2.0,
@@ -106,6 +109,13 @@ FIELD_BOOSTS: Final[dict[str, float]] = {
     "desc": 1.0,
 }
 """Edge n-gram prefix fields and their ranking weights (search-semantics.md, Ranking)."""
+
+PAIRS: Final = "pairs"
+"""Raw field: each two adjacent phrase words of a tool's title, ``"list pull"``
+(:func:`catalog.english.phrase_words`): the title says two of the query's words in order."""
+WHOLE: Final = "whole"
+"""Raw field: all of a tool's title phrase words as one term, ``"list pull request"``: the
+query says the whole title, in order."""
 
 _EXACT: Final = "exact"  # every folded word of every field, whole: exact word beats prefix
 _ANY: Final = "any"  # every folded word of every field, once, as edge n-grams: one posting
@@ -167,6 +177,8 @@ def build_schema() -> tantivy.Schema:
     for field in FIELD_BOOSTS:
         sb.add_text_field(field, tokenizer_name=EDGE_TOKENIZER, index_option="freq")
     sb.add_text_field(_EXACT, tokenizer_name="raw", index_option="freq")
+    sb.add_text_field(PAIRS, tokenizer_name="raw", index_option="freq")
+    sb.add_text_field(WHOLE, tokenizer_name="raw", index_option="basic")
     sb.add_text_field(_ANY, tokenizer_name=EDGE_TOKENIZER, index_option="basic")
     sb.add_text_field("tags", tokenizer_name="raw", index_option="basic")
     # stored: a search result's visibility key, read without the tool's payload
@@ -200,6 +212,15 @@ _META: Final = msgspec.json.Decoder(IndexMeta)
 _SEARCH: Final = msgspec.msgpack.Decoder(SearchFields)
 
 
+class _Title(msgspec.Struct, frozen=True):
+    """The part of a stored card a tool's title comes from."""
+
+    description: str
+
+
+_CARD_TITLE: Final = msgspec.json.Decoder(_Title)
+
+
 class ToolFields(msgspec.Struct, frozen=True, kw_only=True, array_like=True):
     """A tool's document content, folded and encoded, without its ordinal.
 
@@ -212,6 +233,8 @@ class ToolFields(msgspec.Struct, frozen=True, kw_only=True, array_like=True):
     source: str
     words: tuple[tuple[str, list[str]], ...]  # (edge field, its folded words in order)
     exact: tuple[str, ...]  # every word of every edge field, once, sorted (`any` too)
+    pairs: tuple[str, ...]  # the title's adjacent phrase-word pairs, in order
+    whole: str  # the title's phrase words as one term ("" when it has none)
     tags: tuple[str, ...]
     visibility_key: str
     card: bytes
@@ -282,7 +305,10 @@ def _fields(
     def fold_all(values: Sequence[str]) -> list[str]:
         return list(chain.from_iterable(map(fold, values)))
 
+    title = fold(_CARD_TITLE.decode(card).description)
+    phrase = phrase_words(title)
     texts = {
+        "title": title,
         "name": fold(search.name),
         "terms": fold_all(search.terms),
         "tagtext": fold_all(search.tags),
@@ -296,6 +322,8 @@ def _fields(
         source=source,
         words=tuple(texts.items()),
         exact=words,
+        pairs=tuple(f"{a} {b}" for a, b in pairwise(phrase)),
+        whole=" ".join(phrase),
         tags=tuple(sorted({fold_tag(t) for t in search.tags} - {""})),
         visibility_key=visibility_key,
         card=card,
@@ -316,6 +344,10 @@ def fields_document(fields: ToolFields, *, ordinal: int) -> tantivy.Document:
     doc.add_text(_ANY, edge_grams(fields.exact))
     for word in fields.exact:
         doc.add_text(_EXACT, word)
+    for pair in fields.pairs:
+        doc.add_text(PAIRS, pair)
+    if fields.whole:
+        doc.add_text(WHOLE, fields.whole)
     for tag in fields.tags:
         doc.add_text("tags", tag)
     doc.add_text("vis", fields.visibility_key)
@@ -398,6 +430,7 @@ class CardDocument(msgspec.Struct, frozen=True, array_like=True):
 
     id: str
     source: str
+    title: list[str]
     name: list[str]
     terms: list[str]
     tagtext: list[str]
@@ -405,6 +438,8 @@ class CardDocument(msgspec.Struct, frozen=True, array_like=True):
     route: list[str]
     desc: list[str]
     exact: tuple[str, ...]  # every word above once, sorted: ``any`` holds their n-grams
+    pairs: tuple[str, ...]
+    whole: tuple[str, ...]  # the whole title term, or nothing
     tags: tuple[str, ...]
     vis: str
     visk: int
@@ -417,6 +452,7 @@ def card_document(fields: ToolFields) -> CardDocument:
     return CardDocument(
         fields.id,
         fields.source,
+        words["title"],
         words["name"],
         words["terms"],
         words["tagtext"],
@@ -424,6 +460,8 @@ def card_document(fields: ToolFields) -> CardDocument:
         words["route"],
         words["desc"],
         fields.exact,
+        fields.pairs,
+        (fields.whole,) if fields.whole else (),
         fields.tags,
         fields.visibility_key,
         visibility_hash(fields.visibility_key),
@@ -442,6 +480,7 @@ class JsonDocument(msgspec.Struct, frozen=True, kw_only=True):
     ord: int
     id: str
     source: str
+    title: str
     name: str
     terms: str
     tagtext: str
@@ -450,6 +489,8 @@ class JsonDocument(msgspec.Struct, frozen=True, kw_only=True):
     desc: str
     exact: tuple[str, ...]
     any: str
+    pairs: tuple[str, ...]
+    whole: tuple[str, ...]
     tags: tuple[str, ...]
     vis: str
     visk: int
@@ -471,6 +512,7 @@ def card_json(
             ord=ordinal,
             id=document.id,
             source=document.source,
+            title=expand(document.title),
             name=expand(document.name),
             terms=expand(document.terms),
             tagtext=expand(document.tagtext),
@@ -479,6 +521,8 @@ def card_json(
             desc=expand(document.desc),
             exact=document.exact,
             any=expand(document.exact),
+            pairs=document.pairs,
+            whole=document.whole,
             tags=document.tags,
             vis=document.vis,
             visk=document.visk,

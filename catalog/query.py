@@ -28,14 +28,16 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Collection
+from itertools import pairwise
 from typing import Any, Final, Literal
 
 import msgspec
 import tantivy
 
+from catalog.english import STOP_WORDS, VERB_GROUPS, phrase_words, stem, verb_group
 from catalog.errors import InvalidSearchArguments
 from catalog.fold import MAX_GRAM, fold_tag, fold_words
-from catalog.index_schema import FIELD_BOOSTS
+from catalog.index_schema import FIELD_BOOSTS, PAIRS, WHOLE
 
 __all__ = [
     "COORDINATION",
@@ -43,17 +45,23 @@ __all__ = [
     "EXACT_BOOST",
     "LOOKUP",
     "MAX_LIMIT",
+    "MAX_SPAN",
+    "PAIR_BOOST",
     "STOP_WORDS",
     "VERB_EXACT_BOOST",
     "VERB_GROUPS",
     "VERB_WEIGHT",
+    "WHOLE_BOOST",
     "Keyword",
+    "Phrases",
     "SearchRequest",
     "clamp_request",
     "filter_query",
     "folded_tags",
     "keyword_terms",
     "keywords",
+    "phrase_terms",
+    "phrases",
     "rank_query",
     "stem",
     "value_words",
@@ -73,113 +81,22 @@ recall@5 on WAPIIBench and prevents top-k pruning)."""
 EXACT_BOOST: Final = 2.0
 """Weight of the whole-word bonus: ``order`` ranks ``order`` above ``orders``."""
 
-STOP_WORDS: Final = frozenset(
-    [
-        "a",
-        "an",
-        "and",
-        "any",
-        "are",
-        "as",
-        "at",
-        "be",
-        "been",
-        "being",
-        "but",
-        "by",
-        "can",
-        "could",
-        "did",
-        "do",
-        "does",
-        "for",
-        "from",
-        "give",
-        "have",
-        "has",
-        "had",
-        "he",
-        "her",
-        "here",
-        "his",
-        "how",
-        "i",
-        "if",
-        "in",
-        "into",
-        "is",
-        "it",
-        "its",
-        "itself",
-        "me",
-        "my",
-        "of",
-        "on",
-        "or",
-        "our",
-        "please",
-        "she",
-        "should",
-        "show",
-        "so",
-        "some",
-        "such",
-        "tell",
-        "than",
-        "that",
-        "the",
-        "their",
-        "them",
-        "then",
-        "there",
-        "these",
-        "they",
-        "this",
-        "those",
-        "to",
-        "us",
-        "want",
-        "was",
-        "we",
-        "were",
-        "what",
-        "when",
-        "where",
-        "which",
-        "while",
-        "who",
-        "whom",
-        "whose",
-        "why",
-        "will",
-        "with",
-        "would",
-        "you",
-        "your",
-    ]
-)
-"""English function words and request phrasing ("give me", "please", "show", "tell"),
-dropped from a query that has any other word. Domain words are never listed here."""
-
-VERB_GROUPS: Final = (
-    ("get", "retrieve", "fetch", "read", "obtain"),
-    ("create", "add", "new", "insert", "make"),
-    ("update", "set", "modify", "change", "edit", "patch", "rename"),
-    ("delete", "remove", "erase", "destroy"),
-)
-"""Generic CRUD verbs that name the same kind of operation in any API (HTTP's own method
-names among them). A keyword in a group also matches the group's other verbs, weaker.
-No API's nouns are listed: a rule that helps one API only is not a rule."""
-
 VERB_WEIGHT: Final = 0.5
 """How much a verb of the keyword's group counts, against the keyword itself."""
 
 VERB_EXACT_BOOST: Final = 6.0
 """Weight of BM25 of a group verb's whole-word match (times ``VERB_WEIGHT``)."""
 
-_ALTERNATIVES: Final = {verb: group for group in VERB_GROUPS for verb in group}
-_MIN_STEM: Final = 3
 _RUN: Final = re.compile(r"[^\W_]+")  # the runs fold_words splits a text into
+
+PAIR_BOOST: Final = 2.0
+"""Weight of BM25 of a pair of adjacent query words said, in order, by a tool's title."""
+
+WHOLE_BOOST: Final = 4.0
+"""Weight of BM25 of a tool's whole title said, in order, by the query."""
+
+MAX_SPAN: Final = 8
+"""The longest run of query phrase words compared with whole titles (titles are short)."""
 
 LOOKUP: Final = "search"
 """The keyword added when a query names something the catalog has no word for (see
@@ -193,6 +110,15 @@ class SearchRequest(msgspec.Struct, frozen=True, kw_only=True):
     limit: int = DEFAULT_LIMIT
     detail: Literal["card", "schema"] = "card"
     tags: tuple[str, ...] = ()
+
+
+class Phrases(msgspec.Struct, frozen=True):
+    """A query's phrase evidence (:func:`phrases`): adjacent pairs of its phrase words,
+    and every run of them a whole title could be.
+    """
+
+    pairs: tuple[str, ...] = ()
+    spans: tuple[str, ...] = ()
 
 
 class Keyword(msgspec.Struct, frozen=True):
@@ -279,48 +205,6 @@ def clamp_request(arguments: dict[str, Any]) -> SearchRequest:
     return SearchRequest(query=query, limit=limit, detail=detail, tags=tags)
 
 
-def stem(word: str) -> str:
-    """A light English suffix strip, applied to query keywords only.
-
-    The result is always a prefix of ``word`` (at least three characters), so a stemmed
-    keyword still matches every word the keyword itself would, and a few more:
-    ``movies`` → ``movie``, ``categories`` → ``categor``, ``matches`` → ``match``,
-    ``directed`` → ``direct``, ``playing`` → ``play``. ``-ing``/``-ed`` are stripped only
-    when at least four characters holding a vowel remain (``string``, ``speed`` stay).
-    """
-    if len(word) <= _MIN_STEM or not word.isalpha():
-        return word
-    if word.endswith("ies") and len(word) - 3 >= _MIN_STEM + 1:
-        return word[:-3]
-    if word.endswith(("sses", "shes", "ches", "xes", "zes")) and len(word) - 2 >= _MIN_STEM:
-        return word[:-2]
-    if word.endswith("s") and not word.endswith(("ss", "us", "is")):
-        return word[:-1]
-    for suffix in ("ing", "ed"):
-        if word.endswith(suffix):
-            head = word[: -len(suffix)]
-            if len(head) >= _MIN_STEM + 1 and any(c in "aeiouy" for c in head):
-                return head
-    return word
-
-
-def _verb_group(word: str, prefix: str) -> tuple[str, ...]:
-    """The verb group of a keyword: its word, its stem, or a verb its stem cut one
-    letter short of (``updated`` → ``updat`` → ``update``).
-    """
-    group = _ALTERNATIVES.get(word) or _ALTERNATIVES.get(prefix)
-    if group is None:
-        group = next(
-            (
-                g
-                for v, g in _ALTERNATIVES.items()
-                if len(v) == len(prefix) + 1 and v.startswith(prefix)
-            ),
-            None,
-        )
-    return group or ()
-
-
 def keywords(query: str) -> tuple[Keyword, ...]:
     """The query's keywords in query order, without duplicates.
 
@@ -336,10 +220,24 @@ def keywords(query: str) -> tuple[Keyword, ...]:
     for word in words:
         prefix = stem(word)[:MAX_GRAM]
         if prefix not in out:
-            group = _verb_group(word, prefix)
+            group = verb_group(word, prefix)
             others = tuple(v for v in group if v not in (word, prefix))
             out[prefix] = Keyword(word=word, prefix=prefix, alternatives=others)
     return tuple(out.values())
+
+
+def phrases(query: str) -> Phrases:
+    """The pair and whole-title terms of ``query``, made by the function that made the
+    titles' (:func:`catalog.english.phrase_words`), without duplicates.
+    """
+    words = phrase_words(fold_words(query))
+    pairs = dict.fromkeys(f"{a} {b}" for a, b in pairwise(words))
+    spans = dict.fromkeys(
+        " ".join(words[i:j])
+        for i in range(len(words))
+        for j in range(i + 2, min(len(words), i + MAX_SPAN) + 1)
+    )
+    return Phrases(pairs=tuple(pairs), spans=tuple(spans))
 
 
 def value_words(query: str) -> frozenset[str]:
@@ -414,7 +312,7 @@ def filter_query(
 
 
 def _term(schema: tantivy.Schema, field: str, value: str, boost: float) -> tantivy.Query:
-    option = "basic" if field == "any" else "freq"
+    option = "basic" if field in ("any", WHOLE) else "freq"
     term = tantivy.Query.term_query(schema, field, value, index_option=option)
     return tantivy.Query.boost_query(term, boost)
 
@@ -431,8 +329,18 @@ def keyword_terms(schema: tantivy.Schema, keyword: Keyword) -> list[tantivy.Quer
     return terms
 
 
+def phrase_terms(schema: tantivy.Schema, evidence: Phrases) -> list[tantivy.Query]:
+    """The boosted term queries of a query's phrase evidence (search-semantics.md §5)."""
+    terms = [_term(schema, PAIRS, pair, PAIR_BOOST) for pair in evidence.pairs]
+    terms += [_term(schema, WHOLE, span, WHOLE_BOOST) for span in evidence.spans]
+    return terms
+
+
 def rank_query(
-    schema: tantivy.Schema, filters: tantivy.Query | None, words: tuple[Keyword, ...]
+    schema: tantivy.Schema,
+    filters: tantivy.Query | None,
+    words: tuple[Keyword, ...],
+    evidence: Phrases | None = None,
 ) -> tantivy.Query:
     """The documents the keywords rank: one flat disjunction of boosted term queries.
 
@@ -442,9 +350,10 @@ def rank_query(
     every match, so block-max WAND never applies.) ``filters`` is None when nothing is
     filtered (the ``__meta__`` document has no searchable words).
     """
-    group = tantivy.Query.boolean_query(
-        [(tantivy.Occur.Should, q) for k in words for q in keyword_terms(schema, k)]
-    )
+    terms = [q for k in words for q in keyword_terms(schema, k)]
+    if evidence is not None:
+        terms += phrase_terms(schema, evidence)
+    group = tantivy.Query.boolean_query([(tantivy.Occur.Should, q) for q in terms])
     if filters is None:
         return group
     return tantivy.Query.boolean_query([(tantivy.Occur.Must, filters), (tantivy.Occur.Must, group)])

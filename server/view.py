@@ -53,6 +53,7 @@ from catalog.query import (
     filter_query,
     folded_tags,
     keywords,
+    phrases,
     rank_query,
     value_words,
     with_lookup,
@@ -269,16 +270,17 @@ class CatalogView:
             self._known_to(state),
             values=value_words(request.query),
         )
+        evidence = phrases(request.query)
         page: list[tantivy.DocAddress] | None = None
         if not words:
             page = []
         elif unfiltered:
             share = max(1, self._tool_count()) / total  # tools per visible one
             page = self._ranked_visible(
-                rank_query(self.schema, None, words), limit, state.hashes, share
+                rank_query(self.schema, None, words, evidence), limit, state.hashes, share
             )
         if page is None:
-            ranking = rank_query(self.schema, None if everything else filters, words)
+            ranking = rank_query(self.schema, None if everything else filters, words, evidence)
             page = self._ranked(ranking, limit)
         if len(page) < limit:
             taken = {_key(a) for a in page}
