@@ -14,8 +14,10 @@ from typing import Final
 from catalog.fold import MAX_GRAM
 
 __all__ = [
+    "INTENT_METHODS",
     "STOP_WORDS",
     "VERB_GROUPS",
+    "intent_methods",
     "phrase_words",
     "stem",
     "verb_group",
@@ -184,3 +186,30 @@ def phrase_words(words: Iterable[str]) -> list[str]:
         if not out or out[-1] != canonical:
             out.append(canonical)
     return out
+
+
+INTENT_METHODS: Final = {
+    **dict.fromkeys(("get", "list", "show", "find", "view", "lookup", "search"), ("get",)),
+    "create": ("post",),
+    "delete": ("delete",),
+    "update": ("patch", "put"),
+}
+"""The HTTP methods a request verb implies. Keys are phrase words (:func:`phrase_words`),
+so a verb stands for its whole group (``fetch`` and ``read`` are ``get``, ``add`` and
+``new`` are ``create``, ``remove`` is ``delete``, ``edit`` and ``rename`` are ``update``);
+``show`` is a stop word, looked up before stop words are dropped."""
+
+
+def intent_methods(words: Iterable[str], *, within: int) -> tuple[str, ...]:
+    """The methods implied by the first request verb among the first ``within`` folded
+    ``words`` (stop words included: ``show me``), or nothing when none is there.
+    """
+    for position, word in enumerate(words):
+        if position >= within:
+            break
+        prefix = stem(word)[:MAX_GRAM]
+        group = verb_group(word, prefix)
+        methods = INTENT_METHODS.get(group[0] if group else word)
+        if methods:
+            return methods
+    return ()

@@ -117,6 +117,10 @@ WHOLE: Final = "whole"
 """Raw field: all of a tool's title phrase words as one term, ``"list pull request"``: the
 query says the whole title, in order."""
 
+ACTS: Final = "acts"
+"""Raw field: the tool's HTTP method before each phrase word of its title and name,
+``"get pull"``: the request verb's method (``list`` → GET) together with a keyword."""
+
 _EXACT: Final = "exact"  # every folded word of every field, whole: exact word beats prefix
 _ANY: Final = "any"  # every folded word of every field, once, as edge n-grams: one posting
 # list tells whether a keyword prefixes any word of a tool (coordination, search-semantics §5)
@@ -179,6 +183,7 @@ def build_schema() -> tantivy.Schema:
     sb.add_text_field(_EXACT, tokenizer_name="raw", index_option="freq")
     sb.add_text_field(PAIRS, tokenizer_name="raw", index_option="freq")
     sb.add_text_field(WHOLE, tokenizer_name="raw", index_option="basic")
+    sb.add_text_field(ACTS, tokenizer_name="raw", index_option="basic")
     sb.add_text_field(_ANY, tokenizer_name=EDGE_TOKENIZER, index_option="basic")
     sb.add_text_field("tags", tokenizer_name="raw", index_option="basic")
     # stored: a search result's visibility key, read without the tool's payload
@@ -235,6 +240,7 @@ class ToolFields(msgspec.Struct, frozen=True, kw_only=True, array_like=True):
     exact: tuple[str, ...]  # every word of every edge field, once, sorted (`any` too)
     pairs: tuple[str, ...]  # the title's adjacent phrase-word pairs, in order
     whole: str  # the title's phrase words as one term ("" when it has none)
+    acts: tuple[str, ...]  # "method word" for each phrase word of the title and name, sorted
     tags: tuple[str, ...]
     visibility_key: str
     card: bytes
@@ -317,6 +323,8 @@ def _fields(
         "desc": fold(search.description),
     }
     words = tuple(sorted(set(chain.from_iterable(texts.values()))))
+    method = search.route.split(" ", 1)[0].lower()
+    acts = sorted({f"{method} {w}" for w in phrase_words(title + texts["name"])})
     return ToolFields(
         id=part.name,
         source=source,
@@ -324,6 +332,7 @@ def _fields(
         exact=words,
         pairs=tuple(f"{a} {b}" for a, b in pairwise(phrase)),
         whole=" ".join(phrase),
+        acts=tuple(acts) if method else (),
         tags=tuple(sorted({fold_tag(t) for t in search.tags} - {""})),
         visibility_key=visibility_key,
         card=card,
@@ -348,6 +357,8 @@ def fields_document(fields: ToolFields, *, ordinal: int) -> tantivy.Document:
         doc.add_text(PAIRS, pair)
     if fields.whole:
         doc.add_text(WHOLE, fields.whole)
+    for act in fields.acts:
+        doc.add_text(ACTS, act)
     for tag in fields.tags:
         doc.add_text("tags", tag)
     doc.add_text("vis", fields.visibility_key)
@@ -440,6 +451,7 @@ class CardDocument(msgspec.Struct, frozen=True, array_like=True):
     exact: tuple[str, ...]  # every word above once, sorted: ``any`` holds their n-grams
     pairs: tuple[str, ...]
     whole: tuple[str, ...]  # the whole title term, or nothing
+    acts: tuple[str, ...]
     tags: tuple[str, ...]
     vis: str
     visk: int
@@ -462,6 +474,7 @@ def card_document(fields: ToolFields) -> CardDocument:
         fields.exact,
         fields.pairs,
         (fields.whole,) if fields.whole else (),
+        fields.acts,
         fields.tags,
         fields.visibility_key,
         visibility_hash(fields.visibility_key),
@@ -491,6 +504,7 @@ class JsonDocument(msgspec.Struct, frozen=True, kw_only=True):
     any: str
     pairs: tuple[str, ...]
     whole: tuple[str, ...]
+    acts: tuple[str, ...]
     tags: tuple[str, ...]
     vis: str
     visk: int
@@ -523,6 +537,7 @@ def card_json(
             any=expand(document.exact),
             pairs=document.pairs,
             whole=document.whole,
+            acts=document.acts,
             tags=document.tags,
             vis=document.vis,
             visk=document.visk,

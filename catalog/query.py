@@ -34,12 +34,20 @@ from typing import Any, Final, Literal
 import msgspec
 import tantivy
 
-from catalog.english import STOP_WORDS, VERB_GROUPS, phrase_words, stem, verb_group
+from catalog.english import (
+    STOP_WORDS,
+    VERB_GROUPS,
+    intent_methods,
+    phrase_words,
+    stem,
+    verb_group,
+)
 from catalog.errors import InvalidSearchArguments
 from catalog.fold import MAX_GRAM, fold_tag, fold_words
-from catalog.index_schema import FIELD_BOOSTS, PAIRS, WHOLE
+from catalog.index_schema import ACTS, FIELD_BOOSTS, PAIRS, WHOLE
 
 __all__ = [
+    "ACT_BOOST",
     "COORDINATION",
     "DEFAULT_LIMIT",
     "EXACT_BOOST",
@@ -51,6 +59,7 @@ __all__ = [
     "VERB_EXACT_BOOST",
     "VERB_GROUPS",
     "VERB_WEIGHT",
+    "VERB_WITHIN",
     "WHOLE_BOOST",
     "Keyword",
     "Phrases",
@@ -95,6 +104,13 @@ PAIR_BOOST: Final = 2.0
 WHOLE_BOOST: Final = 4.0
 """Weight of BM25 of a tool's whole title said, in order, by the query."""
 
+ACT_BOOST: Final = 2.0
+"""Weight of BM25 of a keyword said by a tool whose HTTP method the request verb implies."""
+
+VERB_WITHIN: Final = 3
+"""A request verb implies a method only among the query's first words (``list ...``,
+``please delete ...``); deeper in a long task a verb tells less about the operation."""
+
 MAX_SPAN: Final = 8
 """The longest run of query phrase words compared with whole titles (titles are short)."""
 
@@ -114,11 +130,13 @@ class SearchRequest(msgspec.Struct, frozen=True, kw_only=True):
 
 class Phrases(msgspec.Struct, frozen=True):
     """A query's phrase evidence (:func:`phrases`): adjacent pairs of its phrase words,
-    and every run of them a whole title could be.
+    every run of them a whole title could be, and its keywords under the methods its
+    request verb implies.
     """
 
     pairs: tuple[str, ...] = ()
     spans: tuple[str, ...] = ()
+    acts: tuple[str, ...] = ()  # "method word": a keyword under the verb's method
 
 
 class Keyword(msgspec.Struct, frozen=True):
@@ -230,14 +248,17 @@ def phrases(query: str) -> Phrases:
     """The pair and whole-title terms of ``query``, made by the function that made the
     titles' (:func:`catalog.english.phrase_words`), without duplicates.
     """
-    words = phrase_words(fold_words(query))
+    folded = fold_words(query)
+    words = phrase_words(folded)
+    methods = intent_methods(folded, within=VERB_WITHIN)
+    acts = dict.fromkeys(f"{m} {w}" for m in methods for w in words)
     pairs = dict.fromkeys(f"{a} {b}" for a, b in pairwise(words))
     spans = dict.fromkeys(
         " ".join(words[i:j])
         for i in range(len(words))
         for j in range(i + 2, min(len(words), i + MAX_SPAN) + 1)
     )
-    return Phrases(pairs=tuple(pairs), spans=tuple(spans))
+    return Phrases(pairs=tuple(pairs), spans=tuple(spans), acts=tuple(acts))
 
 
 def value_words(query: str) -> frozenset[str]:
@@ -312,7 +333,7 @@ def filter_query(
 
 
 def _term(schema: tantivy.Schema, field: str, value: str, boost: float) -> tantivy.Query:
-    option = "basic" if field in ("any", WHOLE) else "freq"
+    option = "basic" if field in ("any", WHOLE, ACTS) else "freq"
     term = tantivy.Query.term_query(schema, field, value, index_option=option)
     return tantivy.Query.boost_query(term, boost)
 
@@ -333,6 +354,7 @@ def phrase_terms(schema: tantivy.Schema, evidence: Phrases) -> list[tantivy.Quer
     """The boosted term queries of a query's phrase evidence (search-semantics.md §5)."""
     terms = [_term(schema, PAIRS, pair, PAIR_BOOST) for pair in evidence.pairs]
     terms += [_term(schema, WHOLE, span, WHOLE_BOOST) for span in evidence.spans]
+    terms += [_term(schema, ACTS, act, ACT_BOOST) for act in evidence.acts]
     return terms
 
 

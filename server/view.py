@@ -265,12 +265,12 @@ class CatalogView:
         unfiltered: bool,
     ) -> list[tantivy.DocAddress]:
         limit = min(request.limit, total)
+        evidence = phrases(request.query)
         words = with_lookup(
             keywords(request.query),
             self._known_to(state),
             values=value_words(request.query),
         )
-        evidence = phrases(request.query)
         page: list[tantivy.DocAddress] | None = None
         if not words:
             page = []
