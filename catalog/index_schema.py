@@ -101,7 +101,7 @@ reads its group's ~100 KB stored document (~0.25 ms; 32 tools: ~0.43 ms)."""
 
 FIELD_BOOSTS: Final[dict[str, float]] = {
     "title": 2.0,
-    "name": 4.0,
+    "name": 2.0,
     "terms": 3.0,
     "tagtext": 2.0,
     "args": 1.5,
