@@ -54,6 +54,7 @@ __all__ = [
     "LOOKUP",
     "MAX_LIMIT",
     "MAX_SPAN",
+    "NEAR_BOOST",
     "PAIR_BOOST",
     "STOP_WORDS",
     "VERB_EXACT_BOOST",
@@ -101,6 +102,10 @@ _RUN: Final = re.compile(r"[^\W_]+")  # the runs fold_words splits a text into
 PAIR_BOOST: Final = 2.0
 """Weight of BM25 of a pair of adjacent query words said, in order, by a tool's title."""
 
+NEAR_BOOST: Final = 1.0
+"""Weight of a pair the title says adjacent and the query with one word between
+(``list all users`` and ``List users``)."""
+
 WHOLE_BOOST: Final = 4.0
 """Weight of BM25 of a tool's whole title said, in order, by the query."""
 
@@ -135,6 +140,7 @@ class Phrases(msgspec.Struct, frozen=True):
     """
 
     pairs: tuple[str, ...] = ()
+    near: tuple[str, ...] = ()  # words one apart in the query (``list all users``)
     spans: tuple[str, ...] = ()
     acts: tuple[str, ...] = ()  # "method word": a keyword under the verb's method
 
@@ -253,12 +259,14 @@ def phrases(query: str) -> Phrases:
     methods = intent_methods(folded, within=VERB_WITHIN)
     acts = dict.fromkeys(f"{m} {w}" for m in methods for w in words)
     pairs = dict.fromkeys(f"{a} {b}" for a, b in pairwise(words))
+    near = dict.fromkeys(f"{a} {b}" for a, b in zip(words, words[2:], strict=False))
+    near = {pair: None for pair in near if pair not in pairs}
     spans = dict.fromkeys(
         " ".join(words[i:j])
         for i in range(len(words))
         for j in range(i + 2, min(len(words), i + MAX_SPAN) + 1)
     )
-    return Phrases(pairs=tuple(pairs), spans=tuple(spans), acts=tuple(acts))
+    return Phrases(pairs=tuple(pairs), near=tuple(near), spans=tuple(spans), acts=tuple(acts))
 
 
 def value_words(query: str) -> frozenset[str]:
@@ -353,6 +361,7 @@ def keyword_terms(schema: tantivy.Schema, keyword: Keyword) -> list[tantivy.Quer
 def phrase_terms(schema: tantivy.Schema, evidence: Phrases) -> list[tantivy.Query]:
     """The boosted term queries of a query's phrase evidence (search-semantics.md §5)."""
     terms = [_term(schema, PAIRS, pair, PAIR_BOOST) for pair in evidence.pairs]
+    terms += [_term(schema, PAIRS, pair, NEAR_BOOST) for pair in evidence.near]
     terms += [_term(schema, WHOLE, span, WHOLE_BOOST) for span in evidence.spans]
     terms += [_term(schema, ACTS, act, ACT_BOOST) for act in evidence.acts]
     return terms
