@@ -3,9 +3,10 @@
 Pure: no I/O (tantivy ``Query`` objects are values). Normative in
 ``catalog/spec/search-semantics.md``; the rules it implements:
 
-* ``clamp_request``: ``limit`` to 1..50 (absent 20), ``detail`` to ``"card"`` unless it is
-  exactly ``"schema"``, ``tags`` kept whole (never clamped: dropping a tag widens the
-  answer). Values of a kind no clamp can repair raise :class:`InvalidSearchArguments`.
+* ``clamp_request``: ``limit`` to 1..50 (absent or no number: 20), ``detail`` to
+  ``"card"`` unless it is exactly ``"schema"``, ``tags`` kept whole (never clamped:
+  dropping a tag widens the answer). A ``query`` or ``tags`` of the wrong kind raise
+  :class:`InvalidSearchArguments`.
 * ``keywords``: the query folded by :func:`catalog.fold.fold_words` (the index-time
   function), English stop words dropped when anything else remains, each word lightly
   stemmed (a shorter prefix only widens what it matches) and cut to ``MAX_GRAM``.
@@ -155,12 +156,14 @@ class Keyword(msgspec.Struct, frozen=True):
     alternatives: tuple[str, ...] = ()
 
 
-def _clamp_limit(value: Any, errors: list[dict[str, str]]) -> int:
-    if value is None:
-        return DEFAULT_LIMIT
+def _clamp_limit(value: Any) -> int:
+    """``limit`` as a page size: a number is truncated toward zero and clamped to
+    1..50; anything that is no number (a boolean, a word, a list, NaN) is the default.
+    The contract prefers results to errors, and a page of the default size is the
+    answer a caller who gave no usable limit expects.
+    """
     number: float
-    if isinstance(value, bool):
-        errors.append({"path": "/limit", "message": "must be an integer, not a boolean"})
+    if value is None or isinstance(value, bool):
         return DEFAULT_LIMIT
     if isinstance(value, int):
         return max(1, min(MAX_LIMIT, value))
@@ -170,15 +173,10 @@ def _clamp_limit(value: Any, errors: list[dict[str, str]]) -> int:
         try:
             number = float(value.strip())
         except ValueError:
-            errors.append({"path": "/limit", "message": f"must be an integer, got {value!r}"})
             return DEFAULT_LIMIT
     else:
-        errors.append(
-            {"path": "/limit", "message": f"must be an integer, got {type(value).__name__}"}
-        )
         return DEFAULT_LIMIT
     if math.isnan(number):
-        errors.append({"path": "/limit", "message": "must be an integer, got NaN"})
         return DEFAULT_LIMIT
     if math.isinf(number):
         return MAX_LIMIT if number > 0 else 1
@@ -190,14 +188,15 @@ def clamp_request(arguments: dict[str, Any]) -> SearchRequest:
     """Clamp raw search_tools arguments; tags are never clamped.
 
     ``limit``: absent or null → 20; an integer is clamped to 1..50; a finite non-integer
-    number, or a string holding a number, is truncated toward zero, then clamped.
-    ``detail``: exactly ``"schema"`` → schema; anything else (absent, ``""``, ``"Schema"``,
-    a misspelling, another type) → card. ``query``: absent or null → ``""``. ``tags``:
-    absent, null or ``[]`` → no filter; otherwise kept as given. Unknown keys are ignored.
+    number, or a string holding a number, is truncated toward zero, then clamped; a value
+    that is no number (``"abc"``, ``true``, ``[3]``, NaN) → 20. ``detail``: exactly
+    ``"schema"`` → schema; anything else (absent, ``""``, ``"Schema"``, a misspelling,
+    another type) → card. ``query``: absent or null → ``""``. ``tags``: absent, null or
+    ``[]`` → no filter; otherwise kept as given. Unknown keys are ignored.
 
     Raises:
-        InvalidSearchArguments: a ``query`` that is not a string, ``tags`` that are not a
-            list of strings, or a ``limit`` that is no number (a boolean, a word, NaN).
+        InvalidSearchArguments: a ``query`` that is not a string, or ``tags`` that are
+            not a list of strings.
     """
     errors: list[dict[str, str]] = []
     query = arguments.get("query")
@@ -208,7 +207,7 @@ def clamp_request(arguments: dict[str, Any]) -> SearchRequest:
             {"path": "/query", "message": f"must be a string, got {type(query).__name__}"}
         )
         query = ""
-    limit = _clamp_limit(arguments.get("limit"), errors)
+    limit = _clamp_limit(arguments.get("limit"))
     detail: Literal["card", "schema"] = "schema" if arguments.get("detail") == "schema" else "card"
     raw_tags = arguments.get("tags")
     tags: tuple[str, ...] = ()

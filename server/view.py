@@ -70,6 +70,7 @@ _AUDIENCE_CACHE: Final = 256  # distinct audiences remembered per view; cleared 
 _PREFIX_CACHE: Final = 65_536  # keyword prefixes remembered per view; cleared beyond
 _TARGET_CACHE: Final = 4_096  # decoded definitions remembered per view; cleared beyond
 _UNFILTERED_CAP: Final = 2_048  # unfiltered hits read before the filtered query takes over
+_QUOTED: Final = 200  # characters of the query a response_too_large message quotes
 _UNCERTAIN: Final = b',"authUncertain":true}'
 _DEFINITION: Final = msgspec.json.Decoder(ToolDefinition)
 _JSON: Final = msgspec.json.Encoder()
@@ -120,15 +121,23 @@ def _unknown(name: str) -> UnknownTool:
 
 
 def _too_large(size: int, budget: int, request: SearchRequest) -> ResponseTooLarge:
+    # Keywords rank, never filter: no query makes the answer smaller, so none is advised.
     if request.detail == "schema":
-        advice = 'use detail "card", a narrower query or a smaller limit'
+        advice = 'use detail "card" or a smaller limit'
     else:
-        advice = 'detail is already "card": use a smaller limit, a narrower query or tags'
+        advice = 'detail is already "card": use a smaller limit or tags'
     return ResponseTooLarge(
         f"search_tools answer is {size:,} bytes, over the {budget:,}-byte budget"
-        f" (detail {request.detail!r}, query {request.query!r}, limit {request.limit});"
+        f" (detail {request.detail!r}, query {_quoted(request.query)}, limit {request.limit});"
         f" {advice}"
     )
+
+
+def _quoted(query: str) -> str:
+    """The query as a refusal quotes it: at most ``_QUOTED`` characters, then ``…``."""
+    if len(query) <= _QUOTED:
+        return repr(query)
+    return repr(query[:_QUOTED]) + "…"
 
 
 class CatalogView:
