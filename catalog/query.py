@@ -17,8 +17,14 @@ Pure: no I/O (tantivy ``Query`` objects are values). Normative in
   queries: per keyword, BM25 of its prefix in each field times ``FIELD_BOOSTS``, a
   ``COORDINATION``-weighted bonus for prefixing any word of the tool (more keywords
   matched rank above fewer), an ``EXACT_BOOST``-weighted bonus for a whole word, and its
-  group verbs' whole words at ``VERB_WEIGHT``. Ties are broken by catalog order in the
-  view (``server.view``), not here.
+  group verbs' whole words at ``VERB_WEIGHT``; then the query's title evidence
+  (``phrases``): its adjacent phrase-word pairs (``PAIR_BOOST``) and pairs one word
+  apart (``NEAR_BOOST``) in a title's pairs, its runs of words as a whole title
+  (``WHOLE_BOOST``), and its words under the method its request verb implies
+  (``ACT_BOOST``). Ties are broken by catalog order in the view (``server.view``), not
+  here.
+* ``phrases``: the query's phrase words (:func:`catalog.english.phrase_words`, the
+  function that made the titles'), as pair, whole-title and method terms.
 
 User text only ever reaches ``term_query``/``term_set_query`` values, which tantivy never
 parses or analyzes (tantivy-notes §2, §8.10).
