@@ -9,6 +9,7 @@ a tool's title), so a title's phrase terms and a query's are made by one functio
 from __future__ import annotations
 
 from collections.abc import Iterable
+from functools import lru_cache
 from typing import Final
 
 from catalog.fold import MAX_GRAM
@@ -125,11 +126,15 @@ names among them). A keyword in a group also matches the group's other verbs, we
 No API's nouns are listed: a rule that helps one API only is not a rule."""
 
 _ALTERNATIVES: Final = {verb: group for group in VERB_GROUPS for verb in group}
+_SHORT: Final[dict[str, tuple[str, ...]]] = {}
+for _verb, _group in _ALTERNATIVES.items():
+    _SHORT.setdefault(_verb[:-1], _group)  # a verb one letter short: "updat" is update
 _MIN_STEM: Final = 3
 
 
 def stem(word: str) -> str:
-    """A light English suffix strip, applied to query keywords only.
+    """A light English suffix strip: of query keywords, and of the phrase words of both
+    titles and queries (:func:`phrase_words`).
 
     The result is always a prefix of ``word`` (at least three characters), so a stemmed
     keyword still matches every word the keyword itself would, and a few more:
@@ -157,17 +162,7 @@ def verb_group(word: str, prefix: str) -> tuple[str, ...]:
     """The verb group of a keyword: its word, its stem, or a verb its stem cut one
     letter short of (``updated`` → ``updat`` → ``update``).
     """
-    group = _ALTERNATIVES.get(word) or _ALTERNATIVES.get(prefix)
-    if group is None:
-        group = next(
-            (
-                g
-                for v, g in _ALTERNATIVES.items()
-                if len(v) == len(prefix) + 1 and v.startswith(prefix)
-            ),
-            None,
-        )
-    return group or ()
+    return _ALTERNATIVES.get(word) or _ALTERNATIVES.get(prefix) or _SHORT.get(prefix) or ()
 
 
 def phrase_words(words: Iterable[str]) -> list[str]:
@@ -181,14 +176,22 @@ def phrase_words(words: Iterable[str]) -> list[str]:
     """
     out: list[str] = []
     for word in words:
-        if word in STOP_WORDS or len(word) < 2 or word.isdigit():
-            continue
-        prefix = stem(word)[:MAX_GRAM]
-        group = verb_group(word, prefix)
-        canonical = group[0] if group else prefix
-        if not out or out[-1] != canonical:
+        canonical = _phrase_word(word)
+        if canonical and (not out or out[-1] != canonical):
             out.append(canonical)
     return out
+
+
+@lru_cache(maxsize=65_536)
+def _phrase_word(word: str) -> str:
+    """One word's phrase word, or "" for a word phrases skip. Cached: the indexer makes
+    the phrase words of every title and name, and words repeat across a catalog.
+    """
+    if word in STOP_WORDS or len(word) < 2 or word.isdigit():
+        return ""
+    prefix = stem(word)[:MAX_GRAM]
+    group = verb_group(word, prefix)
+    return group[0] if group else prefix
 
 
 INTENT_METHODS: Final = {
