@@ -79,14 +79,15 @@ __all__ = [
 SCHEMA_VERSION: Final = 12
 """Bumped on any change to the fields below or to what they hold, a conversion rule's
 included (12: a tool's title (its card description) in ``title``, ``pairs`` and
-``whole``, its method and phrase words in ``acts``; 11: the meta record names the directories that cannot be listed; values JSON
-cannot hold, flags through allOf, an allOf beside a 3.1 $ref, joined collectionFormats,
-multipart parts in the route, form body members' styles, a curated value JSON cannot
-hold, a oneOf of objects as an object root; 10: a 3.1 parameter reference's
-description; 9: payloads keep each tool's search fields; 8: a member dropped as
-read-only is required by no allOf sibling; 7: YAML 1.2 scalars, read-only object bodies,
-typeless nullables, 3.1 $ref siblings, reference depth); an index recorded with another
-version is rebuilt from the specs, never opened as is."""
+``whole``, its method and phrase words in ``acts``; 11: the meta record names the
+directories that cannot be listed; values JSON cannot hold, flags through allOf, an
+allOf beside a 3.1 $ref, joined collectionFormats, multipart parts in the route, form
+body members' styles, a curated value JSON cannot hold, a oneOf of objects as an object
+root; 10: a 3.1 parameter reference's description; 9: payloads keep each tool's search
+fields; 8: a member dropped as read-only is required by no allOf sibling; 7: YAML 1.2
+scalars, read-only object bodies, typeless nullables, 3.1 $ref siblings, reference
+depth); an index recorded with another version is rebuilt from the specs, never opened
+as is."""
 
 META_ID: Final = "__meta__"
 EDGE_TOKENIZER: Final = "sezzlee_grams"
