@@ -1,4 +1,5 @@
-"""Search quality: recall@1, recall@5, hit@5 and MRR on RestBench and WAPIIBench.
+"""Search quality: recall@1, recall@5, hit@1, hit@5 and MRR on RestBench, WAPIIBench
+and the agent intents set (Stripe, Jira, Zoom; six request styles).
 
 Runs sezzlee's search_tools (a real index per catalog, cards, limit 10) and FastMCP's
 BM25 search transform (``fastmcp==4.1.6``, the ``bench`` extra) over the same converted
@@ -9,15 +10,24 @@ Definitions (search-semantics.md, Quality):
 
 * recall@k: the share of a query's gold operations found in the top k, averaged over
   queries. RestBench gold is an ordered call chain of 1-4 operations, all needed, so each
-  chain step counts once; WAPIIBench gold is one operation (recall@k = hit@k).
-* hit@5: at least one gold operation in the top 5.
+  chain step counts once; WAPIIBench gold is one operation (recall@k = hit@k). Agent
+  intents gold lists alternatives (``"match": "any"``): any one answers the query, so
+  recall@k is hit@k there.
+* hit@k: at least one gold operation in the top k.
 * MRR: 1 / rank of the first gold operation in the top 10 (0 when none is there).
 * Halves: a query's number (the digits after the last ``-`` of its id) even is the
   development half, odd the held-out half. Rules were tuned on development only.
 * Catalogs: "per spec" searches each query's own API; "pooled" puts every API of the set
   in one catalog (namespaces keep names apart).
+* Caller: the catalog as an anonymous caller sees it with
+  ``[visibility] missing_credentials = "uncertain"`` (every tool of the three
+  agent-intents specs declares security, so every one is uncertain, and the search
+  takes the path a partial audience takes); RestBench and WAPIIBench are searched by a
+  caller who sees every tool.
+* Styles (agent intents): a second table gives hit@1, hit@5 and MRR per request style.
 
-Usage: ``python -m benchmarks.bench_search_quality``.
+Usage: ``python -m benchmarks.bench_search_quality [SET ...]`` (every set when none is
+given; the report's goal lines need RestBench and WAPIIBench).
 """
 
 from __future__ import annotations
@@ -41,8 +51,12 @@ from benchmarks.catalog_index import (
 )
 from catalog.model import CatalogTool
 from catalog.query import SearchRequest
+from catalog.visibility import Audience, partition
+from server.view import CatalogView
 
-SETS = ("restbench", "wapiibench")
+SETS = ("restbench", "wapiibench", "agentintents")
+UNCERTAIN_CALLER = frozenset({"agentintents"})  # sets searched as an anonymous caller
+STYLES = ("keyword", "short", "long", "caps", "accented", "non-english")
 TOP = 10
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -54,6 +68,8 @@ class Query(msgspec.Struct, frozen=True):
     text: str
     spec: str
     gold: tuple[str, ...]  # tool names
+    match: str = "all"  # "any": one gold operation answers the query
+    style: str = ""
 
     @property
     def half(self) -> str:
@@ -72,15 +88,34 @@ def load_set(name: str) -> tuple[dict[str, list[CatalogTool]], list[Query]]:
     for r in raw:
         by_route = {(t.route.method, t.route.path): t.definition.name for t in tools[r["spec"]]}
         gold = tuple(by_route[(g["method"].upper(), g["path"])] for g in r["gold"])
-        queries.append(Query(id=r["id"], text=r["query"], spec=r["spec"], gold=gold))
+        queries.append(
+            Query(
+                id=r["id"],
+                text=r["query"],
+                spec=r["spec"],
+                gold=gold,
+                match=r.get("match", "all"),
+                style=r.get("style", ""),
+            )
+        )
     return tools, queries
 
 
-def sezzlee_ranker(directory: Path, tools: Sequence[CatalogTool]) -> Ranker:
-    """search_tools over a fresh index of ``tools``."""
+def anonymous_uncertain(view: CatalogView) -> Audience:
+    """An anonymous caller under ``missing_credentials = "uncertain"``: public tools
+    visible, every tool that declares security uncertain (still listed and ranked)."""
+    return partition(view.meta.policies, {}, missing="uncertain")
+
+
+def sezzlee_ranker(
+    directory: Path,
+    tools: Sequence[CatalogTool],
+    caller: Callable[[CatalogView], Audience] = everyone,
+) -> Ranker:
+    """search_tools over a fresh index of ``tools``, as ``caller`` sees it."""
     write_catalog(directory, tools)
     view = open_catalog(directory)
-    audience = everyone(view)
+    audience = caller(view)
 
     def rank(text: str) -> list[str]:
         answer = view.search(SearchRequest(query=text, limit=TOP), audience, budget=1 << 30)
@@ -112,16 +147,30 @@ def fastmcp_ranker(tools: Sequence[CatalogTool]) -> Ranker:
     return rank
 
 
-def score(ranked: list[str], gold: tuple[str, ...]) -> dict[str, float]:
-    """recall@1, recall@5, hit@5 and reciprocal rank of one query."""
+METRICS = ("r1", "r5", "hit1", "hit5", "mrr")
+
+
+def score(ranked: list[str], gold: tuple[str, ...], *, match: str = "all") -> dict[str, float]:
+    """recall@1, recall@5, hit@1, hit@5 and reciprocal rank of one query.
+
+    With ``match`` ``"any"`` the gold operations are alternatives: recall@k is hit@k.
+    """
     wanted = set(gold)
     first = next((i for i, name in enumerate(ranked[:TOP]) if name in wanted), None)
+    hit1 = float(bool(wanted & set(ranked[:1])))
+    hit5 = float(bool(wanted & set(ranked[:5])))
+    alternatives = match == "any"
     return {
-        "r1": len(wanted & set(ranked[:1])) / len(wanted),
-        "r5": len(wanted & set(ranked[:5])) / len(wanted),
-        "hit5": float(bool(wanted & set(ranked[:5]))),
+        "r1": hit1 if alternatives else len(wanted & set(ranked[:1])) / len(wanted),
+        "r5": hit5 if alternatives else len(wanted & set(ranked[:5])) / len(wanted),
+        "hit1": hit1,
+        "hit5": hit5,
         "mrr": 0.0 if first is None else 1.0 / (first + 1),
     }
+
+
+def _mean(scores: list[dict[str, float]], metric: str) -> float:
+    return round(sum(s[metric] for s in scores) / len(scores), 3) if scores else 0.0
 
 
 def evaluate(
@@ -132,17 +181,19 @@ def evaluate(
     *,
     peer: bool,
 ) -> list[dict[str, Any]]:
-    """Rows of metrics for one query set: catalog × engine × half."""
+    """Rows of metrics for one query set: catalog × engine × half (× style, when the
+    queries have one: the rows with ``style`` "all" are the whole half)."""
+    caller = anonymous_uncertain if name in UNCERTAIN_CALLER else everyone
     engines: dict[str, dict[str, dict[str, Ranker]]] = {"sezzlee": {}, "fastmcp-bm25": {}}
     pooled = [t for spec in sorted(tools) for t in tools[spec]]
     for spec, spec_tools in tools.items():
         slug = Path(spec).stem
         engines["sezzlee"].setdefault("per spec", {})[spec] = sezzlee_ranker(
-            workdir / f"{name}-{slug}", spec_tools
+            workdir / f"{name}-{slug}", spec_tools, caller
         )
         if peer:
             engines["fastmcp-bm25"].setdefault("per spec", {})[spec] = fastmcp_ranker(spec_tools)
-    pooled_ours = sezzlee_ranker(workdir / f"{name}-pooled", pooled)
+    pooled_ours = sezzlee_ranker(workdir / f"{name}-pooled", pooled, caller)
     engines["sezzlee"]["pooled"] = {spec: pooled_ours for spec in tools}
     if peer:
         pooled_peer = fastmcp_ranker(pooled)
@@ -150,32 +201,76 @@ def evaluate(
     rows = []
     for engine, catalogs in engines.items():
         for catalog, rankers in catalogs.items():
-            per_query = {q.id: score(rankers[q.spec](q.text), q.gold) for q in queries}
-            for half in ("dev", "held-out"):
-                chosen = [per_query[q.id] for q in queries if q.half == half]
-                row: dict[str, Any] = {
-                    "set": name,
-                    "catalog": catalog,
-                    "engine": engine,
-                    "half": half,
-                    "queries": len(chosen),
-                }
-                for metric in ("r1", "r5", "hit5", "mrr"):
-                    row[metric] = round(sum(s[metric] for s in chosen) / len(chosen), 3)
-                rows.append(row)
+            per_query = {
+                q.id: score(rankers[q.spec](q.text), q.gold, match=q.match) for q in queries
+            }
+            styles = ["all"] + [s for s in STYLES if any(q.style == s for q in queries)]
+            for half in ("all", "dev", "held-out"):
+                for style in styles:
+                    chosen = [
+                        per_query[q.id]
+                        for q in queries
+                        if half in ("all", q.half) and style in ("all", q.style)
+                    ]
+                    row: dict[str, Any] = {
+                        "set": name,
+                        "catalog": catalog,
+                        "engine": engine,
+                        "half": half,
+                        "style": style,
+                        "queries": len(chosen),
+                    }
+                    row.update({metric: _mean(chosen, metric) for metric in METRICS})
+                    rows.append(row)
     return rows
 
 
 def _table(rows: list[dict[str, Any]]) -> str:
+    """Every set's halves, whole (no style split)."""
     lines = [
-        "| set | catalog | half | engine | queries | R@1 | R@5 | hit@5 | MRR |",
-        "| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: |",
+        "| set | catalog | half | engine | queries | R@1 | R@5 | hit@1 | hit@5 | MRR |",
+        "| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for r in rows:
+        if r["style"] != "all" or (r["half"] == "all" and r["set"] != "agentintents"):
+            continue
         lines.append(
             f"| {r['set']} | {r['catalog']} | {r['half']} | {r['engine']} | {r['queries']} "
-            f"| {r['r1']:.3f} | {r['r5']:.3f} | {r['hit5']:.3f} | {r['mrr']:.3f} |"
+            f"| {r['r1']:.3f} | {r['r5']:.3f} | {r['hit1']:.3f} | {r['hit5']:.3f} "
+            f"| {r['mrr']:.3f} |"
         )
+    return "\n".join(lines)
+
+
+def _style_table(rows: list[dict[str, Any]], name: str) -> str:
+    """hit@1 / hit@5 / MRR of one set per style, sezzlee beside FastMCP, per half."""
+    styled = [r for r in rows if r["set"] == name]
+    styles = list(dict.fromkeys(r["style"] for r in styled))
+    lines = [
+        "| catalog | half | style | queries | sezzlee hit@1 | hit@5 | MRR "
+        "| FastMCP hit@1 | hit@5 | MRR |",
+        "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for catalog in dict.fromkeys(r["catalog"] for r in styled):
+        for half in ("all", "dev", "held-out"):
+            for style in styles:
+                cells = {
+                    r["engine"]: r
+                    for r in styled
+                    if (r["catalog"], r["half"], r["style"]) == (catalog, half, style)
+                }
+                ours = cells["sezzlee"]
+                line = (
+                    f"| {catalog} | {half} | {style} | {ours['queries']} "
+                    f"| {ours['hit1']:.3f} | {ours['hit5']:.3f} | {ours['mrr']:.3f} "
+                )
+                peer = cells.get("fastmcp-bm25")
+                line += (
+                    f"| {peer['hit1']:.3f} | {peer['hit5']:.3f} | {peer['mrr']:.3f} |"
+                    if peer
+                    else "| – | – | – |"
+                )
+                lines.append(line)
     return "\n".join(lines)
 
 
@@ -189,6 +284,7 @@ def _goals(rows: list[dict[str, Any]]) -> list[str]:
                 and r["catalog"] == catalog
                 and r["engine"] == engine
                 and r["half"] == "held-out"
+                and r["style"] == "all"
             )
         )
 
@@ -206,27 +302,38 @@ def _goals(rows: list[dict[str, Any]]) -> list[str]:
     return out
 
 
-def main() -> int:
+def main(argv: list[str]) -> int:
+    names = argv or list(SETS)
+    unknown = [n for n in names if n not in SETS]
+    if unknown:
+        print(f"unknown query sets {unknown}; known: {', '.join(SETS)}", file=sys.stderr)
+        return 2
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="sezzlee-quality-") as tmp:
-        for name in SETS:
+        for name in names:
             tools, queries = load_set(name)
             rows += evaluate(name, tools, queries, Path(tmp), peer=True)
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "search_quality.json").write_text(json.dumps(rows, indent=2) + "\n")
     print("## Search quality\n")
     print(
-        "RestBench (TMDB, Spotify; gold = an ordered call chain, each step counted) and "
-        "WAPIIBench (Asana, Google Calendar, Google Sheets, Slack; one gold operation). "
+        "RestBench (TMDB, Spotify; gold = an ordered call chain, each step counted), "
+        "WAPIIBench (Asana, Google Calendar, Google Sheets, Slack; one gold operation) and "
+        "agent intents (Stripe, Jira, Zoom; 180 requests in six styles, any gold operation "
+        "counts, searched as an anonymous caller with missing_credentials = uncertain). "
         "sezzlee: search_tools cards, limit 10. Peer: FastMCP 4.1.6 BM25SearchTransform over "
         "the same converted tools. Even query numbers = development (tuned on), "
         "odd = held out.\n"
     )
     print(_table(rows))
-    print()
-    print("\n".join(_goals(rows)))
+    if any(r["set"] == "agentintents" for r in rows):
+        print("\nAgent intents by request style:\n")
+        print(_style_table(rows, "agentintents"))
+    if {"restbench", "wapiibench"} <= set(names):
+        print()
+        print("\n".join(_goals(rows)))
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

@@ -26,12 +26,13 @@ searches, which always select cards, never return them.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from itertools import chain
+from itertools import chain, pairwise
 from typing import Final, Literal
 
 import msgspec
 import tantivy
 
+from catalog.english import phrase_words
 from catalog.fold import WordFolder, edge_grams, fold_tag, fold_words
 from catalog.model import CatalogTool, Problem, Route, SearchFields, SecurityPolicy
 from catalog.visibility import visibility_hash, visibility_key
@@ -75,7 +76,7 @@ __all__ = [
     "visibility_summary",
 ]
 
-SCHEMA_VERSION: Final = 14
+SCHEMA_VERSION: Final = 15
 """Bumped on any change to the fields below or to what they hold, a conversion rule's
 included; an index recorded with another version is rebuilt from the specs, never opened
 as is. What each number changed: ``CHANGELOG.md``."""
@@ -92,7 +93,8 @@ with cards alone (with 8 a pooled figure moved); a tool's first load in a catalo
 reads its group's ~100 KB stored document (~0.25 ms; 32 tools: ~0.43 ms)."""
 
 FIELD_BOOSTS: Final[dict[str, float]] = {
-    "name": 4.0,
+    "title": 2.0,
+    "name": 2.0,
     "terms": 3.0,
     "tagtext": 2.0,
     "args": 1.5,
@@ -100,6 +102,17 @@ FIELD_BOOSTS: Final[dict[str, float]] = {
     "desc": 1.0,
 }
 """Edge n-gram prefix fields and their ranking weights (search-semantics.md, Ranking)."""
+
+PAIRS: Final = "pairs"
+"""Raw field: each two adjacent phrase words of a tool's title, ``"list pull"``
+(:func:`catalog.english.phrase_words`): the title says two of the query's words in order."""
+WHOLE: Final = "whole"
+"""Raw field: all of a tool's title phrase words as one term, ``"list pull request"``: the
+query says the whole title, in order."""
+
+ACTS: Final = "acts"
+"""Raw field: the tool's HTTP method before each phrase word of its title and name,
+``"get pull"``: the request verb's method (``list`` → GET) together with a keyword."""
 
 _EXACT: Final = "exact"  # every folded word of every field, whole: exact word beats prefix
 _ANY: Final = "any"  # every folded word of every field, once, as edge n-grams: one posting
@@ -164,6 +177,9 @@ def build_schema() -> tantivy.Schema:
     for field in FIELD_BOOSTS:
         sb.add_text_field(field, tokenizer_name=EDGE_TOKENIZER, index_option="freq")
     sb.add_text_field(_EXACT, tokenizer_name="raw", index_option="freq")
+    sb.add_text_field(PAIRS, tokenizer_name="raw", index_option="freq")
+    sb.add_text_field(WHOLE, tokenizer_name="raw", index_option="basic")
+    sb.add_text_field(ACTS, tokenizer_name="raw", index_option="basic")
     sb.add_text_field(_ANY, tokenizer_name=EDGE_TOKENIZER, index_option="basic")
     sb.add_text_field("tags", tokenizer_name="raw", index_option="basic")
     # stored: a search result's visibility key, read without the tool's payload
@@ -197,6 +213,15 @@ _META: Final = msgspec.json.Decoder(IndexMeta)
 _SEARCH: Final = msgspec.msgpack.Decoder(SearchFields)
 
 
+class _Title(msgspec.Struct, frozen=True):
+    """The part of a stored card a tool's title comes from."""
+
+    description: str
+
+
+_CARD_TITLE: Final = msgspec.json.Decoder(_Title)
+
+
 class ToolFields(msgspec.Struct, frozen=True, kw_only=True, array_like=True):
     """A tool's document content, folded and encoded, without its ordinal.
 
@@ -209,6 +234,9 @@ class ToolFields(msgspec.Struct, frozen=True, kw_only=True, array_like=True):
     source: str
     words: tuple[tuple[str, list[str]], ...]  # (edge field, its folded words in order)
     exact: tuple[str, ...]  # every word of every edge field, once, sorted (`any` too)
+    pairs: tuple[str, ...]  # the title's adjacent phrase-word pairs, in order
+    whole: str  # the title's phrase words as one term ("" when it has none)
+    acts: tuple[str, ...]  # "method word" for each phrase word of the title and name, sorted
     tags: tuple[str, ...]
     visibility_key: str
     card: bytes
@@ -279,7 +307,10 @@ def _fields(
     def fold_all(values: Sequence[str]) -> list[str]:
         return list(chain.from_iterable(map(fold, values)))
 
+    title = fold(_CARD_TITLE.decode(card).description)
+    phrase = phrase_words(title)
     texts = {
+        "title": title,
         "name": fold(search.name),
         "terms": fold_all(search.terms),
         "tagtext": fold_all(search.tags),
@@ -288,11 +319,16 @@ def _fields(
         "desc": fold(search.description),
     }
     words = tuple(sorted(set(chain.from_iterable(texts.values()))))
+    method = search.route.split(" ", 1)[0].lower()
+    acts = sorted({f"{method} {w}" for w in phrase_words(title + texts["name"])})
     return ToolFields(
         id=part.name,
         source=source,
         words=tuple(texts.items()),
         exact=words,
+        pairs=tuple(f"{a} {b}" for a, b in pairwise(phrase)),
+        whole=" ".join(phrase),
+        acts=tuple(acts) if method else (),
         tags=tuple(sorted({fold_tag(t) for t in search.tags} - {""})),
         visibility_key=visibility_key,
         card=card,
@@ -313,6 +349,12 @@ def fields_document(fields: ToolFields, *, ordinal: int) -> tantivy.Document:
     doc.add_text(_ANY, edge_grams(fields.exact))
     for word in fields.exact:
         doc.add_text(_EXACT, word)
+    for pair in fields.pairs:
+        doc.add_text(PAIRS, pair)
+    if fields.whole:
+        doc.add_text(WHOLE, fields.whole)
+    for act in fields.acts:
+        doc.add_text(ACTS, act)
     for tag in fields.tags:
         doc.add_text("tags", tag)
     doc.add_text("vis", fields.visibility_key)
@@ -395,6 +437,7 @@ class CardDocument(msgspec.Struct, frozen=True, array_like=True):
 
     id: str
     source: str
+    title: list[str]
     name: list[str]
     terms: list[str]
     tagtext: list[str]
@@ -402,6 +445,9 @@ class CardDocument(msgspec.Struct, frozen=True, array_like=True):
     route: list[str]
     desc: list[str]
     exact: tuple[str, ...]  # every word above once, sorted: ``any`` holds their n-grams
+    pairs: tuple[str, ...]
+    whole: tuple[str, ...]  # the whole title term, or nothing
+    acts: tuple[str, ...]
     tags: tuple[str, ...]
     vis: str
     visk: int
@@ -414,6 +460,7 @@ def card_document(fields: ToolFields) -> CardDocument:
     return CardDocument(
         fields.id,
         fields.source,
+        words["title"],
         words["name"],
         words["terms"],
         words["tagtext"],
@@ -421,6 +468,9 @@ def card_document(fields: ToolFields) -> CardDocument:
         words["route"],
         words["desc"],
         fields.exact,
+        fields.pairs,
+        (fields.whole,) if fields.whole else (),
+        fields.acts,
         fields.tags,
         fields.visibility_key,
         visibility_hash(fields.visibility_key),
@@ -439,6 +489,7 @@ class JsonDocument(msgspec.Struct, frozen=True, kw_only=True):
     ord: int
     id: str
     source: str
+    title: str
     name: str
     terms: str
     tagtext: str
@@ -447,6 +498,9 @@ class JsonDocument(msgspec.Struct, frozen=True, kw_only=True):
     desc: str
     exact: tuple[str, ...]
     any: str
+    pairs: tuple[str, ...]
+    whole: tuple[str, ...]
+    acts: tuple[str, ...]
     tags: tuple[str, ...]
     vis: str
     visk: int
@@ -468,6 +522,7 @@ def card_json(
             ord=ordinal,
             id=document.id,
             source=document.source,
+            title=expand(document.title),
             name=expand(document.name),
             terms=expand(document.terms),
             tagtext=expand(document.tagtext),
@@ -476,6 +531,9 @@ def card_json(
             desc=expand(document.desc),
             exact=document.exact,
             any=expand(document.exact),
+            pairs=document.pairs,
+            whole=document.whole,
+            acts=document.acts,
             tags=document.tags,
             vis=document.vis,
             visk=document.visk,

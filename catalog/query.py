@@ -3,10 +3,11 @@
 Pure: no I/O (tantivy ``Query`` objects are values). Normative in
 ``catalog/spec/search-semantics.md``; the rules it implements:
 
-* ``clamp_request``: ``limit`` to 1..50 (absent 20), ``detail`` to ``"card"`` unless it is
-  exactly ``"schema"``, ``tags`` kept whole (never clamped: dropping a tag widens the
-  answer), ``query`` cut to ``MAX_QUERY_CHARS`` with a ``notice``. Values of a kind no
-  clamp can repair raise :class:`InvalidSearchArguments`.
+* ``clamp_request``: ``limit`` to 1..50 (absent or no number: 20), ``detail`` to
+  ``"card"`` unless it is exactly ``"schema"``, ``tags`` kept whole (never clamped:
+  dropping a tag widens the answer), ``query`` cut to ``MAX_QUERY_CHARS`` with a
+  ``notice``. A ``query`` or ``tags`` no clamp can repair raise
+  :class:`InvalidSearchArguments`.
 * ``keywords``: the query folded by :func:`catalog.fold.fold_words` (the index-time
   function), English stop words dropped when anything else remains, each word lightly
   stemmed (a shorter prefix only widens what it matches) and cut to ``MAX_GRAM``; the
@@ -18,8 +19,14 @@ Pure: no I/O (tantivy ``Query`` objects are values). Normative in
   queries: per keyword, BM25 of its prefix in each field times ``FIELD_BOOSTS``, a
   ``COORDINATION``-weighted bonus for prefixing any word of the tool (more keywords
   matched rank above fewer), an ``EXACT_BOOST``-weighted bonus for a whole word, and its
-  group verbs' whole words at ``VERB_WEIGHT``. Ties are broken by catalog order in the
-  view (``server.view``), not here.
+  group verbs' whole words at ``VERB_WEIGHT``; then the query's title evidence
+  (``phrases``): its adjacent phrase-word pairs (``PAIR_BOOST``) and pairs one word
+  apart (``NEAR_BOOST``) in a title's pairs, its runs of words as a whole title
+  (``WHOLE_BOOST``), and its words under the method its request verb implies
+  (``ACT_BOOST``). Ties are broken by catalog order in the view (``server.view``), not
+  here.
+* ``phrases``: the query's phrase words (:func:`catalog.english.phrase_words`, the
+  function that made the titles'), as pair, whole-title and method terms.
 
 User text only ever reaches ``term_query``/``term_set_query`` values, which tantivy never
 parses or analyzes (tantivy-notes §2, §8.10).
@@ -30,16 +37,26 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Collection
+from itertools import pairwise
 from typing import Any, Final, Literal
 
 import msgspec
 import tantivy
 
+from catalog.english import (
+    STOP_WORDS,
+    VERB_GROUPS,
+    intent_methods,
+    phrase_words,
+    stem,
+    verb_group,
+)
 from catalog.errors import InvalidSearchArguments
 from catalog.fold import MAX_GRAM, fold_tag, fold_words
-from catalog.index_schema import FIELD_BOOSTS
+from catalog.index_schema import ACTS, FIELD_BOOSTS, PAIRS, WHOLE
 
 __all__ = [
+    "ACT_BOOST",
     "COORDINATION",
     "DEFAULT_LIMIT",
     "EXACT_BOOST",
@@ -47,19 +64,27 @@ __all__ = [
     "MAX_KEYWORDS",
     "MAX_LIMIT",
     "MAX_QUERY_CHARS",
+    "MAX_SPAN",
     "MAX_TAGS",
     "MAX_TAG_CHARS",
+    "NEAR_BOOST",
+    "PAIR_BOOST",
     "STOP_WORDS",
     "VERB_EXACT_BOOST",
     "VERB_GROUPS",
     "VERB_WEIGHT",
+    "VERB_WITHIN",
+    "WHOLE_BOOST",
     "Keyword",
+    "Phrases",
     "SearchRequest",
     "clamp_request",
     "filter_query",
     "folded_tags",
     "keyword_terms",
     "keywords",
+    "phrase_terms",
+    "phrases",
     "rank_query",
     "stem",
     "value_words",
@@ -94,113 +119,33 @@ recall@5 on WAPIIBench and prevents top-k pruning)."""
 EXACT_BOOST: Final = 2.0
 """Weight of the whole-word bonus: ``order`` ranks ``order`` above ``orders``."""
 
-STOP_WORDS: Final = frozenset(
-    [
-        "a",
-        "an",
-        "and",
-        "any",
-        "are",
-        "as",
-        "at",
-        "be",
-        "been",
-        "being",
-        "but",
-        "by",
-        "can",
-        "could",
-        "did",
-        "do",
-        "does",
-        "for",
-        "from",
-        "give",
-        "have",
-        "has",
-        "had",
-        "he",
-        "her",
-        "here",
-        "his",
-        "how",
-        "i",
-        "if",
-        "in",
-        "into",
-        "is",
-        "it",
-        "its",
-        "itself",
-        "me",
-        "my",
-        "of",
-        "on",
-        "or",
-        "our",
-        "please",
-        "she",
-        "should",
-        "show",
-        "so",
-        "some",
-        "such",
-        "tell",
-        "than",
-        "that",
-        "the",
-        "their",
-        "them",
-        "then",
-        "there",
-        "these",
-        "they",
-        "this",
-        "those",
-        "to",
-        "us",
-        "want",
-        "was",
-        "we",
-        "were",
-        "what",
-        "when",
-        "where",
-        "which",
-        "while",
-        "who",
-        "whom",
-        "whose",
-        "why",
-        "will",
-        "with",
-        "would",
-        "you",
-        "your",
-    ]
-)
-"""English function words and request phrasing ("give me", "please", "show", "tell"),
-dropped from a query that has any other word. Domain words are never listed here."""
-
-VERB_GROUPS: Final = (
-    ("get", "retrieve", "fetch", "read", "obtain"),
-    ("create", "add", "new", "insert", "make"),
-    ("update", "set", "modify", "change", "edit", "patch", "rename"),
-    ("delete", "remove", "erase", "destroy"),
-)
-"""Generic CRUD verbs that name the same kind of operation in any API (HTTP's own method
-names among them). A keyword in a group also matches the group's other verbs, weaker.
-No API's nouns are listed: a rule that helps one API only is not a rule."""
-
 VERB_WEIGHT: Final = 0.5
 """How much a verb of the keyword's group counts, against the keyword itself."""
 
 VERB_EXACT_BOOST: Final = 6.0
 """Weight of BM25 of a group verb's whole-word match (times ``VERB_WEIGHT``)."""
 
-_ALTERNATIVES: Final = {verb: group for group in VERB_GROUPS for verb in group}
-_MIN_STEM: Final = 3
 _RUN: Final = re.compile(r"[^\W_]+")  # the runs fold_words splits a text into
+
+PAIR_BOOST: Final = 2.0
+"""Weight of BM25 of a pair of adjacent query words said, in order, by a tool's title."""
+
+NEAR_BOOST: Final = 1.0
+"""Weight of a pair the title says adjacent and the query with one word between
+(``list all users`` and ``List users``)."""
+
+WHOLE_BOOST: Final = 4.0
+"""Weight of BM25 of a tool's whole title said, in order, by the query."""
+
+ACT_BOOST: Final = 2.0
+"""Weight of BM25 of a keyword said by a tool whose HTTP method the request verb implies."""
+
+VERB_WITHIN: Final = 3
+"""A request verb implies a method only among the query's first words (``list ...``,
+``please delete ...``); deeper in a long task a verb tells less about the operation."""
+
+MAX_SPAN: Final = 8
+"""The longest run of query phrase words compared with whole titles (titles are short)."""
 
 LOOKUP: Final = "search"
 """The keyword added when a query names something the catalog has no word for (see
@@ -219,6 +164,18 @@ class SearchRequest(msgspec.Struct, frozen=True, kw_only=True):
     answer; empty when nothing was."""
 
 
+class Phrases(msgspec.Struct, frozen=True):
+    """A query's phrase evidence (:func:`phrases`): adjacent pairs of its phrase words,
+    every run of them a whole title could be, and its keywords under the methods its
+    request verb implies.
+    """
+
+    pairs: tuple[str, ...] = ()
+    near: tuple[str, ...] = ()  # words one apart in the query (``list all users``)
+    spans: tuple[str, ...] = ()
+    acts: tuple[str, ...] = ()  # "method word": a keyword under the verb's method
+
+
 class Keyword(msgspec.Struct, frozen=True):
     """One query keyword: the whole folded ``word``, the ``prefix`` it matches by, and
     the generic verbs that also match it at :data:`VERB_WEIGHT` (:data:`VERB_GROUPS`).
@@ -229,12 +186,14 @@ class Keyword(msgspec.Struct, frozen=True):
     alternatives: tuple[str, ...] = ()
 
 
-def _clamp_limit(value: Any, errors: list[dict[str, str]]) -> int:
-    if value is None:
-        return DEFAULT_LIMIT
+def _clamp_limit(value: Any) -> int:
+    """``limit`` as a page size: a number is truncated toward zero and clamped to
+    1..50; anything that is no number (a boolean, a word, a list, NaN) is the default.
+    The contract prefers results to errors, and a page of the default size is the
+    answer a caller who gave no usable limit expects.
+    """
     number: float
-    if isinstance(value, bool):
-        errors.append({"path": "/limit", "message": "must be an integer, not a boolean"})
+    if value is None or isinstance(value, bool):
         return DEFAULT_LIMIT
     if isinstance(value, int):
         return max(1, min(MAX_LIMIT, value))
@@ -244,15 +203,10 @@ def _clamp_limit(value: Any, errors: list[dict[str, str]]) -> int:
         try:
             number = float(value.strip())
         except ValueError:
-            errors.append({"path": "/limit", "message": f"must be an integer, got {value!r}"})
             return DEFAULT_LIMIT
     else:
-        errors.append(
-            {"path": "/limit", "message": f"must be an integer, got {type(value).__name__}"}
-        )
         return DEFAULT_LIMIT
     if math.isnan(number):
-        errors.append({"path": "/limit", "message": "must be an integer, got NaN"})
         return DEFAULT_LIMIT
     if math.isinf(number):
         return MAX_LIMIT if number > 0 else 1
@@ -264,18 +218,18 @@ def clamp_request(arguments: dict[str, Any]) -> SearchRequest:
     """Clamp raw search_tools arguments; tags are never clamped.
 
     ``limit``: absent or null → 20; an integer is clamped to 1..50; a finite non-integer
-    number, or a string holding a number, is truncated toward zero, then clamped.
-    ``detail``: exactly ``"schema"`` → schema; anything else (absent, ``""``, ``"Schema"``,
-    a misspelling, another type) → card. ``query``: absent or null → ``""``. ``tags``:
-    absent, null or ``[]`` → no filter; otherwise kept as given. Unknown keys are ignored.
-    A query over :data:`MAX_QUERY_CHARS` characters or :data:`MAX_KEYWORDS` keywords is
-    cut, and ``notice`` says so.
+    number, or a string holding a number, is truncated toward zero, then clamped; a value
+    that is no number (``"abc"``, ``true``, ``[3]``, NaN) → 20. ``detail``: exactly
+    ``"schema"`` → schema; anything else (absent, ``""``, ``"Schema"``, a misspelling,
+    another type) → card. ``query``: absent or null → ``""``. ``tags``: absent, null or
+    ``[]`` → no filter; otherwise kept as given. Unknown keys are ignored. A query over
+    :data:`MAX_QUERY_CHARS` characters or :data:`MAX_KEYWORDS` keywords is cut, and
+    ``notice`` says so.
 
     Raises:
-        InvalidSearchArguments: a ``query`` that is not a string, ``tags`` that are not a
-            list of strings (or more than :data:`MAX_TAGS`, or one over
-            :data:`MAX_TAG_CHARS`), or a ``limit`` that is no number (a boolean, a word,
-            NaN).
+        InvalidSearchArguments: a ``query`` that is not a string, or ``tags`` that are
+            not a list of strings (or more than :data:`MAX_TAGS`, or one over
+            :data:`MAX_TAG_CHARS`).
     """
     errors: list[dict[str, str]] = []
     query = arguments.get("query")
@@ -286,7 +240,7 @@ def clamp_request(arguments: dict[str, Any]) -> SearchRequest:
             {"path": "/query", "message": f"must be a string, got {type(query).__name__}"}
         )
         query = ""
-    limit = _clamp_limit(arguments.get("limit"), errors)
+    limit = _clamp_limit(arguments.get("limit"))
     detail: Literal["card", "schema"] = "schema" if arguments.get("detail") == "schema" else "card"
     raw_tags = arguments.get("tags")
     tags: tuple[str, ...] = ()
@@ -328,48 +282,6 @@ def _bounded(query: str) -> tuple[str, str]:
     return query, "; ".join(notes)
 
 
-def stem(word: str) -> str:
-    """A light English suffix strip, applied to query keywords only.
-
-    The result is always a prefix of ``word`` (at least three characters), so a stemmed
-    keyword still matches every word the keyword itself would, and a few more:
-    ``movies`` → ``movie``, ``categories`` → ``categor``, ``matches`` → ``match``,
-    ``directed`` → ``direct``, ``playing`` → ``play``. ``-ing``/``-ed`` are stripped only
-    when at least four characters holding a vowel remain (``string``, ``speed`` stay).
-    """
-    if len(word) <= _MIN_STEM or not word.isalpha():
-        return word
-    if word.endswith("ies") and len(word) - 3 >= _MIN_STEM + 1:
-        return word[:-3]
-    if word.endswith(("sses", "shes", "ches", "xes", "zes")) and len(word) - 2 >= _MIN_STEM:
-        return word[:-2]
-    if word.endswith("s") and not word.endswith(("ss", "us", "is")):
-        return word[:-1]
-    for suffix in ("ing", "ed"):
-        if word.endswith(suffix):
-            head = word[: -len(suffix)]
-            if len(head) >= _MIN_STEM + 1 and any(c in "aeiouy" for c in head):
-                return head
-    return word
-
-
-def _verb_group(word: str, prefix: str) -> tuple[str, ...]:
-    """The verb group of a keyword: its word, its stem, or a verb its stem cut one
-    letter short of (``updated`` → ``updat`` → ``update``).
-    """
-    group = _ALTERNATIVES.get(word) or _ALTERNATIVES.get(prefix)
-    if group is None:
-        group = next(
-            (
-                g
-                for v, g in _ALTERNATIVES.items()
-                if len(v) == len(prefix) + 1 and v.startswith(prefix)
-            ),
-            None,
-        )
-    return group or ()
-
-
 def keywords(query: str) -> tuple[Keyword, ...]:
     """The query's keywords in query order, without duplicates, at most
     :data:`MAX_KEYWORDS` (the first).
@@ -392,10 +304,29 @@ def _keywords(query: str, *, limit: int) -> tuple[Keyword, ...]:
             break
         prefix = stem(word)[:MAX_GRAM]
         if prefix not in out:
-            group = _verb_group(word, prefix)
+            group = verb_group(word, prefix)
             others = tuple(v for v in group if v not in (word, prefix))
             out[prefix] = Keyword(word=word, prefix=prefix, alternatives=others)
     return tuple(out.values())
+
+
+def phrases(query: str) -> Phrases:
+    """The pair and whole-title terms of ``query``, made by the function that made the
+    titles' (:func:`catalog.english.phrase_words`), without duplicates.
+    """
+    folded = fold_words(query)
+    words = phrase_words(folded)
+    methods = intent_methods(folded, within=VERB_WITHIN)
+    acts = dict.fromkeys(f"{m} {w}" for m in methods for w in words)
+    pairs = dict.fromkeys(f"{a} {b}" for a, b in pairwise(words))
+    near = dict.fromkeys(f"{a} {b}" for a, b in zip(words, words[2:], strict=False))
+    near = {pair: None for pair in near if pair not in pairs}
+    spans = dict.fromkeys(
+        " ".join(words[i:j])
+        for i in range(len(words))
+        for j in range(i + 2, min(len(words), i + MAX_SPAN) + 1)
+    )
+    return Phrases(pairs=tuple(pairs), near=tuple(near), spans=tuple(spans), acts=tuple(acts))
 
 
 def value_words(query: str) -> frozenset[str]:
@@ -470,7 +401,7 @@ def filter_query(
 
 
 def _term(schema: tantivy.Schema, field: str, value: str, boost: float) -> tantivy.Query:
-    option = "basic" if field == "any" else "freq"
+    option = "basic" if field in ("any", WHOLE, ACTS) else "freq"
     term = tantivy.Query.term_query(schema, field, value, index_option=option)
     return tantivy.Query.boost_query(term, boost)
 
@@ -487,8 +418,20 @@ def keyword_terms(schema: tantivy.Schema, keyword: Keyword) -> list[tantivy.Quer
     return terms
 
 
+def phrase_terms(schema: tantivy.Schema, evidence: Phrases) -> list[tantivy.Query]:
+    """The boosted term queries of a query's phrase evidence (search-semantics.md §5)."""
+    terms = [_term(schema, PAIRS, pair, PAIR_BOOST) for pair in evidence.pairs]
+    terms += [_term(schema, PAIRS, pair, NEAR_BOOST) for pair in evidence.near]
+    terms += [_term(schema, WHOLE, span, WHOLE_BOOST) for span in evidence.spans]
+    terms += [_term(schema, ACTS, act, ACT_BOOST) for act in evidence.acts]
+    return terms
+
+
 def rank_query(
-    schema: tantivy.Schema, filters: tantivy.Query | None, words: tuple[Keyword, ...]
+    schema: tantivy.Schema,
+    filters: tantivy.Query | None,
+    words: tuple[Keyword, ...],
+    evidence: Phrases | None = None,
 ) -> tantivy.Query:
     """The documents the keywords rank: one flat disjunction of boosted term queries.
 
@@ -498,9 +441,10 @@ def rank_query(
     every match, so block-max WAND never applies.) ``filters`` is None when nothing is
     filtered (the ``__meta__`` document has no searchable words).
     """
-    group = tantivy.Query.boolean_query(
-        [(tantivy.Occur.Should, q) for k in words for q in keyword_terms(schema, k)]
-    )
+    terms = [q for k in words for q in keyword_terms(schema, k)]
+    if evidence is not None:
+        terms += phrase_terms(schema, evidence)
+    group = tantivy.Query.boolean_query([(tantivy.Occur.Should, q) for q in terms])
     if filters is None:
         return group
     return tantivy.Query.boolean_query([(tantivy.Occur.Must, filters), (tantivy.Occur.Must, group)])

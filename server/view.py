@@ -57,6 +57,7 @@ from catalog.query import (
     filter_query,
     folded_tags,
     keywords,
+    phrases,
     rank_query,
     value_words,
     with_lookup,
@@ -73,6 +74,7 @@ _AUDIENCE_CACHE: Final = 256  # distinct audiences remembered per view; cleared 
 _PREFIX_CACHE: Final = 65_536  # keyword prefixes remembered per view; cleared beyond
 _TARGET_CACHE: Final = 4_096  # decoded definitions remembered per view; cleared beyond
 _UNFILTERED_CAP: Final = 2_048  # unfiltered hits read before the filtered query takes over
+_QUOTED: Final = 200  # characters of the query a response_too_large message quotes
 _UNCERTAIN: Final = b',"authUncertain":true}'
 _DEFINITION: Final = msgspec.json.Decoder(ToolDefinition)
 _JSON: Final = msgspec.json.Encoder()
@@ -138,15 +140,23 @@ def _unknown(name: str) -> UnknownTool:
 
 
 def _too_large(size: int, budget: int, request: SearchRequest) -> ResponseTooLarge:
+    # Keywords rank, never filter: no query makes the answer smaller, so none is advised.
     if request.detail == "schema":
-        advice = 'use detail "card", a narrower query or a smaller limit'
+        advice = 'use detail "card" or a smaller limit'
     else:
-        advice = 'detail is already "card": use a smaller limit, a narrower query or tags'
+        advice = 'detail is already "card": use a smaller limit or tags'
     return ResponseTooLarge(
         f"search_tools answer is {size:,} bytes, over the {budget:,}-byte budget"
-        f" (detail {request.detail!r}, query {request.query!r}, limit {request.limit});"
+        f" (detail {request.detail!r}, query {_quoted(request.query)}, limit {request.limit});"
         f" {advice}"
     )
+
+
+def _quoted(query: str) -> str:
+    """The query as a refusal quotes it: at most ``_QUOTED`` characters, then ``…``."""
+    if len(query) <= _QUOTED:
+        return repr(query)
+    return repr(query[:_QUOTED]) + "…"
 
 
 class CatalogView:
@@ -292,6 +302,7 @@ class CatalogView:
         unfiltered: bool,
     ) -> list[tantivy.DocAddress]:
         limit = min(request.limit, total)
+        evidence = phrases(request.query)
         words = with_lookup(
             keywords(request.query),
             self._known_to(state),
@@ -303,10 +314,10 @@ class CatalogView:
         elif unfiltered:
             share = max(1, self._tool_count()) / total  # tools per visible one
             page = self._ranked_visible(
-                rank_query(self.schema, None, words), limit, state.hashes, share
+                rank_query(self.schema, None, words, evidence), limit, state.hashes, share
             )
         if page is None:
-            ranking = rank_query(self.schema, None if everything else filters, words)
+            ranking = rank_query(self.schema, None if everything else filters, words, evidence)
             page = self._ranked(ranking, limit)
         if len(page) < limit:
             taken = {_key(a) for a in page}

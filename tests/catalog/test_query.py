@@ -56,11 +56,17 @@ def test_limit_absent_is_twenty() -> None:
     assert clamp_request({}).limit == 20
 
 
-@pytest.mark.parametrize("limit", [True, "ten", [], {}, float("nan")])
-def test_limit_no_clamp_can_repair_is_refused(limit: Any) -> None:
+@pytest.mark.parametrize("limit", [True, False, "abc", "ten", "", [3], [], {}, float("nan")])
+def test_a_limit_that_is_no_number_is_the_default(limit: Any) -> None:
+    # The contract prefers results to errors: a limit no clamp can read is the default
+    # page size, never invalid_arguments (it once was).
+    assert clamp_request({"limit": limit, "query": "orders"}).limit == DEFAULT_LIMIT
+
+
+def test_a_bad_limit_does_not_hide_a_bad_query() -> None:
     with pytest.raises(InvalidSearchArguments) as caught:
-        clamp_request({"limit": limit})
-    assert caught.value.errors[0]["path"] == "/limit"
+        clamp_request({"limit": "abc", "query": 3})
+    assert [e["path"] for e in caught.value.errors] == ["/query"]
 
 
 @pytest.mark.parametrize(

@@ -28,7 +28,7 @@ from catalog.index_schema import (
 from indexer.plan import MAX_ORDINAL, encode_fields, file_documents
 from tests.indexer.helpers import make_tool
 
-_FIELDS = (*FIELD_BOOSTS, "exact", "any", "tags", "vis", "id", "source")
+_FIELDS = (*FIELD_BOOSTS, "exact", "any", "pairs", "whole", "acts", "tags", "vis", "id", "source")
 
 
 def _index(path: Path) -> tuple[tantivy.Index, tantivy.IndexWriter]:

@@ -260,6 +260,22 @@ def test_tools_and_envelopes(server: ServerThread) -> None:
     assert nameless["error"]["code"] == "invalid_arguments"
 
 
+@pytest.mark.parametrize("limit", ["abc", True, [3]])
+def test_search_with_a_limit_that_is_no_number_answers_the_default_page(
+    server: ServerThread, limit: Any
+) -> None:
+    found, failed = payload(
+        modern_post(
+            server,
+            "tools/call",
+            {"name": "search_tools", "arguments": {"query": "order", "limit": limit}},
+        )
+    )
+    assert not failed  # once invalid_arguments; now the default limit (20): results
+    assert found["total"] == 3
+    assert len(found["results"]) == 3
+
+
 def test_request_ids_are_echoed_or_minted(server: ServerThread) -> None:
     minted = modern_post(server, "tools/list")
     assert len(minted.headers["x-request-id"]) == 16

@@ -386,6 +386,21 @@ def test_over_budget_is_refused_naming_detail_query_and_limit(view: CatalogView)
         view.search(clamp_request({"limit": 50}), PUBLIC, budget=500)
     assert "detail" in cards.value.message
     assert "limit" in cards.value.message
+    # Keywords rank, never filter: a narrower query is no advice (it once was).
+    for advice in (message, cards.value.message):
+        assert "query or" not in advice
+        assert "narrower" not in advice
+
+
+def test_over_budget_quotes_at_most_200_characters_of_the_query(view: CatalogView) -> None:
+    query = "widget " * 1000
+    request = clamp_request({"query": query, "detail": "schema", "limit": 50})
+    with pytest.raises(ResponseTooLarge) as refused:
+        view.search(request, PUBLIC, budget=2_000)
+    message = refused.value.message
+    assert repr(query[:200]) + "…" in message
+    assert query[:201] not in message
+    assert len(message) < 500
 
 
 def test_read_meta_of_an_empty_index_is_none(tmp_path: Path) -> None:
@@ -495,6 +510,140 @@ def test_github_keyword_search_finds_the_obvious(github: CatalogView) -> None:
     audience = Audience(visible=frozenset({PUBLIC_KEY, *github.meta.policies}))
     names = _names(_search(github, audience, query="create issue comment", limit=5))
     assert "github.issues_create_comment" in names
+
+
+@pytest.mark.parametrize(
+    ("query", "first"),
+    [
+        ("list pull requests", "github.pulls_list"),
+        ("delete a repository", "github.repos_delete"),
+        ("get a user", "github.users_get_by_username"),
+        ("merge a pull request", "github.pulls_merge"),
+        ("create an issue", "github.issues_create"),
+    ],
+)
+def test_github_a_request_that_says_a_title_ranks_that_tool_first(
+    github: CatalogView, query: str, first: str
+) -> None:
+    # Once pull-request-stacks/* and pulls/list-requested-reviewers ranked above
+    # pulls/list ("List pull requests"): their names and descriptions merely hold the words.
+    audience = Audience(visible=frozenset({PUBLIC_KEY, *github.meta.policies}))
+    assert _names(_search(github, audience, query=query, limit=5))[0] == first
+
+
+def _pulls() -> list[CatalogTool]:
+    """GitHub's pull-request tools as its description words them (shortened), and
+    unrelated neighbours, so that a word's rarity is that of a real catalog."""
+    repo = "/repos/{owner}/{repo}"
+    tools = [
+        make_tool(
+            "pull_request_stacks_list",
+            "List pull request stacks",
+            description="Lists pull request stacks in a repository.",
+            path=f"{repo}/stacks",
+            arguments=["owner", "repo", "pull_request", "per_page", "page"],
+        ),
+        make_tool(
+            "pull_request_stacks_add",
+            "Add pull requests to a pull request stack",
+            method="POST",
+            description="Appends an ordered list of pull request numbers onto the top of an"
+            " existing stack. Provide only the pull requests you want to add, from the"
+            " current top of the stack upward.",
+            path=f"{repo}/stacks/{{stack_number}}/add",
+            arguments=["owner", "repo", "stack_number", "pull_requests"],
+        ),
+        make_tool(
+            "pulls_list_requested_reviewers",
+            "Get all requested reviewers for a pull request",
+            description="Gets the users or teams whose review is requested for a pull"
+            " request. Once a requested reviewer submits a review, they are no longer"
+            " considered a requested reviewer.",
+            path=f"{repo}/pulls/{{pull_number}}/requested_reviewers",
+            arguments=["owner", "repo", "pull_number"],
+        ),
+        make_tool(
+            "pulls_remove_requested_reviewers",
+            "Remove requested reviewers from a pull request",
+            method="DELETE",
+            description="Removes review requests from a pull request for a given set of"
+            " users and/or teams.",
+            path=f"{repo}/pulls/{{pull_number}}/requested_reviewers",
+            arguments=["owner", "repo", "pull_number", "reviewers", "team_reviewers"],
+        ),
+        make_tool(
+            "pulls_list",
+            "List pull requests",
+            description="Lists pull requests in a specified repository. Draft pull requests"
+            " are available in public repositories with GitHub Free and GitHub Free for"
+            " organizations, GitHub Pro, and legacy per-repository billing plans, and in"
+            " public and private repositories with GitHub Team and GitHub Enterprise Cloud.",
+            path=f"{repo}/pulls",
+            arguments=["owner", "repo", "state", "head", "base", "sort", "direction", "page"],
+        ),
+        make_tool(
+            "pulls_get",
+            "Get a pull request",
+            description="Lists details of a pull request by providing its number.",
+            path=f"{repo}/pulls/{{pull_number}}",
+            arguments=["owner", "repo", "pull_number"],
+        ),
+    ]
+    tools += [
+        make_tool(f"repos_thing_{i:02d}", f"Get repository thing {i}", path=f"{repo}/t{i}")
+        for i in range(30)
+    ]
+    return tools
+
+
+def test_a_title_that_says_the_query_in_order_ranks_first(tmp_path: Path) -> None:
+    view = build_view(tmp_path / "i", _pulls())
+    assert _names(_search(view, query="list pull requests"))[0] == "pulls_list"
+    assert _names(_search(view, query="Please list the pull requests"))[0] == "pulls_list"
+    assert _names(_search(view, query="get a pull request"))[0] == "pulls_get"
+    # Keywords still rank, never filter, and the total never moves.
+    assert _search(view, query="list pull requests")["total"] == len(_pulls())
+
+
+def test_a_title_pair_with_a_word_between_in_the_query_counts(tmp_path: Path) -> None:
+    view = build_view(
+        tmp_path / "i",
+        [
+            make_tool("users", "List users", path="/users"),
+            make_tool("user_schedulers", "List user schedulers", path="/users/{id}/schedulers"),
+            make_tool("user_assistants", "List user assistants", path="/users/{id}/assistants"),
+            make_tool("recordings_list", "List all recordings", path="/recordings"),
+        ],
+    )
+    assert _names(_search(view, query="LIST ALL USERS"))[0] == "users"
+
+
+@pytest.fixture(scope="module")
+def notes(tmp_path_factory: pytest.TempPathFactory) -> CatalogView:
+    """Four tools that say the same words, told apart only by their HTTP method."""
+    tools = [
+        make_tool(f"order_notes_{suffix}", "Order notes", method=method, path="/order/notes")
+        for suffix, method in (("a", "DELETE"), ("b", "POST"), ("c", "GET"), ("d", "PATCH"))
+    ]
+    return build_view(tmp_path_factory.mktemp("notes") / "index", tools)
+
+
+@pytest.mark.parametrize(
+    ("query", "first"),
+    [
+        ("add order notes", "order_notes_b"),
+        ("create order notes", "order_notes_b"),
+        ("list order notes", "order_notes_c"),
+        ("show me the order notes", "order_notes_c"),
+        ("fetch order notes", "order_notes_c"),
+        ("remove order notes", "order_notes_a"),
+        ("edit order notes", "order_notes_d"),
+    ],
+)
+def test_the_method_a_request_verb_implies_breaks_a_tie(
+    notes: CatalogView, query: str, first: str
+) -> None:
+    assert _names(_search(notes, query=query))[0] == first
 
 
 def test_a_generic_verb_finds_its_synonym_below_itself(tmp_path: Path) -> None:

@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from catalog.model import CatalogTool
-from catalog.query import clamp_request, keywords, rank_query
+from catalog.query import clamp_request, keywords, phrases, rank_query
 from catalog.visibility import PUBLIC_KEY, Audience, visibility_key
 from server.view import CatalogView
 from tests.server._index_fixtures import append_segment, make_tool, open_view, secured, write_index
@@ -70,7 +70,8 @@ def _expected(
     words = keywords(query)
     ranked: list[str] = []
     if words:
-        scored = view.searcher.search(rank_query(view.schema, None, words), SIZE + 1).hits
+        ranking = rank_query(view.schema, None, words, phrases(query))
+        scored = view.searcher.search(ranking, SIZE + 1).hits
         matches = []
         for score, address in scored:
             name = view.searcher.doc(address).get_first("id")
