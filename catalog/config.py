@@ -60,14 +60,14 @@ __all__ = [
 ]
 
 DEFAULT_ALLOWED_HOSTS: Final = ("127.0.0.1", "localhost", "[::1]", "::1")
-"""Loopback only: DNS-rebinding protection for a server bound to localhost (mcp-wire §9)."""
+"""Loopback only: DNS-rebinding protection for a server bound to localhost (docs/wire.md §9)."""
 
 DEFAULT_RESPONSE_BUDGET: Final = 48 * 1024
 """48 KiB of search_tools result text: a limit-50 card page over GitHub fits, a default
-schema page does not (design.md, Search)."""
+schema page does not (docs/decisions.md, Search)."""
 
 DEFAULT_MAX_REQUEST_BODY: Final = 4 * 1024 * 1024
-"""The official SDK refuses MCP request bodies over 4 MiB with 413 (mcp-wire §9)."""
+"""The official SDK refuses MCP request bodies over 4 MiB with 413 (docs/wire.md §9)."""
 
 
 class ServerConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):

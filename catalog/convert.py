@@ -1,18 +1,20 @@
 """Operations of one parsed document → :class:`~catalog.model.CatalogTool` records.
 
 Pure apart from the resolver's injected loader. The rules are the contract's load_tool
-section and design.md (Tool names, Schema conversion, Annotations, Version, Caller
-identity); each is stated with an example in ``catalog/spec/schema-conversion.md``.
+section (docs/contract.md) and docs/decisions.md (Tool names, Schema conversion,
+Annotations, Version, Caller identity); each is stated with an example in
+``catalog/spec/schema-conversion.md``.
 
-Theory of operation. :class:`DocumentConverter` is the per-document worker (style.md
-rule 10): it owns the resolver, the normalizer (whose caches make every component schema
-normalized once per direction), the namer and the security-scheme table, and converts the
-operations one at a time in document order. A problem confined to one operation (a
-malformed parameter, a schema of the wrong shape) skips that operation with a warning; a
-dangling ``$ref`` is a :class:`~catalog.errors.RefError` for the whole document. An
-operation's ``x-sezzlee`` extension is applied to its converted tool here (curated names
-claimed in document order; a malformed extension skips the operation with a warning);
-the config's curation rules run later, in the indexer (``catalog/spec/curation.md``).
+Theory of operation. :class:`DocumentConverter` is the per-document worker
+(docs/conventions.md §2.10): it owns the resolver, the normalizer (whose caches make every
+component schema normalized once per direction), the namer and the security-scheme table,
+and converts the operations one at a time in document order. A problem confined to one
+operation (a malformed parameter, a schema of the wrong shape) skips that operation with a
+warning; a dangling ``$ref`` is a :class:`~catalog.errors.RefError` for the whole
+document. An operation's ``x-sezzlee`` extension is applied to its converted tool here
+(curated names claimed in document order; a malformed extension skips the operation with a
+warning); the config's curation rules run later, in the indexer
+(``catalog/spec/curation.md``).
 
 Argument clashes (one flat namespace for path, query, header, cookie and body members):
 the locations claim names in the order path, query, header, cookie, body; the first
@@ -118,7 +120,7 @@ _KEY_LOCATIONS: Final = frozenset(("header", "query", "cookie"))
 
 
 def method_annotations(method: str) -> frozenset[str]:
-    """The hints an HTTP method implies (design.md, Annotations)."""
+    """The hints an HTTP method implies (docs/decisions.md, Annotations)."""
     return _METHOD_HINTS.get(method.upper(), frozenset())
 
 
@@ -356,7 +358,7 @@ class DocumentConverter:
             self.warn(exc.location or pointer, f"operation skipped: {exc.reason}")
         except (TypeError, ValueError, KeyError, AttributeError, RecursionError) as exc:
             # A malformed document reaches shapes no rule expects; it costs this
-            # operation only, never the document (the issue's Errors section).
+            # operation only, never the document: a broken part never costs the catalog more.
             self.warn(pointer, f"operation skipped: malformed ({type(exc).__name__}: {exc})")
         return None
 
@@ -818,7 +820,7 @@ class DocumentConverter:
 
     def _credentials(self, policy: SecurityPolicy) -> frozenset[tuple[str, str]]:
         """(location, name) of the parameters a security scheme of the operation
-        supplies: the caller's credentials, never arguments (design.md).
+        supplies: the caller's credentials, never arguments (docs/decisions.md).
         """
         found: set[tuple[str, str]] = set()
         for alternative in policy.alternatives:

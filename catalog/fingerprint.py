@@ -3,7 +3,7 @@
 Pure. 16 hex characters of SHA-256 over the canonical JSON (sorted keys, no spaces) of
 name, description, inputSchema, outputSchema and annotations: key order never changes
 it, and every replica built from the same documents computes the same value
-(design.md, Version). ``authUncertain`` is per caller and never part of it.
+(docs/decisions.md, Version). ``authUncertain`` is per caller and never part of it.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Pure: no I/O. The rules are normative in ``catalog/spec/search-semantics.md``:
 
 * ``prefold``: NFKD, drop the combining marks U+0300–U+036F, NFC. Only that block: a
-  blanket mark strip would break kana (tantivy-notes §2).
+  blanket mark strip would break kana (docs/tantivy.md §2).
 * words: runs of letters and digits. A run is also split at camelCase and
   letter/digit boundaries; the whole run and its parts are emitted, so ``getUserById``
   is found by ``getuser``, ``user`` and ``byid``. A folded word that still splits at a

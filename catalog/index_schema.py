@@ -2,18 +2,18 @@
 
 Pure: builds schemas, documents and queries' field names; opening directories and
 writing belong to ``indexer/`` (writer) and ``server/`` (reader). This module is the only
-place where the two processes meet (style.md §2.1).
+place where the two processes meet (docs/conventions.md §2.1).
 
 One *card* document per published tool, one *payload* document per ``PAYLOAD_GROUP``
 tools of a spec file, plus one ``__meta__`` document rewritten in every commit, so that
 the catalog fingerprint, the per-file status and the security policies become visible
-atomically with the data (tantivy-notes §5: commit payloads are not exposed by the
+atomically with the data (docs/tantivy.md §5: commit payloads are not exposed by the
 bindings). A card holds what search reads (the indexed fields, ``ord``, ``vis`` and the
 stored card); a payload document holds what load_tool and invoke_tool read (each of its
 tools' definition and routing record, found by the ``payload`` field, which holds every
 one of its tools' names). A search reads whole stored documents, so it reads a card of
 ~200 bytes instead of a ~6 KB document per result, and cards share docstore blocks
-(tantivy-notes §6): 23% less CPU per search than one document per tool.
+(docs/tantivy.md §6): 23% less CPU per search than one document per tool.
 
 Payloads are grouped because BM25 counts every document: with one payload per tool the
 index held twice the documents, every term looked rarer and every field half as long,
@@ -343,7 +343,7 @@ def fields_document(fields: ToolFields, *, ordinal: int) -> tantivy.Document:
     doc = tantivy.Document()
     doc.add_text("id", fields.id)
     doc.add_text("source", fields.source)
-    doc.add_unsigned("ord", ordinal)  # add_unsigned: a Python int would be i64 (notes §8.1)
+    doc.add_unsigned("ord", ordinal)  # a Python int would be i64 (docs/tantivy.md §8.1)
     for field, words in fields.words:
         doc.add_text(field, edge_grams(words))
     doc.add_text(_ANY, edge_grams(fields.exact))

@@ -47,7 +47,7 @@ def convert_document(
         SpecError: the document cannot be used at all (unparseable, unsupported version,
             dangling ``$ref``), naming the file, the location and the reason.
     """
-    # Stages (style.md rule 10): parse → resolve/normalize/compact per operation → name →
+    # Stages (docs/conventions.md §2.10): parse → resolve/normalize/compact per operation → name →
     # fingerprint. The converter is made for this document only: its caches die with it.
     document = parse_document(source, data)
     converter = DocumentConverter(document, namespace=namespace, spec_config=spec_config, load=load)

@@ -1,6 +1,6 @@
 """Tool names: snake_case operation names, namespaces, deterministic clash suffixes.
 
-Pure: no I/O. design.md, Tool names:
+Pure: no I/O. docs/decisions.md, Tool names:
 
 * the operation part is ``snake_case(operationId)`` (``repos/get`` → ``repos_get``,
   ``getHTTPStatus`` → ``get_http_status``); an operation without a usable operationId

@@ -3,7 +3,7 @@
 Pure: no I/O (the caller hands over bytes). JSON goes through ``msgspec.json`` (the
 13 MB GitHub description decodes in about 0.1 s); YAML through PyYAML's libyaml
 ``CSafeLoader``. Parser exceptions become :class:`~catalog.errors.SpecError` here, once,
-naming the file and the line (style.md rule 8).
+naming the file and the line (docs/conventions.md §2.8).
 
 OpenAPI documents are YAML 1.2, so plain scalars are typed by the YAML 1.2 core schema
 rather than PyYAML's YAML 1.1 one: ``on``, ``no`` and ``1_000`` stay strings. Implicit

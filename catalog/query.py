@@ -29,7 +29,7 @@ Pure: no I/O (tantivy ``Query`` objects are values). Normative in
   function that made the titles'), as pair, whole-title and method terms.
 
 User text only ever reaches ``term_query``/``term_set_query`` values, which tantivy never
-parses or analyzes (tantivy-notes §2, §8.10).
+parses or analyzes (docs/tantivy.md §2, §8.10).
 """
 
 from __future__ import annotations
@@ -383,7 +383,7 @@ def filter_query(
     tool's card document (the documents with an ``ord``: not the payloads, not the meta
     document) except the ``deny`` keys; the caller picks the shorter list, because
     a ``term_set_query`` costs in proportion to its terms (thousands of keys in a large
-    catalog, tantivy-notes §6). ``tags`` must already be folded (:func:`folded_tags`).
+    catalog, docs/tantivy.md §6). ``tags`` must already be folded (:func:`folded_tags`).
     """
     must, must_not = tantivy.Occur.Must, tantivy.Occur.MustNot
     if allow is not None:

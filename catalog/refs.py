@@ -1,6 +1,6 @@
 """``$ref`` resolution: JSON pointers inside a document and across relative files.
 
-Pure apart from the injected ``load(path) -> bytes`` (style.md rule 5): the indexer passes
+Pure apart from the injected ``load(path) -> bytes`` (docs/conventions.md §2.5): the indexer passes
 a reader of the spec directory, tests pass a dict lookup.
 
 Theory of operation. A reference is identified by a *key*, ``"<file>#<pointer>"``, where

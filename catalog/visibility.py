@@ -3,7 +3,7 @@
 Pure: no I/O, no JWT library. The server's ``identity`` module turns request headers
 into :class:`Presented` credentials (verifying a JWT when the config says how); this
 module only decides. Search, load and invoke all call :func:`decide`, so a hidden tool is
-hidden the same way everywhere (design.md, Visibility).
+hidden the same way everywhere (docs/decisions.md, Visibility).
 
 Theory of operation:
 

@@ -3,7 +3,7 @@
 The only module of the indexer that touches tantivy. tantivy's exceptions (all
 ``ValueError``) become ``IndexBusyError`` / ``IndexStoreError`` here.
 
-* The directory is created here (``Index()`` does not, tantivy-notes §5).
+* The directory is created here (``Index()`` does not, docs/tantivy.md §5).
 * An index written with another tantivy schema cannot be opened with ours: it is wiped
   and recreated (after checking that no other indexer holds its lock), and the caller
   rebuilds it from the specs. An index whose ``__meta__`` records another
@@ -17,7 +17,7 @@ The only module of the indexer that touches tantivy. tantivy's exceptions (all
   operations). A build is rare; searches are the hot path. One thread also keeps each
   change to one new segment.
 * Every commit deletes and re-adds the ``__meta__`` document, so the fingerprint and the
-  file statuses become visible atomically with the tools (notes §5).
+  file statuses become visible atomically with the tools (docs/tantivy.md §5).
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ __all__ = ["WRITER_HEAP_BYTES", "IndexStore"]
 
 WRITER_HEAP_BYTES: Final = 512 * 1024 * 1024
 """The indexing heap: large enough that a 125,000-tool build stays one segment for most
-of its run (notes §6 used 512 MB for 100k docs); the minimum is 15 MB."""
+of its run (docs/tantivy.md §6 used 512 MB for 100k docs); the minimum is 15 MB."""
 
 _LOCK_NAME: Final = ".sezzlee-indexer.lock"
 

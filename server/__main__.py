@@ -5,7 +5,7 @@
 process from an import string, so the parent hands the flags to the workers through
 ``SEZZLEE_*`` environment variables and :func:`app_from_env` (a granian factory) reads
 them there. This module is the only place in ``server/`` that reads files, flags or the
-environment (style.md §2.9).
+environment (docs/conventions.md §2.9).
 """
 
 from __future__ import annotations

@@ -83,7 +83,7 @@ def _chain_shutdown_signals(loop: asyncio.AbstractEventLoop, callback: Callable[
 
     granian and uvicorn both wait for open responses to finish *before* the lifespan
     shutdown runs, so listen streams would hold the process until it is killed. Closing
-    them on the signal itself lets them end with their final response (mcp-wire §6).
+    them on the signal itself lets them end with their final response (docs/wire.md §6).
     granian's worker registers its handler on the loop (``loop.add_signal_handler``),
     uvicorn with ``signal.signal``; both are chained. Off the main thread (a server run
     in a test thread) signals cannot be handled and nothing is installed.

@@ -1,16 +1,20 @@
-"""Errors of the server: tool-level failures (values) and protocol failures.
+"""Errors of the server: tool-level failures, as values.
 
 ToolError                      a meta tool failed; rendered as the isError envelope
- ├── codes (class attribute ``code``, ``retryable``):
- │    unknown_tool, tool_changed, invalid_type, invalid_arguments, response_too_large,
- │    backend_error, backend_unreachable, backend_timeout, backend_not_configured,
- │    catalog_unavailable
-ProtocolError                  a JSON-RPC failure; rendered as a JSON-RPC error object
- └── carries ``rpc_code`` and the HTTP status for each era (mcp-wire §8)
+ └── codes (class attribute ``code``, ``retryable``):
+      unknown_tool, tool_changed, invalid_type, invalid_arguments, response_too_large,
+      backend_error, backend_unreachable, backend_timeout, backend_not_configured,
+      catalog_unavailable
 
-Expected failures are values (style.md §2.6): tools return or raise ``ToolError`` and
-``protocol.render`` puts it into ``{"error": {"code", "message", "retryable", ...}}``.
-Bugs are not ToolErrors; they reach the 500 handler and the log.
+JSON-RPC failures are not exceptions: ``server/protocol.py`` parses a request into a
+``Reply`` that already holds the error answer, with its code and HTTP status per era
+(docs/wire.md §8).
+
+Expected failures are values (docs/conventions.md §2.6): tools return or raise
+``ToolError``, and ``server/http.py`` renders its ``envelope()`` through
+``protocol.render_call`` as ``{"error": {"code", "message", "retryable", ...}}``. Bugs are
+not ToolErrors: ``server/http.py`` logs them with the request id and answers JSON-RPC
+-32603, never an HTTP 500.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ never in module globals: verified tokens on each :class:`JwtVerifier`, and the
 per-catalog plan on :class:`Secrets`. Credentials are never logged, and :class:`Caller`
 and :class:`Outbound` hide them from ``repr``.
 
-Theory of operation (design.md, Visibility and Caller identity):
+Theory of operation (docs/decisions.md, Visibility and Caller identity):
 
 * A caller's headers are routed per document, bound to the origins it reaches
   (``catalog.backends``; ``docs/credentials.md``), never per namespace label: the

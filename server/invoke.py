@@ -1,9 +1,9 @@
 """The pure half of invoke_tool: arguments, version pin, the outbound request, the result.
 
 Pure: no I/O. ``server/proxy.py`` sends what :func:`build_request` returns and hands the
-answer to :func:`interpret` (style.md §2.5, build then send).
+answer to :func:`interpret` (docs/conventions.md §2.5, build then send).
 
-Theory of operation (the seed page, invoke_tool; design.md, Error envelope):
+Theory of operation (docs/contract.md, invoke_tool; docs/decisions.md, Error envelope):
 
 1. The name is resolved first (the view raises ``unknown_tool`` for a hidden or
    nonexistent tool, whatever ``version`` says), then the pin: a ``version`` that is not

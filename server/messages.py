@@ -3,7 +3,7 @@
 Pure: no I/O. Structs here are encoded, never used to validate what a peer sends (MCP
 peers add fields; ``protocol.parse`` checks the few members it needs by hand so that each
 failure gets its own JSON-RPC code). Every Struct uses ``omit_defaults=True``: absent
-optional fields are left out rather than sent as null (mcp-wire §4.4, §12). Keys that are
+optional fields are left out rather than sent as null (docs/wire.md §4.4, §12). Keys that are
 not Python identifiers live in ``_meta`` dicts.
 """
 

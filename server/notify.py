@@ -1,6 +1,6 @@
 """Listen streams: one queue per open ``subscriptions/listen``, fan-out of catalog changes.
 
-Theory of operation (mcp-wire §6):
+Theory of operation (docs/wire.md §6):
 
 * A stream subscribes *before* its ack is sent, so a reload in between is not lost.
 * Each subscription holds a one-slot queue: changes are level-triggered, so a second

@@ -4,7 +4,7 @@ Pure: no I/O. ``server/http.py`` calls :func:`parse` with the HTTP method, the h
 the body, awaits whatever the answer needs (a search, a backend call, a stream), then
 calls one of the ``render_*`` functions. Nothing here knows Litestar, asyncio or tantivy.
 
-Theory of operation (mcp-wire.md is the reference; section numbers below point there):
+Theory of operation (docs/wire.md; section numbers below point there):
 
 * **Era routing (§2)** is by the ``MCP-Protocol-Version`` header alone: absent or a
   2025-era value takes the 2025 path; ``2026-07-28`` and anything unknown take the 2026
@@ -226,7 +226,7 @@ _ERA_BY_VERSION: Final[dict[str, Era]] = {
     MODERN_VERSION: Era.MODERN,
     **{version: Era.LEGACY for version in LEGACY_VERSIONS},
 }
-"""mcp-wire §2: the ``MCP-Protocol-Version`` header value → the path that serves it."""
+"""docs/wire.md §2: the ``MCP-Protocol-Version`` header value → the path that serves it."""
 
 Headers = Mapping[str, Sequence[str]]
 """Lower-case header name → every value sent under it (a repeat is visible)."""

@@ -8,7 +8,8 @@ limit of its spec's config. A redirect to the same origin is followed here (at m
 backend's answer, so credentials never leave the backend they were meant for. The
 answer is read within ``max_response_bytes``.
 
-The pool's exceptions become ``ToolError`` values here, once, ``from exc`` (style.md §2.8).
+The pool's exceptions become ``ToolError`` values here, once, ``from exc``
+(docs/conventions.md §2.8).
 Every invoke writes one audit line on the ``sezzlee.audit`` logger: tool, version,
 outcome, status, latency and the caller id when known, never a credential.
 """

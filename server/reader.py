@@ -1,6 +1,6 @@
 """The index reader: opens the index read-only, notices new commits, swaps the view.
 
-Theory of operation (design.md, Generation; tantivy-notes §5):
+Theory of operation (docs/decisions.md, Generation; docs/tantivy.md §5):
 
 * The index is opened with ``tantivy.Index.open`` and a manual reload policy; the
   bindings' default (a watch on ``meta.json``) lags 250-550 ms and gives Python no

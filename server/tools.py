@@ -133,7 +133,7 @@ META_TOOLS: Final = (
         inputSchema=_INVOKE_SCHEMA,
     ),
 )
-"""What tools/list publishes, in this order (deterministic, mcp-wire §4.2)."""
+"""What tools/list publishes, in this order (deterministic, docs/wire.md §4.2)."""
 
 
 class Invoker(Protocol):

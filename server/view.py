@@ -16,7 +16,7 @@ Theory of operation (search-semantics.md is normative):
   filtered, rather than ordering the whole catalog.
 * Keywords only rank: the rank query (filters AND any keyword) fetches the best
   ``limit`` matches, ties broken by catalog order (``ord``) exactly, whatever the
-  segment layout (tantivy-notes §4.4). The page is then padded in catalog order.
+  segment layout (docs/tantivy.md §4.4). The page is then padded in catalog order.
 * A caller who sees part of the catalog, with no tag filter, is ranked by the unfiltered
   keyword disjunction, and the hits are then kept by their ``visk`` fast field (the
   visibility key's hash), read for all of them in one call: a Must filter made tantivy
@@ -68,7 +68,7 @@ from server.errors import ResponseTooLarge, UnknownTool
 __all__ = ["TAG_VOCABULARY_CAP", "CatalogView", "read_index_meta", "read_meta"]
 
 TAG_VOCABULARY_CAP: Final = 100
-"""Above this many tags the vocabulary is omitted, never shortened (design.md, Search)."""
+"""Above this many tags the vocabulary is omitted, never shortened (docs/decisions.md, Search)."""
 
 _AUDIENCE_CACHE: Final = 256  # distinct audiences remembered per view; cleared beyond
 _PREFIX_CACHE: Final = 65_536  # keyword prefixes remembered per view; cleared beyond
@@ -131,7 +131,7 @@ def read_index_meta(index_dir: str) -> IndexMeta | None:
 
 
 def _unknown(name: str) -> UnknownTool:
-    # The same words for hidden and nonexistent (design.md, Visibility). The name is
+    # The same words for hidden and nonexistent (docs/decisions.md, Visibility). The name is
     # the caller's: cut, so a 4 MB name is not echoed back.
     return UnknownTool(
         f"no tool named {truncate(name, MAX_NAME_LENGTH)!r} in this catalog; use "

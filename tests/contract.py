@@ -1,6 +1,6 @@
 """The meta-tool contract's worked examples, verbatim, for the tests that check them.
 
-The contract (the seed page) prints one load_tool answer for ``get_order``; the converter
+The contract (docs/contract.md) prints one load_tool answer for ``get_order``; the converter
 must produce it from the demo's document and the spec file must accept it.
 """
 

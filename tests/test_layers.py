@@ -1,4 +1,4 @@
-"""The tree is the architecture: imports point one way (style.md §2.1).
+"""The tree is the architecture: imports point one way (docs/conventions.md §2.1).
 
 ``indexer`` and ``server`` import ``catalog``, never each other; ``catalog`` imports
 neither; ``server/protocol.py`` stays free of I/O libraries.

@@ -134,7 +134,7 @@ def test_github_definitions_match_the_spec_and_stay_small(
         largest = max(largest, len(encoded))
         errors = [e.message for e in validator.iter_errors(msgspec.json.decode(encoded))]
         assert not errors, (tool.definition.name, errors[:3])
-    # GitHub fully inlined has definitions over 400 KB (design.md).
+    # GitHub fully inlined has definitions over 400 KB (docs/decisions.md).
     assert largest < 64 * 1024
 
 

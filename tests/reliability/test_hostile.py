@@ -229,7 +229,7 @@ headers = st.one_of(
 
 
 def _header_text(value: str) -> str:
-    # The routing headers carry non-ASCII values base64-wrapped (mcp-wire).
+    # The routing headers carry non-ASCII values base64-wrapped (docs/wire.md §3.1).
     if value.isascii() and value.isprintable() and value == value.strip():
         return value
     return "=?base64?" + base64.b64encode(value.encode("utf-8", "replace")).decode() + "?="

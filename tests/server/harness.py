@@ -1,8 +1,8 @@
 """Test harness: a real tantivy index written in a temp dir, a real server on a real port.
 
 The index is written with the shared schema (``catalog.index_schema``) exactly as the
-indexer writes it: one document per tool plus the ``__meta__`` record, one commit per
-catalog. The server is the real app (``server.app.create_app``) under uvicorn in a
+indexer writes it: a card document per tool, payload documents grouping the tools'
+definitions, and the ``__meta__`` record, one commit per catalog. The server is the real app (``server.app.create_app``) under uvicorn in a
 thread, on a free 127.0.0.1 port.
 """
 

@@ -498,7 +498,7 @@ def test_github_schema_page_at_the_default_limit_is_refused(github: CatalogView)
     assert 'detail "card"' in message
     assert "query 'issue'" in message
     assert "limit 20" in message
-    # The same page as cards fits, even at limit 50 (design.md, Search).
+    # The same page as cards fits, even at limit 50 (docs/decisions.md, Search).
     cards = json.loads(
         github.search(clamp_request({"query": "repository", "limit": 50}), audience, budget=BUDGET)
     )
