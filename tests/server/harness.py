@@ -2,8 +2,8 @@
 
 The index is written with the shared schema (``catalog.index_schema``) exactly as the
 indexer writes it: a card document per tool, payload documents grouping the tools'
-definitions, and the ``__meta__`` record, one commit per catalog. The server is the real app (``server.app.create_app``) under uvicorn in a
-thread, on a free 127.0.0.1 port.
+definitions, and the ``__meta__`` record, one commit per catalog. The server is the real
+app (``server.app.create_app``) under uvicorn in a thread, on a free 127.0.0.1 port.
 """
 
 from __future__ import annotations
