@@ -40,7 +40,6 @@ __all__ = [
     "TemplateList",
     "is_json_value",
     "is_template",
-    "shape_of",
 ]
 
 Direction: TypeAlias = Literal["in", "out"]
@@ -110,15 +109,6 @@ class TemplateList(list[Any]):
     __slots__ = ()
 
 
-def shape_of(template: Any) -> tuple[int, tuple[str, ...]]:
-    """A template's own size (about its JSON bytes, not following references) and the
-    keys it references, in order and with repeats.
-    """
-    refs: list[Ref] = []
-    size = _scan(template, refs)
-    return size, tuple(ref.key for ref in refs)
-
-
 def is_template(node: Any) -> bool:
     """Whether ``node`` still holds a reference (and so must be compacted)."""
     return type(node) in (Ref, TemplateDict, TemplateList)
@@ -168,23 +158,6 @@ def _valid_regex(pattern: str) -> bool:
     return True
 
 
-def _scan(node: Any, refs: list[Ref]) -> int:
-    """About how many bytes of JSON a template encodes to (a reference counts as a
-    short ``{"$ref": ...}``), collecting the references met, in order.
-    """
-    kind = type(node)
-    if kind is str:
-        return len(node) + 3
-    if kind is Ref:
-        refs.append(node)
-        return 24 + (_scan(node.extra, refs) if node.extra is not None else 0)
-    if kind is dict or kind is TemplateDict:
-        return 2 + sum(len(key) + 4 + _scan(value, refs) for key, value in node.items())
-    if kind is list or kind is TemplateList:
-        return 2 + sum(_scan(value, refs) + 1 for value in node)
-    return 5
-
-
 class Normalizer:
     """Normalizes the schemas of one document; caches each referenced schema per
     direction. Made per document, never shared (style.md rule 10).
@@ -194,27 +167,13 @@ class Normalizer:
         version: the document's OpenAPI version (decides which idioms apply).
     """
 
-    __slots__ = (
-        "_legacy",
-        "_resolver",
-        "_shapes",
-        "_targets",
-        "_version",
-        "compacted",
-        "expansions",
-    )
+    __slots__ = ("_legacy", "_resolver", "_targets", "_version")
 
     def __init__(self, resolver: Resolver, version: OpenAPIVersion) -> None:
         self._resolver = resolver
         self._version = version
         self._legacy = version != "3.1"
         self._targets: dict[tuple[str, Direction], Any] = {}
-        self._shapes: dict[tuple[str, Direction], tuple[int, tuple[str, ...]]] = {}
-        self.expansions: dict[tuple[str, Direction], tuple[Any, tuple[tuple[str, str], ...]]] = {}
-        """Emitted bodies of referenced schemas and the decisions about the references
-        below them (``catalog.compact`` fills and reuses it)."""
-        self.compacted: dict[tuple[str, Direction, int], Any] = {}
-        """Compacted bare references, per direction and budget (``catalog.compact``)."""
 
     def schema(self, raw: Any, base: str, direction: Direction) -> Any:
         """The template of a schema written in file ``base``."""
@@ -228,16 +187,6 @@ class Normalizer:
             # _norm leaves references as markers and never calls target(): no recursion.
             cached = self._norm(node, split_key(key)[0], direction)[0]
             self._targets[(key, direction)] = cached
-        return cached
-
-    def shape(self, key: str, direction: Direction) -> tuple[int, tuple[str, ...]]:
-        """A referenced template's own size (about its JSON bytes, not following references)
-        and the keys it references, in order (cached).
-        """
-        cached = self._shapes.get((key, direction))
-        if cached is None:
-            cached = shape_of(self.target(key, direction))
-            self._shapes[(key, direction)] = cached
         return cached
 
     def flagged(self, raw: Any, base: str, flag: str) -> bool:
