@@ -460,6 +460,7 @@ class Compactor:
                 if bare and run.whole and not run.lean:
                     # Only a result no budget changes is shared: it is what any operation
                     # whose budget holds it gets, whatever was converted before.
+                    size = len(_encode(out))
                     self._bare[(template.key, direction)] = (out, size)
                 return out, size
             if not run.kept or run.root_cut:

@@ -75,9 +75,10 @@ __all__ = [
     "visibility_summary",
 ]
 
-SCHEMA_VERSION: Final = 11
+SCHEMA_VERSION: Final = 12
 """Bumped on any change to the fields below or to what they hold, a conversion rule's
-included (11: the meta record names the directories that cannot be listed; values JSON
+included (12: the size bound holds for the whole definition and cuts the largest
+references first; 11: the meta record names the directories that cannot be listed; values JSON
 cannot hold, flags through allOf, an allOf beside a 3.1 $ref, joined collectionFormats,
 multipart parts in the route, form body members' styles, a curated value JSON cannot
 hold, a oneOf of objects as an object root; 10: a 3.1 parameter reference's
