@@ -163,7 +163,7 @@ def _measure(node: Any, refs: list[str]) -> tuple[int, int]:
     kind = type(node)
     if kind is Ref:
         refs.append(node.key)
-        own = _REF_BYTES + len(_label(node.key))
+        own = _REF_BYTES + len(_encode(_label(node.key)))
         if node.extra is None:
             return own, own
         full, lean = _measure(node.extra, refs)
@@ -430,7 +430,8 @@ class Compactor:
                 if core_in + core_out <= budget:
                     reserve = min(max(reserve, core_out), budget - core_in)
                     break
-        input_schema, used = self.schema(arguments, "in", budget - reserve)
+        input_schema = self.schema(arguments, "in", budget - reserve)[0]
+        used = len(_encode(input_schema))  # exact: the output may take all that is left
         return input_schema, self.schema(output, "out", budget - used)[0]
 
     def schema(self, template: Any, direction: Direction, budget: int) -> tuple[Any, int]:

@@ -427,3 +427,28 @@ def test_chaingateway_getblock4_fits_the_bound(apis_guru_dir: Path) -> None:
     (block,) = _real(apis_guru_dir, "chaingateway.io.json", "/v2/bitcoin/blocks/{block}")
     assert _size(block) <= MAX_DEFINITION_BYTES
     assert _top_level(block.output_schema or {})["data"]["type"] == "array"
+
+
+def test_a_huge_description_leaves_the_schemas_half_the_bound() -> None:
+    document = {
+        "openapi": "3.0.3",
+        "info": {"title": "t", "version": "1"},
+        "paths": {
+            "/p": {
+                "get": {
+                    "operationId": "op",
+                    "description": "word " * 40_000,
+                    "parameters": [
+                        {"name": "q", "in": "query", "schema": {"type": "string"}},
+                    ],
+                    "responses": {"200": {"content": {"application/json": {"schema": _wide(10)}}}},
+                }
+            }
+        },
+    }
+    definition = _one(json.dumps(document).encode())
+    assert _size(definition) <= MAX_DEFINITION_BYTES
+    assert definition.description.endswith("…")
+    assert len(definition.description.encode()) <= MAX_DEFINITION_BYTES // 2
+    assert definition.input_schema["properties"]["q"] == {"type": "string"}
+    assert len((definition.output_schema or {})["properties"]) == 10
