@@ -325,7 +325,9 @@ def _trimmed(schema: Any) -> Any:
 
 
 def _subschemas(schema: Any, path: tuple[int, ...], found: list[Any]) -> None:
-    """Every subschema of an emitted schema: (size, its ancestors' ids, container, key)."""
+    """Every subschema of an emitted schema: (size, its ancestors' ids, container, key,
+    itself, whether it is an allOf branch).
+    """
     if not isinstance(schema, dict):
         return
     below = (*path, id(schema))
@@ -341,14 +343,15 @@ def _subschemas(schema: Any, path: tuple[int, ...], found: list[Any]) -> None:
         for container, slot in slots:
             sub = container[slot]
             if isinstance(sub, dict) and sub:
-                found.append((len(_encode(sub)), below, container, slot, sub))
+                found.append((len(_encode(sub)), below, container, slot, sub, key == "allOf"))
                 _subschemas(sub, below, found)
 
 
 def _squeezed(schema: Any, budget: int) -> Any:
     """An emitted schema made to fit ``budget`` whatever it holds: texts cut, then the
-    largest subschemas below the top-level properties replaced by the cut note, then
-    the largest of any, and at the very end the bare root.
+    largest subschemas replaced by the cut note, first those below the top-level
+    properties that are no allOf branch (a base), then any, and at the very end the
+    bare root.
     """
     schema = _trimmed(schema)  # a fresh copy: mutated below
     size = len(_encode(schema))
@@ -364,10 +367,10 @@ def _squeezed(schema: Any, budget: int) -> Any:
     note = {"description": NOT_EXPANDED}
     for deep_only in (True, False):
         for i in order:
-            weight, ancestors, container, slot, sub = found[i]
+            weight, ancestors, container, slot, sub, base = found[i]
             if id(sub) in gone or gone.intersection(ancestors):
                 continue
-            if deep_only and (id(sub) in top or len(ancestors) < 2):
+            if deep_only and (base or id(sub) in top or len(ancestors) < 2):
                 continue
             if not deep_only:
                 weight = len(_encode(sub))  # parts of it may have gone in the first pass
