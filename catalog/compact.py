@@ -401,7 +401,7 @@ class Compactor:
         self._normalizer = normalizer
         self.target = normalizer.target
         self._shapes: dict[tuple[str, Direction], _Shape] = {}
-        self._bare: dict[tuple[str, Direction], tuple[Any, int]] = {}
+        self._bare: dict[tuple[str, Direction], tuple[Any, int, int]] = {}
         self.bodies: dict[tuple[str, Direction, bool], tuple[Any, tuple[tuple[str, str], ...]]]
         self.bodies = {}
         """Emitted bodies of referenced schemas (with or without examples) and the
@@ -452,8 +452,8 @@ class Compactor:
             # A bare reference (most response bodies) compacts the same way every time
             # it fits whole: operations returning the same schema share one result.
             done = self._bare.get((template.key, direction))
-            if done is not None and done[1] <= budget:
-                return done
+            if done is not None and self._fits(done[2], done[1], budget):
+                return done[0], done[1]
         plan_budget = budget
         for _ in range(_ATTEMPTS):
             run = _Run(self, direction)
@@ -463,9 +463,9 @@ class Compactor:
             if size <= budget and not run.root_cut:
                 if bare and run.whole and not run.lean:
                     # Only a result no budget changes is shared: it is what any operation
-                    # whose budget holds it gets, whatever was converted before.
+                    # whose budget passes the same test gets, whatever came before.
                     size = len(_encode(out))
-                    self._bare[(template.key, direction)] = (out, size)
+                    self._bare[(template.key, direction)] = (out, size, estimate)
                 return out, size
             if not run.kept or run.root_cut:
                 break  # cutting more cannot help
@@ -478,6 +478,13 @@ class Compactor:
             out = run.emit_all(template)
         out = _squeezed(out, budget)
         return out, len(_encode(out))
+
+    @staticmethod
+    def _fits(estimate: int, size: int, budget: int) -> bool:
+        """Whether a whole result passes, under ``budget``, the tests it passed when
+        made: its estimate within the budget, and trusted or measured within it.
+        """
+        return estimate <= budget and (estimate <= budget * _TRUST or size <= budget)
 
     def shape(self, key: str, direction: Direction) -> _Shape:
         """A referenced template's sizes and references (cached)."""

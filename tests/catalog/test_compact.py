@@ -459,3 +459,54 @@ def test_a_huge_description_leaves_the_schemas_half_the_bound() -> None:
     assert len(definition.description.encode()) <= MAX_DEFINITION_BYTES // 2
     assert definition.input_schema["properties"]["q"] == {"type": "string"}
     assert len((definition.output_schema or {})["properties"]) == 10
+
+
+def test_a_shared_response_is_compacted_as_if_alone_whatever_the_budget() -> None:
+    # The same response under two shares of the bound (a small and a large input):
+    # each operation gets what a document holding it alone gives.
+    schemas = {
+        "Out": {
+            "type": "object",
+            "properties": {f"o{i}": {"$ref": f"#/components/schemas/R{i}"} for i in range(6)},
+            "example": {"o0": "x" * 5000},
+        },
+        **{f"R{i}": _wide(100, 2000 * i) for i in range(6)},
+        "Small": _wide(2),
+        "Large": {
+            "type": "object",
+            "properties": {f"a{i}": {"$ref": f"#/components/schemas/A{i}"} for i in range(8)},
+        },
+        **{f"A{i}": _wide(60, 3000) for i in range(8)},
+    }
+    ok = {
+        "200": {"content": {"application/json": {"schema": {"$ref": "#/components/schemas/Out"}}}}
+    }
+
+    def operation(body: str) -> dict[str, Any]:
+        ref = {"$ref": f"#/components/schemas/{body}"}
+        return {
+            "operationId": body,
+            "requestBody": {"content": {"application/json": {"schema": ref}}},
+            "responses": ok,
+        }
+
+    def document(*bodies: str) -> bytes:
+        paths = {f"/{body}": {"post": operation(body)} for body in bodies}
+        return json.dumps(
+            {
+                "openapi": "3.0.3",
+                "info": {"title": "t", "version": "1"},
+                "paths": paths,
+                "components": {"schemas": schemas},
+            }
+        ).encode()
+
+    for order in (("Small", "Large"), ("Large", "Small")):
+        together = convert_document(
+            "all.json", document(*order), namespace="", spec_config=SpecConfig(), load=_no_files
+        ).tools
+        for body, tool in zip(order, together, strict=True):
+            assert tool.definition == _one(document(body))
+            assert _size(tool.definition) <= MAX_DEFINITION_BYTES
+    small, large = (_one(document(b)).output_schema for b in ("Small", "Large"))
+    assert small != large  # the two shares do compact it differently
