@@ -125,6 +125,9 @@ _TRUST: Final = 0.8
 is measured (estimates are exact for plain subtrees, conservative for references)."""
 
 _ATTEMPTS: Final = 3
+_QUANTUM: Final = 1024
+"""A bare reference's budget is rounded down to a multiple of this, so that operations
+whose budgets differ by a few bytes (their descriptions) share one result."""
 _TEXT_CAP: Final = 200
 """Characters a description or title keeps, and bytes a ``default`` may take, when even
 the schemas that must not be cut exceed the budget (the last resort)."""
@@ -156,6 +159,12 @@ def _stub(key: str) -> dict[str, Any]:
 # -- measuring --------------------------------------------------------------------------
 
 
+def _key_bytes(key: str) -> int:
+    # Quotes included; an ASCII key's escapes (a quote, a control character) are rare
+    # enough for the margin of _TRUST, and encoding each key was a third of measuring.
+    return len(key) + 2 if key.isascii() else len(_encode(key))
+
+
 def _measure(node: Any, refs: list[str]) -> tuple[int, int]:
     """(JSON bytes, JSON bytes without ``examples``) of a schema template, collecting the
     references met, in order.
@@ -177,7 +186,7 @@ def _measure(node: Any, refs: list[str]) -> tuple[int, int]:
         return size, size
     full = lean = 2
     for key, value in node.items():
-        entry = len(_encode(key)) + 2  # "key": and its comma
+        entry = _key_bytes(key) + 2  # "key": and its comma
         if key == "examples":
             full += entry + len(_encode(value))
             continue
@@ -192,7 +201,7 @@ def _measure(node: Any, refs: list[str]) -> tuple[int, int]:
             f = le = 2
             for name, sub in value.items():
                 a, b = _measure(sub, refs)
-                extra = len(_encode(name)) + 2
+                extra = _key_bytes(name) + 2
                 f, le = f + a + extra, le + b + extra
         else:
             f = le = len(_encode(value))
@@ -395,12 +404,15 @@ class Compactor:
         normalizer: the document's normalizer (holds the referenced templates).
     """
 
-    __slots__ = ("_bare", "_normalizer", "_shapes", "bodies", "target")
+    __slots__ = ("_bare", "_cores", "_cut", "_needs", "_normalizer", "_shapes", "bodies", "target")
 
     def __init__(self, normalizer: Normalizer) -> None:
         self._normalizer = normalizer
         self.target = normalizer.target
         self._shapes: dict[tuple[str, Direction], _Shape] = {}
+        self._cores: dict[tuple[str, int], int] = {}
+        self._needs: dict[tuple[str, Direction], int] = {}
+        self._cut: dict[tuple[str, Direction, int], tuple[Any, int]] = {}
         self._bare: dict[tuple[str, Direction], tuple[Any, int, int]] = {}
         self.bodies: dict[tuple[str, Direction, bool], tuple[Any, tuple[tuple[str, str], ...]]]
         self.bodies = {}
@@ -424,15 +436,17 @@ class Compactor:
         """
         if output is None:
             return self.schema(arguments, "in", budget)[0], None
-        need_out = self._need(output, "out", budget)
-        reserve = min(need_out, budget // 4)
-        if reserve < need_out and self._need(arguments, "in", budget) + need_out > budget:
-            for kinds in (2, 1):
-                core_in = _Run(self, "in").core(arguments, kinds)
-                core_out = _Run(self, "out").core(output, kinds)
-                if core_in + core_out <= budget:
-                    reserve = min(max(reserve, core_out), budget - core_in)
-                    break
+        share = budget // 4
+        reserve = min(self._need(output, "out", share), share)
+        if reserve == share:  # the output needs more than a quarter
+            need_in = self._need(arguments, "in", budget)
+            if need_in + self._need(output, "out", budget - need_in) > budget:
+                for kinds in (2, 1):
+                    core_in = _Run(self, "in").core(arguments, kinds)
+                    core_out = self._core(output, kinds)
+                    if core_in + core_out <= budget:
+                        reserve = min(max(reserve, core_out), budget - core_in)
+                        break
         input_schema = self.schema(arguments, "in", budget - reserve)[0]
         used = len(_encode(input_schema))  # exact: the output may take all that is left
         return input_schema, self.schema(output, "out", budget - used)[0]
@@ -447,13 +461,34 @@ class Compactor:
             direction: ``"in"`` for request schemas, ``"out"`` for response schemas.
             budget: the most bytes of JSON the schema may take.
         """
-        bare = type(template) is Ref and template.extra is None
-        if bare:
-            # A bare reference (most response bodies) compacts the same way every time
-            # it fits whole: operations returning the same schema share one result.
-            done = self._bare.get((template.key, direction))
-            if done is not None and self._fits(done[2], done[1], budget):
-                return done[0], done[1]
+        if type(template) is not Ref or template.extra is not None:
+            out, size, _ = self._compact(template, direction, budget)
+            return out, size
+        # A bare reference (most response bodies) is compacted once per document for
+        # each budget, to the quantum below: operations returning the same schema share
+        # the result, which depends on nothing else.
+        budget -= budget % _QUANTUM
+        whole = self._bare.get((template.key, direction))
+        if whole is not None and self._fits(whole[2], whole[1], budget):
+            return whole[0], whole[1]
+        slot = (template.key, direction, budget)
+        done = self._cut.get(slot)
+        if done is None:
+            out, size, estimate = self._compact(template, direction, budget)
+            if estimate is None:
+                done = self._cut[slot] = (out, size)
+            else:
+                # Nothing cut: the same for every budget that passes the same test.
+                self._bare[(template.key, direction)] = (out, size, estimate)
+                done = (out, size)
+        return done
+
+    def _compact(
+        self, template: Any, direction: Direction, budget: int
+    ) -> tuple[Any, int, int | None]:
+        """A schema within ``budget``, its size, and its estimate when nothing was cut
+        and no example dropped (None otherwise).
+        """
         plan_budget = budget
         for _ in range(_ATTEMPTS):
             run = _Run(self, direction)
@@ -461,12 +496,9 @@ class Compactor:
             out = run.emit_all(template)
             size = estimate if estimate <= budget * _TRUST else len(_encode(out))
             if size <= budget and not run.root_cut:
-                if bare and run.whole and not run.lean:
-                    # Only a result no budget changes is shared: it is what any operation
-                    # whose budget passes the same test gets, whatever came before.
-                    size = len(_encode(out))
-                    self._bare[(template.key, direction)] = (out, size, estimate)
-                return out, size
+                if run.whole and not run.lean:
+                    return out, len(_encode(out)), estimate
+                return out, size, None
             if not run.kept or run.root_cut:
                 break  # cutting more cannot help
             plan_budget = plan_budget * budget // size - 64
@@ -477,7 +509,7 @@ class Compactor:
             run.core(template, 1)
             out = run.emit_all(template)
         out = _squeezed(out, budget)
-        return out, len(_encode(out))
+        return out, len(_encode(out)), None
 
     @staticmethod
     def _fits(estimate: int, size: int, budget: int) -> bool:
@@ -497,10 +529,31 @@ class Compactor:
             self._shapes[(key, direction)] = cached
         return cached
 
+    def _core(self, output: Any, kinds: int) -> int:
+        """An output's core size (:meth:`_Run.core`), shared for a bare reference."""
+        if type(output) is not Ref or output.extra is not None:
+            return _Run(self, "out").core(output, kinds)
+        slot = (output.key, kinds)
+        size = self._cores.get(slot)
+        if size is None:
+            size = self._cores[slot] = _Run(self, "out").core(output, kinds)
+        return size
+
     def _need(self, template: Any, direction: Direction, cap: int) -> int:
         """About the bytes a schema takes without cuts (with its examples gone), or more
         than ``cap`` when that is more.
         """
+        if type(template) is Ref and template.extra is None:
+            # Shared: measured up to the largest budget, it answers any smaller cap
+            # alike (the need itself, or more than the cap).
+            slot = (template.key, direction)
+            need = self._needs.get(slot)
+            if need is None:
+                need = self._needs[slot] = self._closure(template, direction, MAX_DEFINITION_BYTES)
+            return need
+        return self._closure(template, direction, cap)
+
+    def _closure(self, template: Any, direction: Direction, cap: int) -> int:
         refs: list[str] = []
         total = _measure(template, refs)[1]
         seen: set[str] = set()
