@@ -31,8 +31,9 @@ goes through three steps:
    then the largest subschemas replaced by the same note). The bound always holds.
 
 Caches (document-wide, on the :class:`Compactor`): the size and references of each
-referenced schema; the compacted result of a bare reference (most response bodies) with
-its size; and the emitted body of each referenced target with the decisions it was
+referenced schema; the compacted result of a bare reference (most response bodies): the
+uncut one, and a cut one per budget, rounded down to :data:`_QUANTUM`; its uncut size
+and its core's; and the emitted body of each referenced target with the decisions it was
 emitted under (for every reference met below it: inlined, hoisted under which name, or
 cut), reused when those decisions are the same in the schema at hand, which is exactly
 when emitting it again would give the same JSON.
