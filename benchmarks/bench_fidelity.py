@@ -8,7 +8,7 @@ the rules of ``catalog/spec/schema-conversion.md``), never from the converter:
 * required arguments: every path parameter, every required query/header/cookie parameter
   (not a credential nor a gateway header) and every required member of a required object
   body must be an argument of the tool's inputSchema;
-* definitions over the size bound (``catalog.compact.MAX_SCHEMA_BYTES``);
+* definitions over the size bound (``catalog.compact.MAX_DEFINITION_BYTES``);
 * outputs that lost their root, an ``allOf`` base or a top-level property, and whether the
   whole (or the top level without what its properties reference) would have fit;
 * object request bodies published as one ``body`` argument instead of their members;

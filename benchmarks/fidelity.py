@@ -30,7 +30,7 @@ from benchmarks.fidelity_unsat import (
     passed_on,
     raw_signatures,
 )
-from catalog.compact import MAX_SCHEMA_BYTES
+from catalog.compact import MAX_DEFINITION_BYTES
 from catalog.config import SpecConfig
 from catalog.errors import SpecError
 from catalog.load import Loader, convert_document
@@ -49,7 +49,7 @@ __all__ = [
     "snake_case",
 ]
 
-BOUND: Final = MAX_SCHEMA_BYTES
+BOUND: Final = MAX_DEFINITION_BYTES
 """A definition's size bound: what the converter budgets a published schema to (64 KiB)."""
 
 VERBS: Final = frozenset(

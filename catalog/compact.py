@@ -1,39 +1,42 @@
-"""Templates → one self-contained JSON Schema: single-use references inlined, repeated
-or recursive ones hoisted into root ``$defs``.
+"""Templates → self-contained JSON Schemas within a size bound: single-use references
+inlined, repeated or recursive ones hoisted into root ``$defs``, and what does not fit
+cut, largest first.
 
-Pure: no I/O.
+Pure: no I/O. The rule is stated in ``catalog/spec/schema-conversion.md`` (Compact
+definitions, Size bound).
 
-Theory of operation (design.md, Schema conversion: "a ``$ref`` used once is inlined; a
-schema used several times, or recursive, is hoisted into ``$defs`` at the root"). Two
-passes over a template from ``catalog.normalize``:
+Theory of operation. A :class:`Compactor` serves one document; :meth:`Compactor.schemas`
+turns an operation's input and output templates (from ``catalog.normalize``) into the
+published inputSchema and outputSchema, sharing one byte budget between them. Each schema
+goes through three steps:
 
-1. *count*: walk the template; each :class:`~catalog.normalize.Ref` met adds one use
-   of its target, and a target's own template is walked the first time only (so a
-   reference inside a hoisted schema counts once, as it will appear once). A recursive
-   reference is met again through its own body, so it always counts at least two.
-2. *emit*: copy the template spine; a target used once is inlined in place (keywords
-   written beside the ``$ref`` in 3.1 are merged over it, or beside an ``allOf`` of it
-   when merging would change what they mean), a target used more often
-   becomes ``{"$ref": "#/$defs/<name>"}`` and its body is emitted once under ``$defs``.
-   Plain (reference-free) subtrees are shared, never copied.
+1. *plan*: decide which referenced schemas are expanded. Every referenced schema has a
+   measured size (its JSON bytes, and the same without ``examples``; cached per
+   document). When everything reachable fits, everything is expanded. Otherwise the
+   ``examples`` go first (they only illustrate); when that is not enough, the schemas
+   are taken in order of importance, each with its ``allOf`` bases as one unit: the
+   root's references, then the root's top-level properties (smallest first), then
+   breadth-first by nesting level, smallest first within a level, each taken while it
+   fits. What is not taken (the largest at each level) is *cut*: published as
+   ``{"description": "<name>: not expanded (the schema is too large)"}``.
+2. *count* and *emit*: a target used once is inlined in place (keywords written beside
+   the ``$ref`` in 3.1 are merged over it, or beside an ``allOf`` of it when merging
+   would change what they mean), one used more often becomes
+   ``{"$ref": "#/$defs/<name>"}`` with its body emitted once under ``$defs``. Plain
+   (reference-free) subtrees are shared, never copied (unless their examples go).
+3. *check*: the sizes are measured exactly for plain subtrees and conservatively for
+   references, so a plan close to the budget is checked on the encoded result, and
+   planned again under a smaller budget if over. Only when even the root and its
+   top-level properties cannot fit is the emitted JSON itself shrunk (long texts cut,
+   then the largest subschemas replaced by the same note). The bound always holds.
 
-A size budget keeps pathological reference graphs publishable (Microsoft Graph's
-entities reach thousands of schemas; a definition must stay a few dozen KB, not MB).
-Before counting, the references are explored breadth-first, level by level of ``$ref``
-nesting, adding each new target's own size (estimated JSON bytes); the first level that
-would take the total over :data:`MAX_SCHEMA_BYTES` (or lie deeper than
-:data:`MAX_REF_DEPTH` levels) is not expanded: its references become
-``{"description": "<name>: not expanded ..."}`` (any value is accepted there).
-Whole levels are cut, so the result is deterministic and the same for every replica; of
-GitHub's schemas only the issue timeline's is cut.
-
-Two document-wide caches (on the :class:`~catalog.normalize.Normalizer`) keep this
-cheap: the compacted result of a bare reference (most response bodies), and the emitted
-body of each referenced target with the decisions it was emitted under (for every
-reference met below it: inlined, hoisted under which name, or cut). A body is reused
-when those decisions are the same in the schema at hand, which is exactly when emitting
-it again would give the same JSON (inlined bodies and ``$defs`` bodies alike). Both give
-byte-identical output to compacting afresh.
+Caches (document-wide, on the :class:`Compactor`): the size and references of each
+referenced schema; the compacted result of a bare reference (most response bodies): the
+uncut one, and a cut one per budget, rounded down to :data:`_QUANTUM`; its uncut size
+and its core's; and the emitted body of each referenced target with the decisions it was
+emitted under (for every reference met below it: inlined, hoisted under which name, or
+cut), reused when those decisions are the same in the schema at hand, which is exactly
+when emitting it again would give the same JSON.
 
 ``$defs`` names are the last token of the target's JSON pointer (``simple-user``),
 made pointer-safe, with ``_2``, ``_3`` for clashes in first-use order: deterministic.
@@ -42,7 +45,9 @@ made pointer-safe, with ``_2``, ``_3`` for clashes in first-use order: determini
 from __future__ import annotations
 
 import re
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
+
+import msgspec
 
 from catalog.normalize import (
     ANNOTATIONS,
@@ -54,18 +59,25 @@ from catalog.normalize import (
 )
 from catalog.refs import unescape_token
 
-__all__ = ["MAX_REF_DEPTH", "MAX_SCHEMA_BYTES", "compact", "is_object_schema"]
+__all__ = [
+    "MAX_DEFINITION_BYTES",
+    "MAX_REF_DEPTH",
+    "NOT_EXPANDED",
+    "Compactor",
+    "is_object_schema",
+]
 
-MAX_SCHEMA_BYTES: Final = 64 * 1024
-"""Budget of what references pull into one published schema, in (estimated) bytes of
-JSON. Of GitHub's 1,223 operations only ``issues/list-events-for-timeline`` reaches it
-(its deepest level, 17 references, is cut; the definition is 48 KB instead of 80 KB);
-the largest GitHub definition is then 55 KB."""
+MAX_DEFINITION_BYTES: Final = 64 * 1024
+"""The most bytes of JSON one published tool definition takes (name, description, both
+schemas, annotations, version: what load_tool answers)."""
 
 MAX_REF_DEPTH: Final = 64
 """Levels of reference nesting expanded at most; deeper levels are cut like the budget
 cuts. APIs.guru's deepest is 16 levels. Emitting recurses a few frames per level, so a
 valid chain of ~165 references failed the operation with a RecursionError."""
+
+NOT_EXPANDED: Final = "not expanded (the schema is too large)"
+"""The note a cut schema is published with, after its name."""
 
 _TEMPLATES: Final = frozenset((Ref, TemplateDict, TemplateList))
 _INLINE: Final = ""  # the decision about a reference emitted in place
@@ -85,23 +97,52 @@ _READS_NEIGHBOURS: Final = frozenset(
 )
 """Keywords whose meaning depends on other keywords of the same schema object."""
 
+# Where subschemas sit in a schema object (every other keyword's value is data).
+_SUBSCHEMA: Final = frozenset(
+    (
+        "items",
+        "additionalProperties",
+        "not",
+        "if",
+        "then",
+        "else",
+        "contains",
+        "propertyNames",
+        "unevaluatedItems",
+        "unevaluatedProperties",
+    )
+)
+_SCHEMA_LISTS: Final = frozenset(("allOf", "anyOf", "oneOf", "prefixItems"))
+_SCHEMA_MAPS: Final = frozenset(("properties", "patternProperties", "dependentSchemas", "$defs"))
+_BRANCHES: Final = ("allOf", "anyOf", "oneOf")
 
-def _refs_in(node: Any) -> list[str]:
-    """The keys a template references directly (plain subtrees hold none)."""
-    found: list[str] = []
-    stack = [node]
-    while stack:
-        item = stack.pop()
-        kind = type(item)
-        if kind is Ref:
-            found.append(item.key)
-            if item.extra is not None:
-                stack.append(item.extra)
-        elif kind is TemplateDict:
-            stack.extend(reversed(item.values()))
-        elif kind is TemplateList:
-            stack.extend(reversed(item))
-    return found
+_REF_BYTES: Final = 60
+"""What a reference costs where it is written, beyond its name: the longest of its forms
+is the cut note (``{"description":"<name>: not expanded ..."}``, 58 bytes and the name);
+an inlined one costs nothing (its body is counted once, as the target's size)."""
+
+_TRUST: Final = 0.8
+"""Below this share of the budget a plan's estimate is taken as it is; above, the result
+is measured (estimates are exact for plain subtrees, conservative for references)."""
+
+_ATTEMPTS: Final = 3
+_QUANTUM: Final = 1024
+"""A bare reference's budget is rounded down to a multiple of this, so that operations
+whose budgets differ by a few bytes (their descriptions) share one result."""
+_TEXT_CAP: Final = 200
+"""Characters a description or title keeps, and bytes a ``default`` may take, when even
+the schemas that must not be cut exceed the budget (the last resort)."""
+
+_encode = msgspec.json.encode
+
+
+class _Shape(NamedTuple):
+    """What a referenced template weighs and what it references."""
+
+    full: int  # bytes of JSON (a reference counted as written where it is met)
+    lean: int  # the same without any ``examples``
+    refs: tuple[str, ...]  # keys referenced, in order, with repeats
+    bases: tuple[str, ...]  # keys that are its allOf branches (or it itself, an alias)
 
 
 def _label(key: str) -> str:
@@ -112,68 +153,579 @@ def _label(key: str) -> str:
     return unescape_token(token) if "~" in token else token
 
 
-class _Compactor:
-    """State of compacting one schema."""
+def _stub(key: str) -> dict[str, Any]:
+    return {"description": f"{_label(key)}: {NOT_EXPANDED}"}
+
+
+# -- measuring --------------------------------------------------------------------------
+
+
+def _key_bytes(key: str) -> int:
+    # Quotes included; an ASCII key's escapes (a quote, a control character) are rare
+    # enough for the margin of _TRUST, and encoding each key was a third of measuring.
+    return len(key) + 2 if key.isascii() else len(_encode(key))
+
+
+def _measure(node: Any, refs: list[str]) -> tuple[int, int]:
+    """(JSON bytes, JSON bytes without ``examples``) of a schema template, collecting the
+    references met, in order.
+    """
+    kind = type(node)
+    if kind is Ref:
+        refs.append(node.key)
+        own = _REF_BYTES + len(_encode(_label(node.key)))
+        if node.extra is None:
+            return own, own
+        full, lean = _measure(node.extra, refs)
+        return own + full, own + lean
+    if kind is dict:
+        text = _encode(node)
+        if b'"examples"' not in text:  # most plain schemas: measured exactly, in C
+            return len(text), len(text)
+    elif kind is not TemplateDict:
+        size = len(_encode(node))  # a boolean schema (or junk a list holds)
+        return size, size
+    full = lean = 2
+    for key, value in node.items():
+        entry = _key_bytes(key) + 2  # "key": and its comma
+        if key == "examples":
+            full += entry + len(_encode(value))
+            continue
+        if key in _SUBSCHEMA:
+            f, le = _measure(value, refs)
+        elif key in _SCHEMA_LISTS and isinstance(value, list):
+            f = le = 2
+            for item in value:
+                a, b = _measure(item, refs)
+                f, le = f + a + 1, le + b + 1
+        elif key in _SCHEMA_MAPS and isinstance(value, dict):
+            f = le = 2
+            for name, sub in value.items():
+                a, b = _measure(sub, refs)
+                extra = _key_bytes(name) + 2
+                f, le = f + a + extra, le + b + extra
+        else:
+            f = le = len(_encode(value))
+        full, lean = full + entry + f, lean + entry + le
+    return full, lean
+
+
+def _bases(node: Any) -> tuple[str, ...]:
+    """The references a template is made of: its own (an alias) and its allOf branches'."""
+    found: list[str] = []
+    stack = [node]
+    while stack:
+        item = stack.pop()
+        if type(item) is Ref:
+            found.append(item.key)
+            if item.extra is not None:
+                stack.append(item.extra)
+        elif type(item) is TemplateDict:
+            branches = item.get("allOf")
+            if type(branches) is TemplateList:
+                stack.extend(reversed(branches))
+    return tuple(found)
+
+
+def _spine(node: Any, depth: int, roots: list[tuple[str, int]], members: list[Any]) -> None:
+    """The references at a schema's root position (itself, its allOf/anyOf/oneOf
+    branches) into ``roots``, and the values of its top-level properties into ``members``.
+    """
+    stack = [node]
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind is Ref:
+            roots.append((item.key, depth))
+            if item.extra is not None:
+                stack.append(item.extra)
+        elif kind is TemplateDict:
+            for keyword in _BRANCHES:
+                branches = item.get(keyword)
+                if type(branches) is TemplateList:
+                    stack.extend(reversed(branches))
+            properties = item.get("properties")
+            if type(properties) is TemplateDict:
+                members.extend((value, depth) for value in properties.values())
+
+
+def _member_refs(node: Any) -> list[str]:
+    """The references that make a top-level property's type: its own, its allOf
+    branches', those of a choice of two (``[X, null]`` is how 3.0 makes X nullable), its
+    items' (a list of them). A wider oneOf is a choice among many types, not one.
+    """
+    found: list[str] = []
+    stack = [node]
+    while stack:
+        item = stack.pop()
+        if type(item) is Ref:
+            found.append(item.key)
+            if item.extra is not None:
+                stack.append(item.extra)
+        elif type(item) is TemplateDict:
+            for keyword in _BRANCHES:
+                branches = item.get(keyword)
+                if type(branches) is TemplateList and (keyword == "allOf" or len(branches) <= 2):
+                    stack.extend(reversed(branches))
+            if "items" in item:
+                stack.append(item["items"])
+    return found
+
+
+# -- dropping examples ------------------------------------------------------------------
+
+_DROP: Final = object()
+
+
+def _lean(schema: Any) -> Any:
+    """A plain schema without ``examples`` anywhere in it; itself when it has none."""
+    if type(schema) is not dict:
+        return schema
+    out: dict[str, Any] | None = None
+    for key, value in schema.items():
+        new = _DROP if key == "examples" else _lean_at(key, value)
+        if new is not value:
+            if out is None:
+                out = dict(schema)
+            if new is _DROP:
+                del out[key]
+            else:
+                out[key] = new
+    return schema if out is None else out
+
+
+def _lean_at(key: str, value: Any) -> Any:
+    """The value of keyword ``key`` of a plain schema, without examples."""
+    if key in _SUBSCHEMA:
+        return _lean(value)
+    if key in _SCHEMA_LISTS and type(value) is list:
+        items = [_lean(item) for item in value]
+        return value if all(a is b for a, b in zip(items, value, strict=True)) else items
+    if key in _SCHEMA_MAPS and type(value) is dict:
+        members = {name: _lean(sub) for name, sub in value.items()}
+        return value if all(members[n] is value[n] for n in value) else members
+    return value
+
+
+# -- the last resort: shrinking emitted JSON --------------------------------------------
+
+
+def _trimmed(schema: Any) -> Any:
+    """A copy of an emitted schema with long descriptions and titles cut and large
+    ``default`` values gone.
+    """
+    if isinstance(schema, list):
+        return [_trimmed(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key in ("description", "title") and isinstance(value, str):
+            out[key] = value if len(value) <= _TEXT_CAP else value[: _TEXT_CAP - 1] + "…"
+        elif key == "default":
+            if len(_encode(value)) <= _TEXT_CAP:
+                out[key] = value
+        elif key in _SUBSCHEMA or key in _SCHEMA_LISTS:
+            out[key] = _trimmed(value)
+        elif key in _SCHEMA_MAPS and isinstance(value, dict):
+            out[key] = {name: _trimmed(sub) for name, sub in value.items()}
+        else:
+            out[key] = value
+    return out
+
+
+def _subschemas(schema: Any, path: tuple[int, ...], found: list[Any]) -> None:
+    """Every subschema of an emitted schema: (size, its ancestors' ids, container, key,
+    itself, whether it is an allOf branch).
+    """
+    if not isinstance(schema, dict):
+        return
+    below = (*path, id(schema))
+    for key, value in schema.items():
+        if key in _SUBSCHEMA:
+            slots: list[tuple[Any, Any]] = [(schema, key)]
+        elif key in _SCHEMA_LISTS and isinstance(value, list):
+            slots = [(value, i) for i in range(len(value))]
+        elif key in _SCHEMA_MAPS and isinstance(value, dict):
+            slots = [(value, name) for name in value]
+        else:
+            continue
+        for container, slot in slots:
+            sub = container[slot]
+            if isinstance(sub, dict) and sub:
+                found.append((len(_encode(sub)), below, container, slot, sub, key == "allOf"))
+                _subschemas(sub, below, found)
+
+
+def _squeezed(schema: Any, budget: int) -> Any:
+    """An emitted schema made to fit ``budget`` whatever it holds: texts cut, then the
+    largest subschemas replaced by the cut note, first those below the top-level
+    properties that are no allOf branch (a base), then any, and at the very end the
+    bare root.
+    """
+    schema = _trimmed(schema)  # a fresh copy: mutated below
+    size = len(_encode(schema))
+    if size <= budget or not isinstance(schema, dict):
+        return schema if size <= budget else {"type": "object", "description": NOT_EXPANDED}
+    found: list[Any] = []
+    _subschemas(schema, (), found)
+    order = sorted(range(len(found)), key=lambda i: (-found[i][0], i))
+    top = {id(schema)}
+    for value in schema.get("properties", {}).values() if isinstance(schema, dict) else ():
+        top.add(id(value))
+    gone: set[int] = set()
+    note = {"description": NOT_EXPANDED}
+    for deep_only in (True, False):
+        for i in order:
+            weight, ancestors, container, slot, sub, base = found[i]
+            if id(sub) in gone or gone.intersection(ancestors):
+                continue
+            if deep_only and (base or id(sub) in top or len(ancestors) < 2):
+                continue
+            if not deep_only:
+                weight = len(_encode(sub))  # parts of it may have gone in the first pass
+            container[slot] = note
+            gone.add(id(sub))
+            size -= weight - len(_encode(note))
+            if size <= budget:
+                return schema
+    size = len(_encode(schema))
+    if size <= budget:
+        return schema
+    return {"type": "object", "description": NOT_EXPANDED}
+
+
+# -- compacting -------------------------------------------------------------------------
+
+
+class Compactor:
+    """Compacts the schemas of one document's operations; holds the document-wide caches.
+
+    Args:
+        normalizer: the document's normalizer (holds the referenced templates).
+    """
+
+    __slots__ = ("_bare", "_cores", "_cut", "_needs", "_normalizer", "_shapes", "bodies", "target")
+
+    def __init__(self, normalizer: Normalizer) -> None:
+        self._normalizer = normalizer
+        self.target = normalizer.target
+        self._shapes: dict[tuple[str, Direction], _Shape] = {}
+        self._cores: dict[tuple[str, int], int] = {}
+        self._needs: dict[tuple[str, Direction], int] = {}
+        self._cut: dict[tuple[str, Direction, int], tuple[Any, int]] = {}
+        self._bare: dict[tuple[str, Direction], tuple[Any, int, int]] = {}
+        self.bodies: dict[tuple[str, Direction, bool], tuple[Any, tuple[tuple[str, str], ...]]]
+        self.bodies = {}
+        """Emitted bodies of referenced schemas (with or without examples) and the
+        decisions about the references below them."""
+
+    def schemas(
+        self, arguments: Any, output: Any | None, budget: int
+    ) -> tuple[dict[str, Any], Any | None]:
+        """The compacted inputSchema and outputSchema of one operation, together within
+        ``budget`` bytes of JSON.
+
+        The input gets what it needs, up to what leaves the output the lesser of its own
+        need and a quarter of the budget; the output gets what the input leaves. So a
+        small input is never cut because the output is large, nor a small output because
+        the input is; when both are large the arguments, which a call cannot do without,
+        come first. But the output keeps room for its *core* when both cores fit
+        together (each root's references and its top-level properties' types, see
+        :meth:`_Run.core`), or else for its root's references when both roots do: no
+        root or top-level property goes while they fit without deeper schemas.
+        """
+        if output is None:
+            return self.schema(arguments, "in", budget)[0], None
+        share = budget // 4
+        reserve = min(self._need(output, "out", share), share)
+        if reserve == share:  # the output needs more than a quarter
+            need_in = self._need(arguments, "in", budget)
+            if need_in + self._need(output, "out", budget - need_in) > budget:
+                for kinds in (2, 1):
+                    core_in = _Run(self, "in").core(arguments, kinds)
+                    core_out = self._core(output, kinds)
+                    if core_in + core_out <= budget:
+                        reserve = min(max(reserve, core_out), budget - core_in)
+                        break
+        input_schema = self.schema(arguments, "in", budget - reserve)[0]
+        used = len(_encode(input_schema))  # exact: the output may take all that is left
+        return input_schema, self.schema(output, "out", budget - used)[0]
+
+    def schema(self, template: Any, direction: Direction, budget: int) -> tuple[Any, int]:
+        """One compacted schema within ``budget`` bytes, and its size (an upper bound).
+
+        Args:
+            template: a template from :class:`~catalog.normalize.Normalizer` (a root that
+                is itself a bare reference to a repeated schema should be wrapped by the
+                caller first, so that ``$defs`` has an object to live in).
+            direction: ``"in"`` for request schemas, ``"out"`` for response schemas.
+            budget: the most bytes of JSON the schema may take.
+        """
+        if type(template) is not Ref or template.extra is not None:
+            out, size, _ = self._compact(template, direction, budget)
+            return out, size
+        # A bare reference (most response bodies) is compacted once per document for
+        # each budget, to the quantum below: operations returning the same schema share
+        # the result, which depends on nothing else.
+        budget -= budget % _QUANTUM
+        whole = self._bare.get((template.key, direction))
+        if whole is not None and self._fits(whole[2], whole[1], budget):
+            return whole[0], whole[1]
+        slot = (template.key, direction, budget)
+        done = self._cut.get(slot)
+        if done is None:
+            out, size, estimate = self._compact(template, direction, budget)
+            if estimate is None:
+                done = self._cut[slot] = (out, size)
+            else:
+                # Nothing cut: the same for every budget that passes the same test.
+                self._bare[(template.key, direction)] = (out, size, estimate)
+                done = (out, size)
+        return done
+
+    def _compact(
+        self, template: Any, direction: Direction, budget: int
+    ) -> tuple[Any, int, int | None]:
+        """A schema within ``budget``, its size, and its estimate when nothing was cut
+        and no example dropped (None otherwise).
+        """
+        plan_budget = budget
+        for _ in range(_ATTEMPTS):
+            run = _Run(self, direction)
+            estimate = run.plan(template, plan_budget)
+            out = run.emit_all(template)
+            size = estimate if estimate <= budget * _TRUST else len(_encode(out))
+            if size <= budget and not run.root_cut:
+                if run.whole and not run.lean:
+                    return out, len(_encode(out)), estimate
+                return out, size, None
+            if not run.kept or run.root_cut:
+                break  # cutting more cannot help
+            plan_budget = plan_budget * budget // size - 64
+        if run.root_cut:
+            # Even the root's own schemas exceed the budget: they are kept, and shrunk,
+            # rather than published as a bare note.
+            run = _Run(self, direction)
+            run.core(template, 1)
+            out = run.emit_all(template)
+        out = _squeezed(out, budget)
+        return out, len(_encode(out)), None
+
+    @staticmethod
+    def _fits(estimate: int, size: int, budget: int) -> bool:
+        """Whether a whole result passes, under ``budget``, the tests it passed when
+        made: its estimate within the budget, and trusted or measured within it.
+        """
+        return estimate <= budget and (estimate <= budget * _TRUST or size <= budget)
+
+    def shape(self, key: str, direction: Direction) -> _Shape:
+        """A referenced template's sizes and references (cached)."""
+        cached = self._shapes.get((key, direction))
+        if cached is None:
+            template = self._normalizer.target(key, direction)
+            refs: list[str] = []
+            full, lean = _measure(template, refs)
+            cached = _Shape(full, lean, tuple(refs), _bases(template))
+            self._shapes[(key, direction)] = cached
+        return cached
+
+    def _core(self, output: Any, kinds: int) -> int:
+        """An output's core size (:meth:`_Run.core`), shared for a bare reference."""
+        if type(output) is not Ref or output.extra is not None:
+            return _Run(self, "out").core(output, kinds)
+        slot = (output.key, kinds)
+        size = self._cores.get(slot)
+        if size is None:
+            size = self._cores[slot] = _Run(self, "out").core(output, kinds)
+        return size
+
+    def _need(self, template: Any, direction: Direction, cap: int) -> int:
+        """About the bytes a schema takes without cuts (with its examples gone), or more
+        than ``cap`` when that is more.
+        """
+        if type(template) is Ref and template.extra is None:
+            # Shared: measured up to the largest budget, it answers any smaller cap
+            # alike (the need itself, or more than the cap).
+            slot = (template.key, direction)
+            need = self._needs.get(slot)
+            if need is None:
+                need = self._needs[slot] = self._closure(template, direction, MAX_DEFINITION_BYTES)
+            return need
+        return self._closure(template, direction, cap)
+
+    def _closure(self, template: Any, direction: Direction, cap: int) -> int:
+        refs: list[str] = []
+        total = _measure(template, refs)[1]
+        seen: set[str] = set()
+        while refs and total <= cap:
+            key = refs.pop()
+            if key not in seen:
+                seen.add(key)
+                shape = self.shape(key, direction)
+                total += shape.lean
+                refs.extend(shape.refs)
+        return total
+
+
+class _Run:
+    """State of compacting one schema once."""
 
     __slots__ = (
+        "_compactor",
         "_counts",
         "_direction",
         "_names",
-        "_normalizer",
         "_order",
         "_root_refs",
-        "_stubbed",
         "_trail",
+        "kept",
+        "lean",
+        "root_cut",
+        "whole",
     )
 
-    def __init__(self, normalizer: Normalizer, direction: Direction) -> None:
-        self._normalizer = normalizer
+    def __init__(self, compactor: Compactor, direction: Direction) -> None:
+        self._compactor = compactor
         self._direction = direction
         self._counts: dict[str, int] = {}
         self._order: list[str] = []
         self._names: dict[str, str] = {}
-        self._stubbed: set[str] = set()
         self._root_refs: list[str] = []
         # For each target body being emitted: the references met below it and the
         # decision taken about each (what its emitted JSON depends on).
         self._trail: list[dict[str, str]] = []
+        self.kept: dict[str, int] = {}  # expanded references → their nesting level
+        self.lean = False  # examples dropped
+        self.whole = True  # nothing cut but what lies deeper than MAX_REF_DEPTH
+        self.root_cut = False  # a reference at the root's position did not fit
 
-    def plan(self, root: Any, budget: int) -> None:
-        """Breadth-first over reference levels; the level that breaks the budget and
-        everything below it stay unexpanded.
-        """
-        # The operation's own inline schema is not budgeted (it is what the document
-        # wrote for this operation); only what references pull in is.
-        total, frontier = 0, list(dict.fromkeys(self._root_refs))
-        seen: set[str] = set()
-        depth = 0
-        while frontier:
-            level = [key for key in dict.fromkeys(frontier) if key not in seen]
-            if not level:
-                return
-            shapes = [self._normalizer.shape(key, self._direction) for key in level]
-            size = sum(own for own, _ in shapes)
+    def plan(self, root: Any, budget: int) -> int:
+        """Decide what is expanded (``kept``) and whether examples go; the estimated size."""
+        full, lean = _measure(root, self._root_refs)
+        shape = self._compactor.shape
+        # Everything within MAX_REF_DEPTH levels, breadth-first, while it may still fit.
+        level: dict[str, int] = {}
+        frontier = self._root_refs
+        depth = 1
+        while frontier and depth <= MAX_REF_DEPTH and lean <= budget:
+            deeper: list[str] = []
+            for key in frontier:
+                if key not in level:
+                    level[key] = depth
+                    own = shape(key, self._direction)
+                    full += own.full
+                    lean += own.lean
+                    deeper.extend(own.refs)
+            frontier = deeper
             depth += 1
-            if total + size > budget or depth > MAX_REF_DEPTH:
-                self._stubbed.update(level)
-                return
+        if lean <= budget:  # (what lies deeper than MAX_REF_DEPTH is cut in any case)
+            self.kept = level
+            if full <= budget:
+                return full
+            self.lean = True
+            return lean
+        self.lean = True
+        self.whole = False
+        return self._greedy(root, budget)
+
+    def core(self, root: Any, kinds: int) -> int:
+        """The bytes a schema takes (examples gone) with its root's references expanded
+        (``kinds`` 1), and its top-level properties' types too (2), nothing deeper.
+        """
+        self.lean = True
+        self.whole = False
+        return self._greedy(root, 1 << 62, kinds)
+
+    def _greedy(self, root: Any, budget: int, kinds: int = 3) -> int:
+        """Take schemas in order of importance while they fit (see the module docstring);
+        the first ``kinds`` kinds of them only.
+        """
+        if not self._root_refs:
+            _measure(root, self._root_refs)
+        refs = self._root_refs
+        total = _measure(root, [])[1]
+        kept = self.kept
+        refused: set[str] = set()
+        pending: dict[int, list[str]] = {1: list(refs)}
+        direction = self._direction
+        shape = self._compactor.shape
+
+        def take(key: str, depth: int) -> list[str]:
+            # The schema with its allOf bases (each a level deeper), as one unit.
+            nonlocal total
+            unit: list[tuple[str, int]] = []
+            size = 0
+            stack = [(key, depth)]
+            while stack:
+                k, d = stack.pop()
+                if k in kept or d > MAX_REF_DEPTH or any(k == u for u, _ in unit):
+                    continue
+                own = shape(k, direction)
+                unit.append((k, d))
+                size += own.lean
+                stack.extend((base, d + 1) for base in reversed(own.bases))
+            if not unit:
+                return []
+            if total + size > budget:
+                refused.add(key)
+                return []
             total += size
-            seen.update(level)
-            frontier = [key for _, refs in shapes for key in refs]
+            for k, d in unit:
+                kept[k] = d
+                pending.setdefault(d + 1, []).extend(shape(k, direction).refs)
+            return [k for k, _ in unit]
+
+        # 1. The root's references (and their own branches), in order.
+        roots: list[tuple[str, int]] = []
+        members: list[Any] = []
+        _spine(root, 1, roots, members)
+        i = 0
+        while i < len(roots):
+            key, depth = roots[i]
+            i += 1
+            if key not in kept and key not in refused:
+                unit = take(key, depth)
+                self.root_cut = self.root_cut or key in refused
+                for k in unit:
+                    _spine(self._compactor.target(k, direction), kept[k] + 1, roots, members)
+        if kinds == 1:
+            return total
+        # 2. The types of the top-level properties, smallest first.
+        candidates = list(
+            dict.fromkeys((key, depth) for node, depth in members for key in _member_refs(node))
+        )
+        candidates.sort(key=lambda item: shape(item[0], direction).lean)
+        for key, depth in candidates:
+            if key not in kept and key not in refused:
+                take(key, depth)
+        if kinds == 2:
+            return total
+        # 3. The rest, level by level, smallest first within a level.
+        for depth in range(1, MAX_REF_DEPTH + 1):
+            waiting = pending.pop(depth, None)
+            if not waiting:
+                continue
+            level = [k for k in dict.fromkeys(waiting) if k not in kept and k not in refused]
+            level.sort(key=lambda k: shape(k, direction).lean)
+            for key in level:
+                if key not in kept and key not in refused:
+                    take(key, depth)
+        return total
 
     def count(self, keys: tuple[str, ...] | list[str]) -> None:
         """Count uses: each reference met adds one; a target's own references (cached
-        by the normalizer, with repeats) are counted the first time only.
+        with repeats) are counted the first time only.
         """
         for key in keys:
             seen = self._counts.get(key, 0)
             self._counts[key] = seen + 1
-            if not seen and key not in self._stubbed:
+            if not seen and key in self.kept:
                 self._order.append(key)
-                self.count(self._normalizer.shape(key, self._direction)[1])
+                self.count(self._compactor.shape(key, self._direction).refs)
 
     def name_hoisted(self) -> list[str]:
-        hoisted = [key for key in self._order if self._counts[key] > 1 and key not in self._stubbed]
+        hoisted = [key for key in self._order if self._counts[key] > 1]
         taken: set[str] = set()
         for key in hoisted:
             base = _UNSAFE.sub("_", _label(key)).strip("_") or "def"
@@ -186,19 +738,17 @@ class _Compactor:
         return hoisted
 
     def _decision(self, key: str) -> str:
-        if key in self._stubbed:
+        if key not in self.kept:
             return _CUT
         return self._names.get(key, _INLINE)
 
     def emit(self, node: Any) -> Any:
         kind = type(node)
         if kind is Ref:
-            if node.key in self._stubbed:
+            if node.key not in self.kept:
                 if self._trail:
                     self._trail[-1][node.key] = _CUT
-                return {
-                    "description": f"{_label(node.key)}: not expanded (the schema is too large)"
-                }
+                return _stub(node.key)
             name = self._names.get(node.key)
             if name is not None:
                 if self._trail:
@@ -213,23 +763,42 @@ class _Compactor:
             if node.extra is not None:
                 return _beside(body, self.emit(node.extra))
             return body
-        # Plain children are final and shared; testing the type here saves a call each.
         if kind is TemplateDict:
+            if self.lean:
+                return self._emit_lean(node)
+            # Plain children are final and shared; testing the type here saves a call each.
             return {
                 key: self.emit(value) if type(value) in _TEMPLATES else value
                 for key, value in node.items()
             }
         if kind is TemplateList:
             return [self.emit(value) if type(value) in _TEMPLATES else value for value in node]
-        return node
+        return _lean(node) if self.lean else node
+
+    def _emit_lean(self, node: TemplateDict) -> dict[str, Any]:
+        """A schema template emitted without examples (the keywords say what is a schema)."""
+        out: dict[str, Any] = {}
+        for key, value in node.items():
+            if key == "examples":
+                continue
+            if type(value) not in _TEMPLATES:
+                out[key] = _lean_at(key, value)
+            elif key in _SCHEMA_MAPS and type(value) is TemplateDict:
+                out[key] = {name: self.emit(sub) for name, sub in value.items()}
+            elif key in _SCHEMA_LISTS and type(value) is TemplateList:
+                out[key] = [self.emit(sub) for sub in value]
+            else:
+                out[key] = self.emit(value)
+        return out
 
     def _body(self, key: str) -> Any:
         """The emitted body of a target (inlined in place, or under ``$defs``), reusing
         the document's earlier emission when every reference below it is decided the same
         way here (the result is then identical to emitting it again).
         """
-        cache = self._normalizer.expansions
-        hit = cache.get((key, self._direction))
+        cache = self._compactor.bodies
+        slot = (key, self._direction, self.lean)
+        hit = cache.get(slot)
         if hit is not None:
             body, below = hit
             decision = self._decision
@@ -238,16 +807,14 @@ class _Compactor:
                     self._trail[-1].update(below)
                 return body
         self._trail.append({})
-        body = self.emit(self._normalizer.target(key, self._direction))
+        body = self.emit(self._compactor.target(key, self._direction))
         met = self._trail.pop()
         if self._trail:
             self._trail[-1].update(met)
-        cache[(key, self._direction)] = (body, tuple(met.items()))
+        cache[slot] = (body, tuple(met.items()))
         return body
 
-    def run(self, root: Any, budget: int) -> Any:
-        self._root_refs = _refs_in(root)
-        self.plan(root, budget)
+    def emit_all(self, root: Any) -> Any:
         self.count(self._root_refs)
         hoisted = self.name_hoisted()
         out = self.emit(root)
@@ -273,35 +840,6 @@ def _beside(body: Any, siblings: dict[str, Any]) -> Any:
         return {"allOf": [body, *(branches if isinstance(branches, list) else ())], **others}
     # Annotations are written over the target's: the document's local description wins.
     return {**body, **siblings}
-
-
-def compact(
-    template: Any,
-    normalizer: Normalizer,
-    direction: Direction,
-    *,
-    budget: int = MAX_SCHEMA_BYTES,
-) -> Any:
-    """The final schema of ``template``: plain JSON data, ``$defs`` at its root.
-
-    Args:
-        template: a template from :class:`~catalog.normalize.Normalizer` (a root that is
-            itself a bare reference to a repeated schema should be wrapped by the caller
-            first, so that ``$defs`` has an object to live in).
-        normalizer: the document's normalizer (holds the referenced templates).
-        direction: ``"in"`` for request schemas, ``"out"`` for response schemas.
-        budget: the most bytes references may pull in (see the module docstring).
-    """
-    if type(template) is Ref and template.extra is None:
-        # A bare reference (most response bodies) compacts the same way every time:
-        # operations returning the same schema share one result.
-        key = (template.key, direction, budget)
-        done = normalizer.compacted.get(key)
-        if done is None:
-            done = _Compactor(normalizer, direction).run(template, budget)
-            normalizer.compacted[key] = done
-        return done
-    return _Compactor(normalizer, direction).run(template, budget)
 
 
 def is_object_schema(template: Any, normalizer: Normalizer, direction: Direction) -> bool:

@@ -30,11 +30,11 @@ from typing import Any, Final, cast
 import msgspec
 
 from catalog.cards import card_for
-from catalog.compact import compact, is_object_schema
+from catalog.compact import MAX_DEFINITION_BYTES, Compactor, is_object_schema
 from catalog.config import SpecConfig
 from catalog.curation import EXTENSION, apply_extension
 from catalog.errors import RefError, SpecError
-from catalog.fingerprint import with_version
+from catalog.fingerprint import VERSION_LENGTH, with_version
 from catalog.media import is_json_media, media_type, multipart_parts, part_type
 from catalog.model import (
     GATEWAY_HEADERS,
@@ -142,6 +142,37 @@ def _text(value: Any) -> str:
     return value.strip() if isinstance(value, str) else ""
 
 
+_MAX_DESCRIPTION_BYTES: Final = MAX_DEFINITION_BYTES // 2
+"""The most of the definition bound a tool's description takes, so that its schemas keep
+at least the other half (APIs.guru's longest operation description is 23,530 bytes)."""
+
+
+def _bounded(description: str) -> str:
+    if len(description) * 4 <= _MAX_DESCRIPTION_BYTES:
+        return description  # even all 4-byte characters would fit
+    data = description.encode()
+    if len(data) <= _MAX_DESCRIPTION_BYTES:
+        return description
+    return data[: _MAX_DESCRIPTION_BYTES - 3].decode(errors="ignore") + "…"
+
+
+def _frame_bytes(name: str, description: str, annotations: Annotations | None) -> int:
+    """The bytes a definition takes besides its two schemas (as load_tool sends it, with
+    a version and the per-caller ``authUncertain``), and the ``"type":"object"`` an
+    outputSchema root may get.
+    """
+    frame = ToolDefinition(
+        name=name,
+        description=description,
+        input_schema={},
+        output_schema={},
+        annotations=annotations,
+        version="0" * VERSION_LENGTH,
+        auth_uncertain=True,
+    )
+    return len(msgspec.json.encode(frame)) - len("{}{}") + len('"type":"object",')
+
+
 def _annotate(node: Any, description: str, deprecated: bool) -> Any:
     """A parameter's schema with the parameter's own description (and deprecation)."""
     extra: dict[str, Any] = {}
@@ -245,6 +276,7 @@ class DocumentConverter:
         self._config = spec_config
         self._resolver = Resolver(document.source, document.tree, load)
         self._normalizer = Normalizer(self._resolver, document.version)
+        self._compactor = Compactor(self._normalizer)
         self._namer = Namer(namespace)
         self._schemes: dict[str, SecurityScheme | None] = {}
         self.warnings: list[Problem] = []
@@ -385,21 +417,25 @@ class DocumentConverter:
                 if parameter.get("in") == location:
                     self._parameter(arguments, location, parameter, parameter_base, credentials)
         body = self._body(arguments, operation, base, parameters)
-        input_schema = cast(JSONSchema, compact(arguments.template(), self._normalizer, "in"))
-        output_schema = self._output(operation, base)
+        output_template = self._output(operation, base)
         summary = _text(operation.get("summary"))
         long = _text(operation.get("description"))
         if summary and long and summary != long:
             description = f"{summary}\n\n{long}"
         else:
             description = summary or long or f"{verb} {path}"
+        description = _bounded(description)
+        annotations = self._annotations(verb, operation, pointer)
+        input_schema, output_schema = self._schemas(
+            arguments.template(), output_template, _frame_bytes(name, description, annotations)
+        )
         definition = with_version(
             ToolDefinition(
                 name=name,
                 description=description,
                 input_schema=input_schema,
                 output_schema=output_schema,
-                annotations=self._annotations(verb, operation, pointer),
+                annotations=annotations,
             )
         )
         card = card_for(definition, summary=summary or None, description=long or description)
@@ -693,7 +729,23 @@ class DocumentConverter:
 
     # -- response -------------------------------------------------------------------
 
-    def _output(self, operation: dict[str, Any], base: str) -> JSONSchema | None:
+    def _schemas(
+        self, arguments: Any, output: Any | None, frame: int
+    ) -> tuple[JSONSchema, JSONSchema | None]:
+        """The compacted inputSchema and outputSchema: together within what the rest of
+        the definition (``frame`` bytes) leaves of :data:`MAX_DEFINITION_BYTES`.
+        """
+        input_schema, schema = self._compactor.schemas(
+            arguments, output, MAX_DEFINITION_BYTES - frame
+        )
+        if not isinstance(schema, dict):
+            return input_schema, None
+        if "type" not in schema:
+            schema = {"type": "object", **schema}
+        return input_schema, schema
+
+    def _output(self, operation: dict[str, Any], base: str) -> Any | None:
+        """The template of the outputSchema (an object at its root), or None."""
         responses = operation.get("responses")
         if not isinstance(responses, dict):
             return None
@@ -718,12 +770,7 @@ class DocumentConverter:
             template = TemplateDict(
                 type="object", properties=TemplateDict(result=template), required=["result"]
             )
-        schema = compact(template, self._normalizer, "out")
-        if not isinstance(schema, dict):
-            return None
-        if "type" not in schema:
-            schema = {"type": "object", **schema}
-        return cast(JSONSchema, schema)
+        return template
 
     # -- annotations, servers, security ---------------------------------------------
 

@@ -46,7 +46,6 @@ __all__ = [
     "TemplateList",
     "is_json_value",
     "is_template",
-    "shape_of",
 ]
 
 Direction: TypeAlias = Literal["in", "out"]
@@ -115,15 +114,6 @@ class TemplateList(list[Any]):
     """A list of schemas holding a :class:`Ref` somewhere below it."""
 
     __slots__ = ()
-
-
-def shape_of(template: Any) -> tuple[int, tuple[str, ...]]:
-    """A template's own size (about its JSON bytes, not following references) and the
-    keys it references, in order and with repeats.
-    """
-    refs: list[Ref] = []
-    size = _scan(template, refs)
-    return size, tuple(ref.key for ref in refs)
 
 
 def is_template(node: Any) -> bool:
@@ -196,23 +186,6 @@ def _bad_key(pattern: str) -> Repair:
     return Repair(PATTERN_DROPPED, f"patternProperties key {pattern!r} does not compile; dropped")
 
 
-def _scan(node: Any, refs: list[Ref]) -> int:
-    """About how many bytes of JSON a template encodes to (a reference counts as a
-    short ``{"$ref": ...}``), collecting the references met, in order.
-    """
-    kind = type(node)
-    if kind is str:
-        return len(node) + 3
-    if kind is Ref:
-        refs.append(node)
-        return 24 + (_scan(node.extra, refs) if node.extra is not None else 0)
-    if kind is dict or kind is TemplateDict:
-        return 2 + sum(len(key) + 4 + _scan(value, refs) for key, value in node.items())
-    if kind is list or kind is TemplateList:
-        return 2 + sum(_scan(value, refs) + 1 for value in node)
-    return 5
-
-
 class Normalizer:
     """Normalizes the schemas of one document; caches each referenced schema per
     direction. Made per document, never shared (style.md rule 10).
@@ -228,11 +201,8 @@ class Normalizer:
         "_reported",
         "_resolver",
         "_scope",
-        "_shapes",
         "_targets",
         "_version",
-        "compacted",
-        "expansions",
         "problems",
     )
 
@@ -241,12 +211,6 @@ class Normalizer:
         self._version = version
         self._legacy = version != "3.1"
         self._targets: dict[tuple[str, Direction], Any] = {}
-        self._shapes: dict[tuple[str, Direction], tuple[int, tuple[str, ...]]] = {}
-        self.expansions: dict[tuple[str, Direction], tuple[Any, tuple[tuple[str, str], ...]]] = {}
-        """Emitted bodies of referenced schemas and the decisions about the references
-        below them (``catalog.compact`` fills and reuses it)."""
-        self.compacted: dict[tuple[str, Direction, int], Any] = {}
-        """Compacted bare references, per direction and budget (``catalog.compact``)."""
         self.problems: list[Problem] = []
         """A warning per repair (``catalog.repair``), each place and reason once."""
         self._reported: set[tuple[str, str, str]] = set()
@@ -278,16 +242,6 @@ class Normalizer:
             finally:
                 self._scope = scope
             self._targets[(key, direction)] = cached
-        return cached
-
-    def shape(self, key: str, direction: Direction) -> tuple[int, tuple[str, ...]]:
-        """A referenced template's own size (about its JSON bytes, not following references)
-        and the keys it references, in order (cached).
-        """
-        cached = self._shapes.get((key, direction))
-        if cached is None:
-            cached = shape_of(self.target(key, direction))
-            self._shapes[(key, direction)] = cached
         return cached
 
     def flagged(self, raw: Any, base: str, flag: str) -> bool:
