@@ -188,7 +188,7 @@ def _bad_key(pattern: str) -> Repair:
 
 class Normalizer:
     """Normalizes the schemas of one document; caches each referenced schema per
-    direction. Made per document, never shared (style.md rule 10).
+    direction. Made per document, never shared (docs/conventions.md §2.10).
 
     Args:
         resolver: the document's resolver.
