@@ -29,6 +29,7 @@ __all__ = [
     "ENUM_CONVERTED",
     "ENUM_TO_ITEMS",
     "NULL_BRANCH",
+    "PATTERN_ANCHORS",
     "PATTERN_DROPPED",
     "PATTERN_UNWRAPPED",
     "REQUIRED_DROPPED",
@@ -49,6 +50,7 @@ TYPE_DROPPED: Final = "schema-type-dropped"
 ASSERTION_DROPPED: Final = "schema-assertion-dropped"
 PATTERN_UNWRAPPED: Final = "schema-pattern-unwrapped"
 PATTERN_DROPPED: Final = "schema-pattern-dropped"
+PATTERN_ANCHORS: Final = "schema-pattern-anchors"
 BOUNDS_DROPPED: Final = "schema-bounds-dropped"
 REQUIRED_DROPPED: Final = "schema-required-dropped"
 CLOSED_OVER_BRANCHES: Final = "schema-closed-over-branches"
@@ -88,6 +90,10 @@ _ANNOTATIONS: Final = frozenset(("title", "description", "deprecated", "examples
 # g, y, d and u change nothing about whether a string matches.
 _LITERAL: Final = re.compile(r"/(?P<body>.+)/(?P<flags>[dgimsuy]*)", re.DOTALL)
 _INLINE_FLAGS: Final = "ims"
+# Python's and Ruby's string anchors. ECMAScript, the dialect JSON Schema names, has none:
+# there "\A" is a syntax error (unicode mode) or a literal "A", so a validating client
+# would refuse every value the document meant to allow.
+_ANCHORS: Final = {"A": "^", "Z": "$", "z": "$"}
 _INTEGER_TEXT: Final = re.compile(r"-?(?:0|[1-9][0-9]*)")
 _NUMBER_TEXT: Final = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
 _JSON: Final = msgspec.json.Encoder()
@@ -174,9 +180,46 @@ def _pattern(out: dict[str, Any], notes: list[Repair]) -> None:
                 )
             )
             return
-    if not valid_regex(pattern):
+    anchored = _ecma_anchors(pattern)
+    if not valid_regex(anchored):
         del out["pattern"]
         notes.append(Repair(PATTERN_DROPPED, f"pattern {pattern!r} does not compile; dropped"))
+    elif anchored != pattern:
+        out["pattern"] = anchored
+        notes.append(
+            Repair(
+                PATTERN_ANCHORS,
+                f"pattern {pattern!r} uses Python's string anchors, which ECMAScript lacks; "
+                f"published as {anchored!r}",
+            )
+        )
+
+
+def _ecma_anchors(pattern: str) -> str:
+    r"""``pattern`` with its ``\A``, ``\Z`` and ``\z`` string anchors (outside a
+    character class) written as ``^`` and ``$``; unchanged when it has none. Without the
+    ``m`` flag the two mean the same in every dialect that has them.
+    """
+    if "\\" not in pattern:
+        return pattern
+    out: list[str] = []
+    in_class = False
+    i = 0
+    while i < len(pattern):
+        char = pattern[i]
+        if char == "\\" and i + 1 < len(pattern):
+            following = pattern[i + 1]
+            anchor = None if in_class else _ANCHORS.get(following)
+            out.append(anchor if anchor is not None else char + following)
+            i += 2
+            continue
+        if char == "[":
+            in_class = True
+        elif char == "]":
+            in_class = False
+        out.append(char)
+        i += 1
+    return "".join(out)
 
 
 # -- enum and const -------------------------------------------------------------------

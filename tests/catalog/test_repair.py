@@ -21,6 +21,7 @@ from catalog.repair import (
     ENUM_CONVERTED,
     ENUM_TO_ITEMS,
     NULL_BRANCH,
+    PATTERN_ANCHORS,
     PATTERN_DROPPED,
     PATTERN_UNWRAPPED,
     REQUIRED_DROPPED,
@@ -177,6 +178,27 @@ def test_a_regex_literal_keeps_its_case_flag() -> None:
     assert _accepts(definition, "SAP123")
     assert _accepts(definition, "sap123")
     assert not _accepts(definition, "/^sap123$/i")
+
+
+@pytest.mark.parametrize(
+    ("pattern", "published"),
+    [
+        (r"\A[a-z]+\Z", "^[a-z]+$"),
+        (r"\A[a-z]+\z", "^[a-z]+$"),
+        (r"[^\]Z]+\Z", r"[^\]Z]+$"),  # an escaped bracket does not end the class
+        (r"\\A\Z", r"\\A$"),  # an escaped backslash, then a literal A
+    ],
+)
+def test_python_string_anchors_become_ecma_anchors(pattern: str, published: str) -> None:
+    schema, codes, _ = _published({"type": "string", "pattern": pattern})
+    assert schema == {"type": "string", "pattern": published}
+    assert {code for code, _ in codes} == {PATTERN_ANCHORS}
+
+
+def test_a_pattern_without_python_anchors_is_left_alone() -> None:
+    schema, codes, _ = _published({"type": "string", "pattern": r"^\d+\.\w*$"})
+    assert schema == {"type": "string", "pattern": r"^\d+\.\w*$"}
+    assert codes == []
 
 
 @pytest.mark.parametrize(
@@ -405,3 +427,21 @@ def test_a_type_no_referenced_allof_branch_shares_is_dropped() -> None:
     assert validator.is_valid({"q": "business"})
     assert not validator.is_valid({"q": "other"})
     assert [(w.code, w.location) for w in result.warnings] == [(TYPE_DROPPED, _PARAMETER)]
+
+
+@pytest.mark.corpus
+def test_linode_domains_take_a_domain_an_ecma_client_can_send(apis_guru_dir: Path) -> None:
+    # linode.com wrote Python's \A and \Z: in ECMAScript, JSON Schema's dialect, no domain
+    # matched (a syntax error in unicode mode, a literal "A" otherwise).
+    result = _real(apis_guru_dir, "linode.com.json")
+    definition = _tool(result, "linode_com.create_domain")
+    pattern = definition.input_schema["properties"]["domain"]["pattern"]
+    assert pattern.startswith("^(") and pattern.endswith(")$")
+    assert "\\A" not in pattern and "\\Z" not in pattern
+    assert jsonschema.Draft202012Validator(definition.input_schema).is_valid(
+        {"domain": "example.org", "type": "master", "soa_email": "admin@example.org"}
+    )
+    assert any(
+        w.code == PATTERN_ANCHORS and w.location == "/components/schemas/Domain/properties/domain"
+        for w in result.warnings
+    )
