@@ -26,7 +26,8 @@ import itertools
 import logging
 import os
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Final, cast
 
 from litestar import Request, asgi
@@ -41,7 +42,9 @@ from litestar.types import (
     Send,
 )
 
-from catalog.backends import documents_of
+from catalog.backends import Document, documents_of
+from catalog.config import Config
+from catalog.model import SecurityPolicy
 from server.errors import ToolError
 from server.identity import Caller, caller_from_headers
 from server.notify import StreamLimit
@@ -57,6 +60,7 @@ from server.protocol import (
     render_listen_refused,
     render_tools_list,
 )
+from server.resource import challenge
 from server.tools import META_TOOLS, ToolContext, call_tool
 
 if TYPE_CHECKING:
@@ -114,7 +118,19 @@ def mcp_endpoint(state: ServerState) -> ASGIRouteHandler:
             return
         last = ("connection", "close") if clients.last_on_connection(address, port) else None
         try:
-            await _handle(scope, receive, send, state, headers, request_id, started, last)
+            # The catalog view once for the whole request, so a reload in the middle never
+            # mixes two catalogs; the caller before the body: a 401 is an HTTP answer that
+            # no JSON-RPC processing precedes (docs/authorization.md).
+            view = state.reader.view
+            caller = _caller(state, headers, view)
+            refused = _unauthorized(state, scope, headers, caller)
+            if refused is not None:
+                _log.info("unauthorized", extra={"request_id": request_id})
+                await _refuse(send, state, refused, request_id, started, headers, "unauthorized")
+                return
+            await _handle(
+                scope, receive, send, state, headers, request_id, started, last, view, caller
+            )
         except Exception:  # a bug outside the tools: still a JSON-RPC answer, never a 500
             _log.exception("request failed", extra={"request_id": request_id})
             state.metrics.observe("-", "internal_error", time.perf_counter() - started)
@@ -145,11 +161,12 @@ async def _refuse(
     request_id: str,
     started: float,
     headers: _Headers,
+    outcome: str = "protocol_error",
 ) -> None:
     """Answer ``reply`` without reading the request's body; a connection that still
     carries that unread body cannot carry another request, so it is closed.
     """
-    state.metrics.observe("-", "protocol_error", time.perf_counter() - started)
+    state.metrics.observe("-", outcome, time.perf_counter() - started)
     _log.info("rejected", extra={"request_id": request_id, "status": reply.status})
     close = (("connection", "close"),) if _has_body(headers) else ()
     await _send(send, reply.status, reply.body, request_id, (*reply.headers, *close))
@@ -164,6 +181,8 @@ async def _handle(
     request_id: str,
     started: float,
     last: tuple[str, str] | None,
+    view: CatalogView | None,
+    caller: Caller,
 ) -> None:
     method: str = scope["method"]
     body = b""
@@ -201,7 +220,9 @@ async def _handle(
     if isinstance(parsed, Listen):
         await _listen(scope, receive, send, state, parsed, request_id)
         return
-    status, answer = await _call(state, parsed, headers, request_id, started, client_of(scope)[0])
+    status, answer = await _call(
+        state, parsed, view, caller, request_id, started, client_of(scope)[0]
+    )
     await _send(send, status, answer, request_id, closing)
 
 
@@ -229,12 +250,12 @@ async def _read_body(receive: Receive, headers: _Headers, limit: int) -> bytes:
 async def _call(
     state: ServerState,
     call: Call,
-    headers: _Headers,
+    view: CatalogView | None,
+    caller: Caller,
     request_id: str,
     started: float,
     client: str,
 ) -> tuple[int, bytes]:
-    view = state.reader.view  # one catalog for the whole request
     generation = view.generation if view is not None else state.reader.generation
     label = call.tool or call.method
     status = 200
@@ -243,7 +264,6 @@ async def _call(
         outcome = "ok"
     else:
         try:
-            caller = _caller(state, headers, view)
             payload = await call_tool(
                 call.tool,
                 call.arguments,
@@ -281,20 +301,60 @@ async def _call(
     return status, body
 
 
+_NO_DOCUMENTS: Final[Mapping[str, Document]] = MappingProxyType({})
+_NO_POLICIES: Final[Mapping[str, SecurityPolicy]] = MappingProxyType({})
+
+
 def _caller(state: ServerState, headers: _Headers, view: CatalogView | None) -> Caller:
-    if view is None:
-        return Caller()
-    cached = state.documents
-    if cached is None or cached[0] is not view:
-        documents = documents_of(view.meta.files, view.meta.origins, state.config)
-        cached = state.documents = (view, documents)
+    if view is None:  # no catalog yet: only the resource server can judge a token
+        if not state.secrets.verifies and not state.config.auth.require_auth:
+            return Caller()
+        documents, policies = _NO_DOCUMENTS, _NO_POLICIES
+    else:
+        cached = state.documents
+        if cached is None or cached[0] is not view:
+            found = documents_of(view.meta.files, view.meta.origins, state.config)
+            cached = state.documents = (view, found)
+        documents, policies = cached[1], view.meta.policies
     return caller_from_headers(
         {name: values[0] for name, values in headers.items()},
         config=state.config,
-        documents=cached[1],
-        policies=view.meta.policies,
+        documents=documents,
+        policies=policies,
         secrets=state.secrets,
     )
+
+
+def _unauthorized(
+    state: ServerState, scope: HTTPScope, headers: _Headers, caller: Caller
+) -> Reply | None:
+    """The 401 for a token present but invalid, or for no valid token at all when
+    ``[auth].require_auth`` is on (docs/authorization.md); None to go on.
+    """
+    if caller.rejected:
+        error: str | None = "invalid_token"
+        description = "The access token is invalid, expired, or not issued for this server"
+    elif state.config.auth.require_auth and not caller.authenticated:
+        error, description = None, "This server requires an access token"
+    else:
+        return None
+    resource = resource_url(state.config, scope, headers)
+    body = {"error": error or "invalid_request", "error_description": description}
+    return Reply(
+        status=401,
+        body=state.encoder.encode(body),
+        headers=(("www-authenticate", challenge(resource, error=error)),),
+    )
+
+
+def resource_url(config: Config, scope: HTTPScope, headers: _Headers) -> str:
+    """This gateway's resource URL: ``[auth].resource``, else as the request reached it
+    (its scheme and the Host header, which the guard checked, and ``/mcp``).
+    """
+    if config.auth.resource is not None:
+        return config.auth.resource
+    hosts = headers.get("host", ("localhost",))
+    return f"{scope.get('scheme', 'http')}://{hosts[0]}/mcp"
 
 
 async def _listen(

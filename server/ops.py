@@ -21,12 +21,14 @@ import msgspec
 from litestar import Request, get
 from litestar.response import Response
 
+from server.resource import metadata
+
 if TYPE_CHECKING:
     from server.app import ServerState
     from server.notify import Notifier
     from server.reader import Reader
 
-__all__ = ["Metrics", "healthz", "metrics", "readyz"]
+__all__ = ["Metrics", "healthz", "metrics", "protected_resource", "readyz"]
 
 _BUCKETS: Final = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0)
 """Latency histogram bounds in seconds: a search is sub-millisecond to tens of ms, an
@@ -190,3 +192,26 @@ def metrics(request: Request[Any, Any, Any]) -> Response[bytes]:
         reader=state.reader, notifier=state.notifier, operator=_operator(request)
     )
     return Response(text.encode(), status_code=200, media_type="text/plain; version=0.0.4")
+
+
+@get(
+    ["/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource/mcp"],
+    sync_to_thread=False,
+    include_in_schema=False,
+)
+def protected_resource(request: Request[Any, Any, Any]) -> Response[bytes]:
+    """The Protected Resource Metadata (RFC 9728) when the gateway verifies tokens at all
+    (an ``[auth]`` resource server or a spec's ``jwt``); 404 otherwise.
+    """
+    refused = _refused(request)
+    if refused is not None:
+        return refused
+    state = _state(request)
+    if not state.secrets.verifies:
+        return Response(b'{"error":"not_found"}', status_code=404, media_type="application/json")
+    view = state.reader.view
+    policies = view.meta.policies.values() if view is not None else ()
+    host = request.headers.get("host", "localhost")
+    resource = state.config.auth.resource or f"{request.url.scheme}://{host}/mcp"
+    document = metadata(state.config, resource, policies)
+    return Response(msgspec.json.encode(document), status_code=200, media_type="application/json")
