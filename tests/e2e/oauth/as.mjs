@@ -23,7 +23,7 @@ const provider = new Provider(issuer, {
     grant_types: ['client_credentials', EXCHANGE],
     redirect_uris: [],
     response_types: [],
-    scope: c.scope || 'tools:read tools:admin backend:read',
+    scope: c.scope ?? 'tools:read tools:admin backend:read',
   })),
   jwks: { keys: [jwk] },
   scopes: ['tools:read', 'tools:admin', 'backend:read'],
@@ -44,7 +44,8 @@ const provider = new Provider(issuer, {
   },
 });
 
-const localKeys = jose.createLocalJWKSet({ keys: [{ ...(await jose.exportJWK(privateKey)), kid: 'test-key-1', alg: 'RS256', d: undefined, p: undefined, q: undefined, dp: undefined, dq: undefined, qi: undefined }] });
+const { d, p, q, dp, dq, qi, ...publicJwk } = jwk;
+const localKeys = jose.createLocalJWKSet({ keys: [publicJwk] });
 let exchanges = 0;
 
 provider.registerGrantType(EXCHANGE, async (ctx) => {
@@ -76,9 +77,21 @@ provider.registerGrantType(EXCHANGE, async (ctx) => {
 }, ['subject_token', 'subject_token_type', 'audience', 'resource', 'scope', 'requested_token_type',
     'actor_token', 'actor_token_type']);
 
-// The number of exchanges this server answered: the tests read it to tell a cache hit.
+// Test-only endpoints: the number of exchanges answered (a cache hit sends none), and
+// a token signed with this server's own key that expired two minutes ago (the
+// gateway allows 30 s of clock skew, and a test should not wait for a real expiry).
 provider.use(async (ctx, next) => {
   if (ctx.path === '/test/exchanges') { ctx.body = { exchanges }; return; }
+  if (ctx.path === '/test/expired') {
+    const now = Math.floor(Date.now() / 1000);
+    ctx.body = {
+      access_token: await new jose.SignJWT({ scope: 'tools:read', client_id: 'agent-a' })
+        .setProtectedHeader({ alg: 'RS256', kid: 'test-key-1', typ: 'at+jwt' })
+        .setIssuer(issuer).setSubject('agent-a').setAudience(ctx.query.aud)
+        .setIssuedAt(now - 420).setExpirationTime(now - 120).sign(privateKey),
+    };
+    return;
+  }
   await next();
 });
 
