@@ -420,13 +420,16 @@ async def _send(
         (b"content-length", str(len(body)).encode()),
         (b"x-request-id", request_id.encode()),
     ]
-    media = _JSON
+    # An empty answer (202, 405, 406) has no content to type: a JSON content type on
+    # it made clients try to parse a body that is not there.
+    media: bytes | None = _JSON if body else None
     for name, value in headers:
         if name.lower() == "content-type":
             media = value.encode("latin-1")
         else:
             raw.append((name.lower().encode("latin-1"), value.encode("latin-1")))
-    raw.append((b"content-type", media))
+    if media is not None:
+        raw.append((b"content-type", media))
     start: HTTPResponseStartEvent = {
         "type": "http.response.start",
         "status": status,
