@@ -43,7 +43,6 @@ from litestar.types import (
 )
 
 from catalog.backends import Document, documents_of
-from catalog.config import Config
 from catalog.model import SecurityPolicy
 from server.errors import ToolError
 from server.identity import Caller, caller_from_headers
@@ -60,7 +59,7 @@ from server.protocol import (
     render_listen_refused,
     render_tools_list,
 )
-from server.resource import challenge
+from server.resource import challenge, resource_of
 from server.tools import META_TOOLS, ToolContext, call_tool
 
 if TYPE_CHECKING:
@@ -338,23 +337,14 @@ def _unauthorized(
         error, description = None, "This server requires an access token"
     else:
         return None
-    resource = resource_url(state.config, scope, headers)
+    host = headers.get("host", ("localhost",))[0]
+    resource = resource_of(state.config, scope.get("scheme", "http"), host)
     body = {"error": error or "invalid_request", "error_description": description}
     return Reply(
         status=401,
         body=state.encoder.encode(body),
         headers=(("www-authenticate", challenge(resource, error=error)),),
     )
-
-
-def resource_url(config: Config, scope: HTTPScope, headers: _Headers) -> str:
-    """This gateway's resource URL: ``[auth].resource``, else as the request reached it
-    (its scheme and the Host header, which the guard checked, and ``/mcp``).
-    """
-    if config.auth.resource is not None:
-        return config.auth.resource
-    hosts = headers.get("host", ("localhost",))
-    return f"{scope.get('scheme', 'http')}://{hosts[0]}/mcp"
 
 
 async def _listen(

@@ -21,7 +21,7 @@ import msgspec
 from litestar import Request, get
 from litestar.response import Response
 
-from server.resource import metadata
+from server.resource import metadata, resource_of
 
 if TYPE_CHECKING:
     from server.app import ServerState
@@ -212,6 +212,6 @@ def protected_resource(request: Request[Any, Any, Any]) -> Response[bytes]:
     view = state.reader.view
     policies = view.meta.policies.values() if view is not None else ()
     host = request.headers.get("host", "localhost")
-    resource = state.config.auth.resource or f"{request.url.scheme}://{host}/mcp"
+    resource = resource_of(state.config, request.url.scheme, host)
     document = metadata(state.config, resource, policies)
     return Response(msgspec.json.encode(document), status_code=200, media_type="application/json")

@@ -42,6 +42,7 @@ __all__ = [
     "fetch",
     "metadata",
     "metadata_url",
+    "resource_of",
     "trusted_issuers",
 ]
 
@@ -193,6 +194,14 @@ def trusted_issuers(config: Config) -> tuple[str, ...]:
         if spec.jwt is not None and spec.jwt.issuer and spec.jwt.issuer not in found:
             found.append(spec.jwt.issuer)
     return tuple(found)
+
+
+def resource_of(config: Config, scheme: str, host: str) -> str:
+    """This gateway's resource URL: ``[auth].resource``, else as the request reached it
+    (its scheme, its Host header, which the guard has checked, and ``/mcp``): a gateway
+    with only the specs' ``jwt`` verifiers has no configured URL.
+    """
+    return config.auth.resource or f"{scheme}://{host}/mcp"
 
 
 def metadata_url(resource: str) -> str:
