@@ -14,6 +14,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -29,7 +30,7 @@ from server.app import create_app
 from server.identity import resolve_secrets
 from server.proxy import Invoker
 from server.resource import Verified
-from tests.e2e.conftest import LEGACY, Agent, run_indexer
+from tests.e2e.conftest import LEGACY, ROOT, Agent, ServerProcess, run_indexer
 from tests.e2e.test_credential_routing import Recording, document
 from tests.server.harness import ServerThread, free_port, serve
 
@@ -491,3 +492,55 @@ def test_concurrent_identical_exchanges_coalesce(oauth_server: AuthorizationServ
     assert len(set(tokens)) == 1
     assert exchanger.requests == 1
     assert oauth_server.exchanges == before + 1
+
+
+def test_python_m_server_reads_the_jwks_url_at_start(
+    oauth_server: AuthorizationServer,
+    backends: tuple[Recording, Recording],
+    tmp_path: Path,
+) -> None:
+    # The real command line (granian): the parent reads the JWKS URL to fail early, each
+    # worker reads it before its first request; a token is then verified with those keys.
+    specs = tmp_path / "specs"
+    specs.mkdir()
+    (specs / "plain.json").write_text(
+        json.dumps(document(backends[1].base, {"plain_report": None}))
+    )
+    config = tmp_path / "sezzlee.toml"
+    config.write_text(auth_section(oauth_server.issuer, extra="require_auth = true\n"))
+    run_indexer(specs, tmp_path / "index", config)
+    server = ServerProcess(
+        tmp_path / "index",
+        extra=("--config", str(config)),
+        env={"GATEWAY_SECRET": GATEWAY_SECRET},
+    )
+    try:
+        server.wait_ready()
+        assert post(server.url, oauth_server.token("agent-a"), SEARCH).status_code == 200
+        assert _challenge(post(server.url, "x", SEARCH)).startswith('Bearer error="invalid_token"')
+    finally:
+        server.stop()
+    # An unreachable JWKS URL: the server refuses to start, naming the key.
+    closed = f"http://127.0.0.1:{free_port()}"
+    config.write_text(
+        f'[auth]\nresource = "{RESOURCE}"\n[[auth.authorization_servers]]\n'
+        f'issuer = "{oauth_server.issuer}"\njwks_url = "{closed}/jwks"\n'
+    )
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "server",
+            "--index",
+            str(tmp_path / "index"),
+            "--config",
+            str(config),
+        ],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert run.returncode == 2
+    assert "auth.authorization_servers[0].jwks_url" in run.stderr
