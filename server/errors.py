@@ -4,7 +4,7 @@ ToolError                      a meta tool failed; rendered as the isError envel
  ├── codes (class attribute ``code``, ``retryable``):
  │    unknown_tool, tool_changed, invalid_type, invalid_arguments, response_too_large,
  │    backend_error, backend_unreachable, backend_timeout, backend_not_configured,
- │    catalog_unavailable
+ │    catalog_unavailable, token_exchange_failed
 ProtocolError                  a JSON-RPC failure; rendered as a JSON-RPC error object
  └── carries ``rpc_code`` and the HTTP status for each era (mcp-wire §8)
 
@@ -26,6 +26,7 @@ __all__ = [
     "InvalidArguments",
     "InvalidType",
     "ResponseTooLarge",
+    "TokenExchangeFailed",
     "ToolChanged",
     "ToolError",
     "UnknownTool",
@@ -128,3 +129,21 @@ class BackendNotConfigured(ToolError):
     """The tool's document gives no absolute server URL and the config sets none."""
 
     code = "backend_not_configured"
+
+
+class TokenExchangeFailed(ToolError):
+    """The authorization server did not exchange the caller's token for the backend's.
+
+    Retryable when it could not be reached, timed out, or answered 5xx or 429; not when
+    it refused the exchange (``invalid_grant``, ``invalid_target``, ...): the same token
+    will be refused again.
+    """
+
+    code = "token_exchange_failed"
+
+    def __init__(self, message: str, *, retryable: bool, **extra: Any) -> None:
+        super().__init__(message, **extra)
+        self._retryable = retryable
+
+    def is_retryable(self) -> bool:
+        return self._retryable

@@ -30,12 +30,12 @@ from urllib.parse import quote, urlencode, urlsplit
 import msgspec
 
 from catalog.config import AuthorizationServer, ExchangeConfig
-from server.errors import ToolError
+from server.errors import TokenExchangeFailed
 from server.outbound import ConnectionFailed, Pool
 from server.resource import Verified
 from server.tls import tls_context
 
-__all__ = ["EXPIRY_MARGIN", "Exchanger", "TokenExchangeFailed"]
+__all__ = ["EXPIRY_MARGIN", "Exchanger"]
 
 EXPIRY_MARGIN: Final = 30.0
 """Seconds before its expiry an exchanged token stops being used (clock skew, and the
@@ -46,24 +46,6 @@ _TIMEOUT: Final = 10.0
 _ANSWER_BUDGET: Final = 64 * 1024
 _CACHE_ENTRIES: Final = 4096
 _log: Final = logging.getLogger("sezzlee.exchange")
-
-
-class TokenExchangeFailed(ToolError):
-    """The authorization server did not exchange the caller's token for the backend's.
-
-    Retryable when it could not be reached, timed out, or answered 5xx or 429; not when
-    it refused the exchange (``invalid_grant``, ``invalid_target``, ...): the same token
-    will be refused again.
-    """
-
-    code = "token_exchange_failed"
-
-    def __init__(self, message: str, *, retryable: bool, **extra: object) -> None:
-        super().__init__(message, **extra)
-        self._retryable = retryable
-
-    def is_retryable(self) -> bool:
-        return self._retryable
 
 
 class _Answer(msgspec.Struct):
