@@ -78,7 +78,7 @@ class Exchanger:
         self._secrets = dict(client_secrets)
         self._pools: dict[str, Pool] = {}
         self._cache: dict[_Key, tuple[str, float]] = {}
-        self._pending: dict[_Key, asyncio.Future[tuple[str, float]]] = {}
+        self._pending: dict[_Key, asyncio.Task[tuple[str, float]]] = {}
         self.requests = 0
         """Exchanges sent to an authorization server (what a cache hit saves)."""
 
@@ -105,22 +105,18 @@ class Exchanger:
             del self._cache[key]
         pending = self._pending.get(key)
         if pending is None:
-            pending = asyncio.get_running_loop().create_future()
+            # A task of its own: a caller that goes away (its request cancelled) does not
+            # cancel the exchange the others wait for.
+            pending = asyncio.get_running_loop().create_task(self._exchange(verified, exchange))
             self._pending[key] = pending
-            try:
-                result = await self._exchange(verified, exchange)
-            except BaseException as exc:
-                pending.set_exception(exc)
-                pending.exception()  # retrieved here: waiters may be none
-                raise
-            else:
-                pending.set_result(result)
-                self._remember(key, result, now)
-            finally:
-                del self._pending[key]
-            return result[0]
+            pending.add_done_callback(lambda done: self._settle(key, done, now))
         token, _ = await asyncio.shield(pending)
         return token
+
+    def _settle(self, key: _Key, done: asyncio.Task[tuple[str, float]], now: float) -> None:
+        del self._pending[key]
+        if not done.cancelled() and done.exception() is None:
+            self._remember(key, done.result(), now)
 
     def _remember(self, key: _Key, result: tuple[str, float], now: float) -> None:
         if len(self._cache) >= _CACHE_ENTRIES:
@@ -216,7 +212,9 @@ class Exchanger:
         return pool
 
     async def aclose(self) -> None:
-        """Close the connections to the token endpoints."""
+        """Close the connections to the token endpoints (exchanges under way end first)."""
+        for task in list(self._pending.values()):
+            task.cancel()
         pools, self._pools = list(self._pools.values()), {}
         for pool in pools:
             await pool.aclose()
