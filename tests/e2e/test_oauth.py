@@ -1,7 +1,8 @@
 """The gateway as an OAuth resource server (issue 23), against a real authorization server.
 
-The authorization server is ``oidc-provider`` (npm, pinned below), run by Node 22 on
-loopback from ``tests/e2e/oauth/as.mjs``: client_credentials for the callers, and an
+The authorization server is ``oidc-provider`` (npm, pinned in
+``benchmarks/oauth_server.py``), run by Node 22 on loopback from
+``benchmarks/oauth_as.mjs``: client_credentials for the callers, and an
 RFC 8693 token-exchange grant written in that file. Tokens are real: signed by its key,
 read by the gateway from its JWKS URL. The gateway is the real app on a real port; the
 backends are recording loopback servers (``tests/e2e/test_credential_routing.py``).
@@ -12,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import shutil
 import subprocess
 import sys
 import threading
@@ -22,9 +22,14 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import jwt
 import pytest
 
+from benchmarks.oauth_server import (
+    BACKEND_AUDIENCE,
+    GATEWAY_SECRET,
+    RESOURCE,
+    AuthorizationServer,
+)
 from catalog.config import ExchangeConfig, decode_config
 from server.app import create_app
 from server.identity import resolve_secrets
@@ -34,12 +39,6 @@ from tests.e2e.conftest import LEGACY, ROOT, Agent, ServerProcess, run_indexer
 from tests.e2e.test_credential_routing import Recording, document
 from tests.server.harness import ServerThread, free_port, serve
 
-PROVIDER = "oidc-provider@9.13.3"
-SCRIPT = Path(__file__).parent / "oauth" / "as.mjs"
-RESOURCE = "https://gateway.test/mcp"
-BACKEND_AUDIENCE = "https://backend.test"
-GATEWAY_SECRET = "gateway-secret-0123456789abcdef"
-CALLERS = {"agent-a": "secret-a-0123456789", "agent-b": "secret-b-0123456789"}
 OAUTH = {
     "oauth": {
         "type": "oauth2",
@@ -48,103 +47,9 @@ OAUTH = {
 }
 
 
-def _provider_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "sezzlee" / "oidc-provider-9.13.3"
-
-
-class AuthorizationServer:
-    """oidc-provider on a loopback port; ``issuer`` is its URL."""
-
-    def __init__(self, node: Path, workdir: Path) -> None:
-        self.port = free_port()
-        self.issuer = f"http://127.0.0.1:{self.port}"
-        config = {
-            "clients": [
-                *({"client_id": c, "client_secret": s} for c, s in CALLERS.items()),
-                {
-                    "client_id": "agent-none",
-                    "client_secret": "secret-n-0123456789",
-                    "scope": "tools:admin",
-                },
-                {"client_id": "sezzlee", "client_secret": GATEWAY_SECRET},
-            ],
-            "resources": {
-                RESOURCE: {"scope": "tools:read tools:admin"},
-                BACKEND_AUDIENCE: {"scope": "backend:read"},
-            },
-        }
-        self.log = workdir / "as.log"
-        with self.log.open("w") as log:  # a file, not a pipe nobody drains
-            self.process = subprocess.Popen(
-                [str(node / "node"), str(workdir / "as.mjs"), str(self.port), json.dumps(config)],
-                cwd=workdir,
-                stdout=subprocess.PIPE,
-                stderr=log,
-                text=True,
-            )
-        assert self.process.stdout is not None
-        line = self.process.stdout.readline()
-        assert line.startswith("ready "), line + self.log.read_text()
-
-    def token(self, client: str, *, resource: str = RESOURCE, scope: str = "tools:read") -> str:
-        secret = CALLERS.get(client) or "secret-n-0123456789"
-        answer = httpx.post(
-            f"{self.issuer}/token",
-            data={"grant_type": "client_credentials", "resource": resource, "scope": scope},
-            auth=(client, secret),
-            timeout=10,
-        )
-        assert answer.status_code == 200, answer.text
-        token: str = answer.json()["access_token"]
-        return token
-
-    def expired(self) -> str:
-        answer = httpx.get(f"{self.issuer}/test/expired", params={"aud": RESOURCE}, timeout=10)
-        token: str = answer.json()["access_token"]
-        return token
-
-    @property
-    def exchanges(self) -> int:
-        count: int = httpx.get(f"{self.issuer}/test/exchanges", timeout=10).json()["exchanges"]
-        return count
-
-    def claims(self, token: str, audience: str) -> dict[str, Any]:
-        """The token's claims, verified with this server's published keys."""
-        keys = jwt.PyJWKClient(f"{self.issuer}/jwks")
-        key = keys.get_signing_key_from_jwt(token)
-        claims: dict[str, Any] = jwt.decode(
-            token, key.key, algorithms=["RS256"], audience=audience, issuer=self.issuer
-        )
-        return claims
-
-    def stop(self) -> None:
-        self.process.terminate()
-        self.process.wait(timeout=10)
-        if self.process.stdout is not None:
-            self.process.stdout.close()
-
-
 @pytest.fixture(scope="module")
-def oauth_server(
-    node22: Path, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[AuthorizationServer]:
-    prefix = _provider_dir()
-    if not (prefix / "node_modules" / "oidc-provider" / "package.json").is_file():
-        npm = shutil.which("npm")
-        assert npm is not None, f"npm is needed to install {PROVIDER}"
-        prefix.mkdir(parents=True, exist_ok=True)
-        subprocess.run(
-            [npm, "install", "--prefix", str(prefix), PROVIDER],
-            check=True,
-            capture_output=True,
-            timeout=300,
-            env={**os.environ, "PATH": f"{node22}{os.pathsep}{os.environ.get('PATH', '')}"},
-        )
-    workdir = tmp_path_factory.mktemp("oauth")
-    shutil.copy(SCRIPT, workdir / "as.mjs")
-    (workdir / "node_modules").symlink_to(prefix / "node_modules")
-    server = AuthorizationServer(node22, workdir)
+def oauth_server(node22: Path) -> Iterator[AuthorizationServer]:
+    server = AuthorizationServer(node22)
     try:
         yield server
     finally:

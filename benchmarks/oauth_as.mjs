@@ -1,6 +1,6 @@
-// A real OAuth 2.1 authorization server for the tests: oidc-provider (npm, pinned in
-// tests/e2e/oauth_server.py) on loopback, with client_credentials and an RFC 8693
-// token-exchange grant written here. Usage: node as.mjs PORT CONFIG_JSON
+// A real OAuth 2.1 authorization server for tests and benchmarks: oidc-provider (npm,
+// pinned in benchmarks/oauth_server.py) on loopback, with client_credentials and an
+// RFC 8693 token-exchange grant written here. Usage: node as.mjs PORT CONFIG_JSON
 // CONFIG_JSON: {"clients": [{client_id, client_secret}], "resources": {url: {scope}}}.
 // Prints "ready <issuer>" on stdout once it listens.
 import Provider, { errors } from 'oidc-provider';
