@@ -80,7 +80,12 @@ def auth_section(issuer: str, *, token_endpoint: str | None = None, extra: str =
 
 
 @contextmanager
-def gateway(tmp: Path, documents: dict[str, dict[str, Any]], config: str) -> Iterator[ServerThread]:
+def gateway(
+    tmp: Path,
+    documents: dict[str, dict[str, Any]],
+    config: str,
+    environ: dict[str, str] | None = None,
+) -> Iterator[ServerThread]:
     """The real indexer over ``documents``, then the app on a real port."""
     specs = tmp / "specs"
     specs.mkdir()
@@ -92,7 +97,9 @@ def gateway(tmp: Path, documents: dict[str, dict[str, Any]], config: str) -> Ite
     decoded = decode_config(config_path.read_bytes(), file=str(config_path))
     # No fetch here: the app reads the JWKS URL itself before its first request.
     secrets = resolve_secrets(
-        decoded, environ={"GATEWAY_SECRET": GATEWAY_SECRET}, read_file=lambda _: b""
+        decoded,
+        environ={"GATEWAY_SECRET": GATEWAY_SECRET, **(environ or {})},
+        read_file=lambda _: b"",
     )
     invoker = Invoker(config=decoded, secrets=secrets)
     app = create_app(tmp / "index", config=decoded, secrets=secrets, invoker=invoker)
@@ -448,3 +455,29 @@ def test_python_m_server_reads_the_jwks_url_at_start(
     )
     assert run.returncode == 2
     assert "auth.authorization_servers[0].jwks_url" in run.stderr
+
+
+def test_static_identity_sends_the_service_credential_only(
+    oauth_server: AuthorizationServer,
+    backends: tuple[Recording, Recording],
+    tmp_path: Path,
+) -> None:
+    a = backends[0]
+    config = auth_section(oauth_server.issuer) + (
+        '[specs."billing.json"]\nidentity = "static"\n'
+        'static_headers = { "Authorization" = "SERVICE_TOKEN" }\n'
+    )
+    documents = {
+        "billing.json": document(a.base, {"billing_report": [{"oauth": ["tools:read"]}]}, OAUTH)
+    }
+    token = oauth_server.token("agent-a")
+    service = {"SERVICE_TOKEN": "Bearer service-credential"}
+    with gateway(tmp_path, documents, config, service) as thread:
+        a.seen.clear()
+        assert not _payload(post(thread.url, token, _invoke("billing.billing_report")))[0]
+        assert a.seen[-1]["headers"]["authorization"] == "Bearer service-credential"
+        # Visible by the caller's scopes; hidden from a caller without tools:read.
+        other = oauth_server.token("agent-none", scope="tools:admin")
+        failed, payload = _payload(post(thread.url, other, _invoke("billing.billing_report")))
+        assert failed
+        assert payload["error"]["code"] == "unknown_tool"
