@@ -31,7 +31,7 @@ import msgspec
 
 from catalog.config import AuthorizationServer, ExchangeConfig
 from server.errors import TokenExchangeFailed
-from server.outbound import ConnectionFailed, Pool
+from server.outbound import AnswerTooLarge, ConnectionFailed, Pool
 from server.resource import Verified
 from server.tls import tls_context
 
@@ -165,6 +165,11 @@ class Exchanger:
                 answer = await self._pool(server.token_endpoint).request(
                     "POST", server.token_endpoint, headers, body, budget=_ANSWER_BUDGET
                 )
+        except AnswerTooLarge as exc:
+            raise TokenExchangeFailed(
+                f"the authorization server's answer exceeds {_ANSWER_BUDGET} bytes",
+                retryable=False,
+            ) from exc
         except (OSError, TimeoutError, ConnectionFailed, ValueError) as exc:
             _log.warning(
                 "token exchange: the authorization server could not be reached",

@@ -29,7 +29,7 @@ import msgspec
 
 from catalog.config import AuthConfig, AuthorizationServer, Config, JwtConfig
 from catalog.model import SecurityPolicy
-from server.outbound import ConnectionFailed, Pool
+from server.outbound import AnswerTooLarge, ConnectionFailed, Pool
 
 if TYPE_CHECKING:
     from server.identity import JwtVerifier
@@ -180,6 +180,8 @@ async def fetch(url: str, *, budget: int = JWKS_MAX_BYTES) -> bytes:
             )
     except ConnectionFailed as exc:  # its messages are this repository's own words
         raise ValueError(str(exc)) from exc
+    except AnswerTooLarge as exc:
+        raise ValueError(f"the answer exceeds {budget} bytes") from exc
     finally:
         await pool.aclose()
     if answer.status != 200:

@@ -107,8 +107,13 @@ def test_a_rotated_key_is_read_on_refresh_never_while_verifying(keys: _Keys) -> 
     assert resource.verify(_token(new, "new")) is not None
 
 
-def test_load_fails_when_a_jwks_url_cannot_be_read(keys: _Keys) -> None:
-    keys.body = b"<html>"
+@pytest.mark.parametrize(
+    "body",
+    [b"<html>", b'{"keys": [' + b" " * (2 * 1024 * 1024) + b"]}"],
+    ids=["not-json", "over-the-budget"],
+)
+def test_load_fails_when_a_jwks_url_cannot_be_read(keys: _Keys, body: bytes) -> None:
+    keys.body = body
     url = f"http://127.0.0.1:{keys.server_address[1]}/jwks"
     config = decode_config(
         (
