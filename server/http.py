@@ -2,7 +2,9 @@
 
 Every MCP message arrives here, both eras. The handler checks the Host and Origin
 headers and the source address's open requests (``server.limits``) before anything else,
-then reads the body itself (refusing one over the size limit with 413, one slower than
+then who is calling: a token present but invalid, or none where ``[auth].require_auth``
+asks for one, is an HTTP 401 with ``WWW-Authenticate`` (docs/authorization.md). Then it
+reads the body itself (refusing one over the size limit with 413, one slower than
 ``body_timeout_seconds`` with 408; docs/connections.md), hands method, headers and bytes to
 :func:`server.protocol.parse`, awaits what the answer needs (the catalog, a backend, a
 listen stream) and sends it. It takes the catalog view once, at the start, so a reload

@@ -51,7 +51,8 @@ class Metrics:
         self._series: dict[tuple[str, str], _Series] = {}
 
     def observe(self, tool: str, outcome: str, seconds: float) -> None:
-        """Record one request. ``outcome``: ok, tool_error, protocol_error, internal_error."""
+        """Record one request. ``outcome``: ok, tool_error, protocol_error, unauthorized,
+        internal_error."""
         series = self._series.get((tool, outcome))
         if series is None:
             series = self._series[(tool, outcome)] = _Series()
