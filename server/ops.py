@@ -52,7 +52,8 @@ class Metrics:
 
     def observe(self, tool: str, outcome: str, seconds: float) -> None:
         """Record one request. ``outcome``: ok, tool_error, protocol_error, unauthorized,
-        internal_error."""
+        internal_error.
+        """
         series = self._series.get((tool, outcome))
         if series is None:
             series = self._series[(tool, outcome)] = _Series()
