@@ -4,7 +4,7 @@ ToolError                      a meta tool failed; rendered as the isError envel
  ├── codes (class attribute ``code``, ``retryable``):
  │    unknown_tool, tool_changed, invalid_type, invalid_arguments, response_too_large,
  │    backend_error, backend_unreachable, backend_timeout, backend_not_configured,
- │    catalog_unavailable, token_exchange_failed
+ │    catalog_unavailable
 ProtocolError                  a JSON-RPC failure; rendered as a JSON-RPC error object
  └── carries ``rpc_code`` and the HTTP status for each era (mcp-wire §8)
 
