@@ -35,6 +35,7 @@ ORDER = [
     "invoke",
     "stall",
     "reload",
+    "auth",
 ]
 
 

@@ -22,6 +22,21 @@ Example::
     [specs."github.json".jwt]
     issuer = "https://issuer.example"
     hs256_secret_env = "GITHUB_JWT_SECRET"
+
+    [auth]                                 # an OAuth resource server (docs/authorization.md)
+    resource = "https://gateway.example/mcp"
+    require_auth = true
+
+    [[auth.authorization_servers]]
+    issuer = "https://login.example"
+    jwks_url = "https://login.example/jwks"
+    token_endpoint = "https://login.example/token"   # for token_exchange backends
+    client_id = "sezzlee"
+    client_secret_env = "SEZZLEE_CLIENT_SECRET"
+
+    [specs."billing.json"]
+    identity = "token_exchange"            # the backend gets a token for itself
+    exchange = { audience = "https://billing.example" }
 """
 
 from __future__ import annotations
@@ -41,8 +56,11 @@ __all__ = [
     "DEFAULT_ALLOWED_HOSTS",
     "DEFAULT_RESPONSE_BUDGET",
     "AnnotationsOverride",
+    "AuthConfig",
+    "AuthorizationServer",
     "Config",
     "CurationConfig",
+    "ExchangeConfig",
     "InvokeConfig",
     "JwtConfig",
     "Match",
@@ -152,6 +170,67 @@ class JwtConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields
     scope_claim: str = "scope"
 
 
+class AuthorizationServer(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """One authorization server whose access tokens the gateway accepts
+    (``[[auth.authorization_servers]]``): listed in the Protected Resource Metadata.
+    """
+
+    issuer: str
+    """The ``iss`` its tokens carry, exactly."""
+    jwks_file: str | None = None
+    """Its public keys as a JWKS file (relative to the config file)."""
+    jwks_url: str | None = None
+    """Its public keys' URL: fetched once by each server process at start-up (the
+    server refuses to start when it cannot be read) and again every
+    ``jwks_refresh_seconds`` in the background, never while a request waits."""
+    token_endpoint: str | None = None
+    """Where the gateway exchanges a caller's token for a backend's (RFC 8693); needed
+    only by specs with ``identity = "token_exchange"``."""
+    client_id: str | None = None
+    """The gateway's own client id at this server, for token exchange."""
+    client_secret_env: str | None = None
+    """Environment variable holding the gateway's client secret (HTTP Basic)."""
+
+
+class AuthConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """The gateway as an OAuth 2.1 resource server (the MCP authorization specification;
+    ``docs/authorization.md``). Absent ``resource``: no resource server, and only the
+    specs' own ``jwt`` verifiers judge tokens, as before.
+
+    With it, a bearer token in ``Authorization`` must be issued for ``resource`` (its
+    ``aud``) by one of ``authorization_servers``; a token present but invalid is answered
+    HTTP 401 with ``WWW-Authenticate: Bearer error="invalid_token"``, never treated as
+    anonymous. Such a token is never forwarded to a backend unless the spec says
+    ``identity = "passthrough"``.
+    """
+
+    resource: str | None = None
+    """This gateway's resource URL, as clients reach it (``https://gw.example/mcp``): the
+    audience its tokens must carry and the ``resource`` of its metadata document."""
+    authorization_servers: tuple[AuthorizationServer, ...] = ()
+    scopes_supported: tuple[str, ...] = ()
+    """Scopes advertised besides those the catalog's security schemes use."""
+    scope_claim: str = "scope"
+    require_auth: bool = False
+    """true: every request without a valid token is answered 401 (so OAuth-only
+    clients start their flow); false: anonymous callers see the public catalog."""
+    jwks_refresh_seconds: float = 300.0
+    """How often a ``jwks_url`` is read again (a rotated key is accepted within this)."""
+
+
+class ExchangeConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """What a spec with ``identity = "token_exchange"`` asks the authorization server
+    for (RFC 8693).
+    """
+
+    audience: str
+    """The ``audience`` requested: the backend's identifier at the authorization server."""
+    resource: str | None = None
+    """An RFC 8707 ``resource`` to request as well."""
+    scope: str | None = None
+    """Space-separated scopes to request (absent: the server's choice)."""
+
+
 class SpecConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """Settings for one document, keyed by its path relative to the spec directory."""
 
@@ -190,6 +269,17 @@ class SpecConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
     one (``Authorization`` for http/oauth2/openIdConnect, the parameter name for an
     apiKey in a header)."""
     jwt: JwtConfig | None = None
+    identity: Literal["passthrough", "token_exchange", "static"] | None = None
+    """How a caller's verified ``[auth]`` token reaches this backend
+    (``docs/authorization.md``). "token_exchange": exchanged at the token's authorization
+    server for one whose audience is ``exchange.audience``, same subject (cached per
+    caller until shortly before it expires); "static": never, the backend gets only
+    ``static_headers`` (a service credential); "passthrough": the caller's token itself,
+    outside the MCP authorization specification (which forbids passing tokens through),
+    for backends that accept the gateway's audience. Absent: the token is not forwarded.
+    Applies only to tokens the ``[auth]`` resource server verified."""
+    exchange: ExchangeConfig | None = None
+    """Required with ``identity = "token_exchange"``."""
 
 
 class Match(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -288,6 +378,7 @@ class Config(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tr
     invoke: InvokeConfig = InvokeConfig()
     specs: dict[str, SpecConfig] = msgspec.field(default_factory=dict)
     curation: CurationConfig = CurationConfig()
+    auth: AuthConfig = AuthConfig()
 
     def spec(self, source: str) -> SpecConfig:
         """The settings of the document at ``source`` (relative path), or the defaults."""
@@ -346,6 +437,7 @@ def decode_config(data: bytes, *, file: str) -> Config:
             )
     _check_curation(config.curation, file)
     _check_server(config.server, file)
+    _check_auth(config, file)
     if not 0 < config.invoke.caller_share <= 1:
         raise ConfigError(file, "invoke.caller_share: a fraction above 0, at most 1")
     return config
@@ -371,6 +463,43 @@ def _check_server(server: ServerConfig, file: str) -> None:
             "server.max_connections: must be at least twice server.max_listen_streams "
             "(listen streams are refused before the connections run out)",
         )
+
+
+def _check_auth(config: Config, file: str) -> None:
+    """``[auth]`` and the specs' ``identity`` fit together (docs/authorization.md)."""
+    auth = config.auth
+    if auth.resource is not None and not _is_base_url(auth.resource):
+        raise ConfigError(file, "auth.resource: not an absolute http(s) URL without query")
+    if auth.resource is None and (auth.authorization_servers or auth.require_auth):
+        raise ConfigError(file, "auth.resource: set it (the audience tokens must carry)")
+    if auth.resource is not None and not auth.authorization_servers:
+        raise ConfigError(file, "auth.authorization_servers: name at least one")
+    if not auth.jwks_refresh_seconds > 0:
+        raise ConfigError(file, "auth.jwks_refresh_seconds: must be above 0")
+    for i, server in enumerate(auth.authorization_servers):
+        where = f"auth.authorization_servers[{i}]"
+        if (server.jwks_file is None) == (server.jwks_url is None):
+            raise ConfigError(file, f"{where}: set jwks_file or jwks_url (one of them)")
+        for key in ("jwks_url", "token_endpoint"):
+            url = getattr(server, key)
+            if url is not None and not _is_base_url(url):
+                raise ConfigError(file, f"{where}.{key}: not an absolute http(s) URL")
+    exchanging = any(server.token_endpoint for server in auth.authorization_servers)
+    for source, spec in config.specs.items():
+        where = f"specs.{source!r}"
+        if spec.identity is not None and auth.resource is None:
+            raise ConfigError(file, f"{where}.identity: needs an [auth] resource server")
+        if spec.identity == "token_exchange":
+            if spec.exchange is None:
+                raise ConfigError(file, f"{where}.exchange: set audience for token_exchange")
+            if not exchanging:
+                raise ConfigError(
+                    file,
+                    f"{where}.identity: token_exchange needs a token_endpoint in "
+                    "auth.authorization_servers",
+                )
+        elif spec.exchange is not None:
+            raise ConfigError(file, f'{where}.exchange: only with identity = "token_exchange"')
 
 
 def _check_header_names(spec: SpecConfig, where: str, file: str) -> None:
@@ -432,6 +561,11 @@ def with_files_from(config: Config, directory: str) -> Config:
     ``directory`` when relative (the config file's directory: where its author wrote them
     from). Pure: paths only.
     """
+    servers = tuple(
+        msgspec.structs.replace(server, jwks_file=_from(directory, server.jwks_file))
+        for server in config.auth.authorization_servers
+    )
+    auth = msgspec.structs.replace(config.auth, authorization_servers=servers)
     specs = {
         source: msgspec.structs.replace(
             spec,
@@ -442,7 +576,7 @@ def with_files_from(config: Config, directory: str) -> Config:
         )
         for source, spec in config.specs.items()
     }
-    return msgspec.structs.replace(config, specs=specs)
+    return msgspec.structs.replace(config, specs=specs, auth=auth)
 
 
 def missing_files(config: Config, *, exists: Callable[[str], bool]) -> list[str]:
@@ -466,6 +600,11 @@ def missing_files(config: Config, *, exists: Callable[[str], bool]) -> list[str]
             for key, path in named.items()
             if path is not None and not exists(path)
         ]
+    for i, server in enumerate(config.auth.authorization_servers):
+        if server.jwks_file is not None and not exists(server.jwks_file):
+            problems.append(
+                f"auth.authorization_servers[{i}].jwks_file: {server.jwks_file}: no such file"
+            )
     return problems
 
 

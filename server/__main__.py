@@ -11,6 +11,7 @@ environment (docs/conventions.md §2.9).
 from __future__ import annotations
 
 import argparse
+import asyncio
 import ctypes
 import json
 import logging
@@ -101,6 +102,13 @@ def _load_config(path: str | None) -> Config:
 
 def _read_file(name: str) -> bytes:
     return Path(name).read_bytes()
+
+
+def _fetch(url: str) -> bytes:
+    """A JWKS URL's body, read with the server's own outbound client."""
+    from server.resource import fetch
+
+    return asyncio.run(fetch(url))
 
 
 def _limit_malloc_arenas() -> None:
@@ -215,7 +223,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         config = _load_config(args.config)
         problems = missing_files(config, exists=os.path.isfile)  # as --check names them
         if not problems:
-            resolve_secrets(config, environ=os.environ, read_file=_read_file)
+            # The JWKS URLs are read here once to fail early; each worker reads them
+            # again before its first request (server.app) and refreshes them on a timer.
+            resolve_secrets(config, environ=os.environ, read_file=_read_file, fetch=_fetch)
             _ops_token(config, args.config)
     except (ConfigError, OSError) as exc:
         print(f"sezzlee-server: {exc}", file=sys.stderr)

@@ -28,7 +28,7 @@ from server.http import mcp_endpoint
 from server.identity import Secrets
 from server.limits import ClientLimits
 from server.notify import DEFAULT_KEEPALIVE, Notifier
-from server.ops import Metrics, healthz, metrics, readyz
+from server.ops import Metrics, healthz, metrics, protected_resource, readyz
 from server.protocol import Guard
 from server.reader import Reader
 
@@ -152,6 +152,12 @@ def create_app(
     @contextlib.asynccontextmanager
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
         _chain_shutdown_signals(asyncio.get_running_loop(), notifier.close)
+        resource = state.secrets.resource
+        refresher: asyncio.Task[None] | None = None
+        if resource is not None and resource.fetches_keys:
+            # Keys from a URL before the first request; then on a timer, never per request.
+            await resource.load()
+            refresher = asyncio.create_task(resource.refresh_forever(), name="sezzlee-jwks")
         await reader.start()
         # The imported modules and the loaded catalog live as long as the process: moved
         # out of the collector's view, a full collection no longer walks them (in process,
@@ -165,11 +171,15 @@ def create_app(
             poller.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await poller
+            if refresher is not None:
+                refresher.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await refresher
             if invoker is not None:
                 await invoker.aclose()  # the pooled backend connections
 
     return Litestar(
-        route_handlers=[mcp_endpoint(state), healthz, readyz, metrics],
+        route_handlers=[mcp_endpoint(state), healthz, readyz, metrics, protected_resource],
         lifespan=[lifespan],
         state=State({"server": state}),
         request_max_body_size=config.server.max_request_body_bytes,

@@ -30,6 +30,7 @@ __all__ = [
     "InvalidArguments",
     "InvalidType",
     "ResponseTooLarge",
+    "TokenExchangeFailed",
     "ToolChanged",
     "ToolError",
     "UnknownTool",
@@ -132,3 +133,21 @@ class BackendNotConfigured(ToolError):
     """The tool's document gives no absolute server URL and the config sets none."""
 
     code = "backend_not_configured"
+
+
+class TokenExchangeFailed(ToolError):
+    """The authorization server did not exchange the caller's token for the backend's.
+
+    Retryable when it could not be reached, timed out, or answered 5xx or 429; not when
+    it refused the exchange (``invalid_grant``, ``invalid_target``, ...): the same token
+    will be refused again.
+    """
+
+    code = "token_exchange_failed"
+
+    def __init__(self, message: str, *, retryable: bool, **extra: Any) -> None:
+        super().__init__(message, **extra)
+        self._retryable = retryable
+
+    def is_retryable(self) -> bool:
+        return self._retryable

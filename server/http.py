@@ -2,7 +2,9 @@
 
 Every MCP message arrives here, both eras. The handler checks the Host and Origin
 headers and the source address's open requests (``server.limits``) before anything else,
-then reads the body itself (refusing one over the size limit with 413, one slower than
+then who is calling: a token present but invalid, or none where ``[auth].require_auth``
+asks for one, is an HTTP 401 with ``WWW-Authenticate`` (docs/authorization.md). Then it
+reads the body itself (refusing one over the size limit with 413, one slower than
 ``body_timeout_seconds`` with 408; docs/connections.md), hands method, headers and bytes to
 :func:`server.protocol.parse`, awaits what the answer needs (the catalog, a backend, a
 listen stream) and sends it. It takes the catalog view once, at the start, so a reload
@@ -26,7 +28,8 @@ import itertools
 import logging
 import os
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Final, cast
 
 from litestar import Request, asgi
@@ -41,7 +44,8 @@ from litestar.types import (
     Send,
 )
 
-from catalog.backends import documents_of
+from catalog.backends import Document, documents_of
+from catalog.model import SecurityPolicy
 from server.errors import ToolError
 from server.identity import Caller, caller_from_headers
 from server.notify import StreamLimit
@@ -57,6 +61,7 @@ from server.protocol import (
     render_listen_refused,
     render_tools_list,
 )
+from server.resource import challenge, resource_of
 from server.tools import META_TOOLS, ToolContext, call_tool
 
 if TYPE_CHECKING:
@@ -114,7 +119,19 @@ def mcp_endpoint(state: ServerState) -> ASGIRouteHandler:
             return
         last = ("connection", "close") if clients.last_on_connection(address, port) else None
         try:
-            await _handle(scope, receive, send, state, headers, request_id, started, last)
+            # The catalog view once for the whole request, so a reload in the middle never
+            # mixes two catalogs; the caller before the body: a 401 is an HTTP answer that
+            # no JSON-RPC processing precedes (docs/authorization.md).
+            view = state.reader.view
+            caller = _caller(state, headers, view)
+            refused = _unauthorized(state, scope, headers, caller)
+            if refused is not None:
+                _log.info("unauthorized", extra={"request_id": request_id})
+                await _refuse(send, state, refused, request_id, started, headers, "unauthorized")
+                return
+            await _handle(
+                scope, receive, send, state, headers, request_id, started, last, view, caller
+            )
         except Exception:  # a bug outside the tools: still a JSON-RPC answer, never a 500
             _log.exception("request failed", extra={"request_id": request_id})
             state.metrics.observe("-", "internal_error", time.perf_counter() - started)
@@ -145,11 +162,12 @@ async def _refuse(
     request_id: str,
     started: float,
     headers: _Headers,
+    outcome: str = "protocol_error",
 ) -> None:
     """Answer ``reply`` without reading the request's body; a connection that still
     carries that unread body cannot carry another request, so it is closed.
     """
-    state.metrics.observe("-", "protocol_error", time.perf_counter() - started)
+    state.metrics.observe("-", outcome, time.perf_counter() - started)
     _log.info("rejected", extra={"request_id": request_id, "status": reply.status})
     close = (("connection", "close"),) if _has_body(headers) else ()
     await _send(send, reply.status, reply.body, request_id, (*reply.headers, *close))
@@ -164,6 +182,8 @@ async def _handle(
     request_id: str,
     started: float,
     last: tuple[str, str] | None,
+    view: CatalogView | None,
+    caller: Caller,
 ) -> None:
     method: str = scope["method"]
     body = b""
@@ -201,7 +221,9 @@ async def _handle(
     if isinstance(parsed, Listen):
         await _listen(scope, receive, send, state, parsed, request_id)
         return
-    status, answer = await _call(state, parsed, headers, request_id, started, client_of(scope)[0])
+    status, answer = await _call(
+        state, parsed, view, caller, request_id, started, client_of(scope)[0]
+    )
     await _send(send, status, answer, request_id, closing)
 
 
@@ -229,12 +251,12 @@ async def _read_body(receive: Receive, headers: _Headers, limit: int) -> bytes:
 async def _call(
     state: ServerState,
     call: Call,
-    headers: _Headers,
+    view: CatalogView | None,
+    caller: Caller,
     request_id: str,
     started: float,
     client: str,
 ) -> tuple[int, bytes]:
-    view = state.reader.view  # one catalog for the whole request
     generation = view.generation if view is not None else state.reader.generation
     label = call.tool or call.method
     status = 200
@@ -243,7 +265,6 @@ async def _call(
         outcome = "ok"
     else:
         try:
-            caller = _caller(state, headers, view)
             payload = await call_tool(
                 call.tool,
                 call.arguments,
@@ -281,19 +302,50 @@ async def _call(
     return status, body
 
 
+_NO_DOCUMENTS: Final[Mapping[str, Document]] = MappingProxyType({})
+_NO_POLICIES: Final[Mapping[str, SecurityPolicy]] = MappingProxyType({})
+
+
 def _caller(state: ServerState, headers: _Headers, view: CatalogView | None) -> Caller:
-    if view is None:
-        return Caller()
-    cached = state.documents
-    if cached is None or cached[0] is not view:
-        documents = documents_of(view.meta.files, view.meta.origins, state.config)
-        cached = state.documents = (view, documents)
+    if view is None:  # no catalog yet: only the resource server can judge a token
+        if not state.secrets.verifies and not state.config.auth.require_auth:
+            return Caller()
+        documents, policies = _NO_DOCUMENTS, _NO_POLICIES
+    else:
+        cached = state.documents
+        if cached is None or cached[0] is not view:
+            found = documents_of(view.meta.files, view.meta.origins, state.config)
+            cached = state.documents = (view, found)
+        documents, policies = cached[1], view.meta.policies
     return caller_from_headers(
         {name: values[0] for name, values in headers.items()},
         config=state.config,
-        documents=cached[1],
-        policies=view.meta.policies,
+        documents=documents,
+        policies=policies,
         secrets=state.secrets,
+    )
+
+
+def _unauthorized(
+    state: ServerState, scope: HTTPScope, headers: _Headers, caller: Caller
+) -> Reply | None:
+    """The 401 for a token present but invalid, or for no valid token at all when
+    ``[auth].require_auth`` is on (docs/authorization.md); None to go on.
+    """
+    if caller.rejected:
+        error: str | None = "invalid_token"
+        description = "The access token is invalid, expired, or not issued for this server"
+    elif state.config.auth.require_auth and not caller.authenticated:
+        error, description = None, "This server requires an access token"
+    else:
+        return None
+    host = headers.get("host", ("localhost",))[0]
+    resource = resource_of(state.config, scope.get("scheme", "http"), host)
+    body = {"error": error or "invalid_request", "error_description": description}
+    return Reply(
+        status=401,
+        body=state.encoder.encode(body),
+        headers=(("www-authenticate", challenge(resource, error=error)),),
     )
 
 
@@ -360,13 +412,16 @@ async def _send(
         (b"content-length", str(len(body)).encode()),
         (b"x-request-id", request_id.encode()),
     ]
-    media = _JSON
+    # An empty answer (202, 405, 406) has no content to type: a JSON content type on
+    # it made clients try to parse a body that is not there.
+    media: bytes | None = _JSON if body else None
     for name, value in headers:
         if name.lower() == "content-type":
             media = value.encode("latin-1")
         else:
             raw.append((name.lower().encode("latin-1"), value.encode("latin-1")))
-    raw.append((b"content-type", media))
+    if media is not None:
+        raw.append((b"content-type", media))
     start: HTTPResponseStartEvent = {
         "type": "http.response.start",
         "status": status,

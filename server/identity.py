@@ -51,8 +51,10 @@ from catalog.errors import ConfigError
 from catalog.model import SecurityPolicy, SecurityScheme, has_control, header_name_problem
 from catalog.visibility import PUBLIC_KEY, Audience, Presented, partition
 from server.invoke import sendable_cookie
+from server.resource import ResourceServer, Verified, resource_verifier_config
 
 __all__ = [
+    "EXCHANGE_MARK",
     "MIN_HS256_SECRET_BYTES",
     "Caller",
     "Credential",
@@ -67,6 +69,11 @@ __all__ = [
 MIN_HS256_SECRET_BYTES: Final = 32
 """RFC 7518 §3.2: an HS256 key must be at least as long as the hash output (256 bits)."""
 _CONNECTION_BOUND: Final = frozenset({"negotiate", "ntlm"})
+EXCHANGE_MARK: Final = "\x00token-exchange"
+"""Stands in an outbound ``Authorization: Bearer`` value for a backend with ``identity =
+"token_exchange"``; the invoker replaces it with the exchanged token before the request
+is built. A control character: were it ever left in, the request would be refused, not
+sent."""
 _log: Final = logging.getLogger("sezzlee.identity")
 
 _BEARER_TYPES: Final = frozenset({"oauth2", "openIdConnect"})
@@ -101,6 +108,16 @@ class JwtVerifier:
         self._jwks = jwks
         # An agent sends the same token on every call; a signature check costs ~100 µs.
         self._verified: dict[str, dict[str, Any]] = {}
+
+    def use_keys(self, jwks: jwt.PyJWKSet) -> None:
+        """Verify with ``jwks`` from now on (a JWKS URL read again); tokens verified
+        before stay verified until they expire.
+        """
+        self._jwks = jwks
+
+    @property
+    def has_keys(self) -> bool:
+        return self._secret is not None or self._jwks is not None
 
     def verify(self, token: str, *, now: float | None = None) -> dict[str, Any] | None:
         """The token's claims when it verifies (and has not expired since), else None."""
@@ -180,9 +197,18 @@ class Secrets(msgspec.Struct, frozen=True, kw_only=True):
     static_headers: dict[str, tuple[tuple[str, str], ...]] = msgspec.field(default_factory=dict)
     plans: PlanCache = msgspec.field(default_factory=lambda: PlanCache())
     """Per-catalog identity plans (:func:`caller_from_headers`); not a secret."""
+    resource: ResourceServer | None = None
+    """The ``[auth]`` resource server, when configured."""
+    client_secrets: dict[str, str] = msgspec.field(default_factory=dict)
+    """Issuer → the gateway's client secret there (token exchange)."""
 
     def __repr__(self) -> str:
         return f"Secrets(verifiers={sorted(self.verifiers)}, static_headers=<hidden>)"
+
+    @property
+    def verifies(self) -> bool:
+        """Whether the gateway verifies tokens at all (then it publishes its metadata)."""
+        return self.resource is not None or bool(self.verifiers)
 
 
 def resolve_secrets(
@@ -190,6 +216,7 @@ def resolve_secrets(
     *,
     environ: Mapping[str, str],
     read_file: Callable[[str], bytes],
+    fetch: Callable[[str], bytes] | None = None,
 ) -> Secrets:
     """Resolve the environment variables and key files the config names, once, at start-up.
 
@@ -198,9 +225,13 @@ def resolve_secrets(
         environ: the process environment (``os.environ``).
         read_file: reads a JWKS file named in the config (relative paths as the caller
             resolves them).
+        fetch: reads a ``jwks_url`` now; None leaves such a server without keys until
+            :meth:`server.resource.ResourceServer.refresh` reads them (the app's
+            start-up does, before the first request).
 
     Raises:
-        ConfigError: a named environment variable is unset, or a JWKS file is unusable.
+        ConfigError: a named environment variable is unset, or a JWKS file or URL is
+            unusable.
     """
     verifiers: dict[str, JwtVerifier] = {}
     static: dict[str, tuple[tuple[str, str], ...]] = {}
@@ -224,7 +255,49 @@ def resolve_secrets(
             static[source] = tuple(headers)
         if spec.jwt is not None:
             verifiers[source] = _verifier(spec.jwt, where, environ=environ, read_file=read_file)
-    return Secrets(verifiers=verifiers, static_headers=static)
+    resource, client_secrets = _resource_server(
+        config, environ=environ, read_file=read_file, fetch=fetch
+    )
+    return Secrets(
+        verifiers=verifiers,
+        static_headers=static,
+        resource=resource,
+        client_secrets=client_secrets,
+    )
+
+
+def _resource_server(
+    config: Config,
+    *,
+    environ: Mapping[str, str],
+    read_file: Callable[[str], bytes],
+    fetch: Callable[[str], bytes] | None,
+) -> tuple[ResourceServer | None, dict[str, str]]:
+    auth = config.auth
+    if auth.resource is None:
+        return None, {}
+    verifiers: dict[str, JwtVerifier] = {}
+    secrets: dict[str, str] = {}
+    for i, server in enumerate(auth.authorization_servers):
+        where = f"auth.authorization_servers[{i}]"
+        jwks: jwt.PyJWKSet | None = None
+        try:
+            if server.jwks_file is not None:
+                jwks = jwt.PyJWKSet.from_json(read_file(server.jwks_file).decode())
+            elif server.jwks_url is not None and fetch is not None:
+                jwks = jwt.PyJWKSet.from_json(fetch(server.jwks_url).decode())
+        except (OSError, ValueError, TimeoutError, jwt.PyJWTError) as exc:
+            key = "jwks_file" if server.jwks_file is not None else "jwks_url"
+            raise ConfigError("config", f"{where}.{key}: {exc or type(exc).__name__}") from exc
+        verifiers[server.issuer] = JwtVerifier(resource_verifier_config(auth, server), jwks=jwks)
+        if server.client_secret_env:
+            secret = environ.get(server.client_secret_env)
+            if not secret:
+                raise ConfigError(
+                    "config", f"{where}.client_secret_env: ${server.client_secret_env} unset"
+                )
+            secrets[server.issuer] = secret
+    return ResourceServer(auth, verifiers), secrets
 
 
 def _verifier(
@@ -315,12 +388,20 @@ class Caller(msgspec.Struct, frozen=True, kw_only=True):
         audience: the visibility keys this caller sees (search, load and invoke).
         outbound: spec source → what is forwarded to that document's backend only.
         presented: namespace → scheme name → what was presented (never the value).
+        verified: the token the ``[auth]`` resource server accepted (token exchange).
+        authenticated: some verifier (``[auth]`` or a spec's ``jwt``) accepted a token.
+        rejected: the bearer token in ``Authorization`` was judged and refused by every
+            verifier that reads it, and no route takes it as an opaque credential: the
+            request is answered 401 (``docs/authorization.md``).
     """
 
     audience: Audience = Audience()
     id: str | None = None
     outbound: dict[str, Outbound] = msgspec.field(default_factory=dict)
     presented: dict[str, dict[str, Presented]] = msgspec.field(default_factory=dict)
+    verified: Verified | None = None
+    authenticated: bool = False
+    rejected: bool = False
 
     def outbound_for(self, source: str, origin: str) -> Outbound:
         """What goes with a call of document ``source`` sent to ``origin``: nothing unless
@@ -349,10 +430,16 @@ def caller_from_headers(
     credentials reach, not to the size of the catalog. Pass the same ``documents`` and
     ``policies`` objects for as long as the catalog view lasts.
 
+    With an ``[auth]`` resource server, a bearer token in ``Authorization`` that it
+    accepts is the caller's token for this gateway: it reaches a backend only as that
+    spec's ``identity`` says (itself for "passthrough", a mark the invoker replaces with
+    an exchanged token for "token_exchange", nothing otherwise), and its scopes decide
+    visibility for the documents that receive it in some form (or a service credential).
+
     Args:
         headers: the inbound request headers (any case; one value per name).
         config: the decoded config (``forward_headers``, ``credentials``, ``jwt``,
-            ``visibility.missing_credentials``).
+            ``identity``, ``visibility.missing_credentials``).
         documents: every document of the catalog (``catalog.backends.documents_of`` over
             the index meta's ``files`` and ``origins``); the number of origins between
             them decides whether ``Authorization`` is forwarded by default.
@@ -361,28 +448,56 @@ def caller_from_headers(
     """
     plan = secrets.plans.get(config, documents, policies)
     wanted = plan.wanted
-    inbound = {
-        lowered: value
-        for name, value in headers.items()
-        if (lowered := name.lower()) in wanted and _forwardable(lowered, value)
-    }
+    authorization: str | None = None
+    inbound: dict[str, str] = {}
+    for name, value in headers.items():
+        lowered = name.lower()
+        if lowered == "authorization":
+            authorization = value
+        if lowered in wanted and _forwardable(lowered, value):
+            inbound[lowered] = value
+    bearer = _bearer_of(authorization)
+    verified = None
+    if secrets.resource is not None and bearer is not None:
+        verified = secrets.resource.verify(bearer)
+    accepted = verified is not None  # a verifier accepted the Authorization token
+    refused = False  # a spec verifier refused it
     outbound: dict[str, Outbound] = {}
     found: dict[str, dict[str, Presented | None]] = {}  # None: a verifier rejected it
-    caller_id: str | None = None
+    caller_id: str | None = verified.subject if verified is not None else None
+    vouched = Presented(verified=True, scopes=verified.scopes) if verified else _UNSEEN
     for route in plan.routes:
-        if not any(name in inbound for name in route.lowered):
-            continue  # nothing this document's backend may receive was sent
         spec = config.spec(route.source)
+        routed = inbound
+        if verified is not None and "authorization" in inbound:
+            # The caller's token for this gateway: never passed on unless the spec says so.
+            if spec.identity != "passthrough":
+                routed = dict(inbound)
+                if spec.identity == "token_exchange":
+                    routed["authorization"] = f"Bearer {EXCHANGE_MARK}"
+                else:
+                    del routed["authorization"]
+            if spec.identity == "static":
+                # The backend gets the gateway's service credential; the caller's scopes
+                # still decide which of its operations this caller sees.
+                presented = found.setdefault(route.namespace, {})
+                for scheme in route.schemes:
+                    if _carrier(scheme, spec) == "authorization" and _is_bearer(scheme):
+                        presented[scheme.name] = _merged(
+                            presented.get(scheme.name, _UNSEEN), vouched
+                        )
+        if not any(name in routed for name in route.lowered):
+            continue  # nothing this document's backend may receive was sent
         plain = tuple(
-            (name, inbound[name.lower()])
+            (name, routed[name.lower()])
             for name in route.forwarded
-            if name.lower() in inbound and name.lower() not in route.carriers
+            if name.lower() in routed and name.lower() not in route.carriers
         )
         credentials: list[Credential] = []
         presented = found.setdefault(route.namespace, {})
         verifier = secrets.verifiers.get(route.source)
         for scheme in route.schemes:
-            located = _credential(scheme, spec, inbound, route.lowered)
+            located = _credential(scheme, spec, routed, route.lowered)
             if located is None:
                 continue
             value, placed = located
@@ -409,13 +524,17 @@ def caller_from_headers(
                 continue
             judged = Presented()
             token = _bearer_token(scheme, value)
-            if verifier is not None and token is not None:
+            if verified is not None and token in (verified.token, EXCHANGE_MARK):
+                judged = vouched  # the resource server's judgement stands
+            elif verifier is not None and token is not None:
                 # Whatever the token looks like: one the configured key cannot verify
                 # (not a JWT at all, or a JWT that fails) is no credential here.
                 claims = verifier.verify(token)
                 if claims is None:
                     presented[scheme.name] = None
+                    refused = refused or token == bearer
                     continue
+                accepted = accepted or token == bearer
                 judged = Presented(verified=True, scopes=verifier.scopes(claims))
                 if caller_id is None and isinstance(claims.get("sub"), str):
                     caller_id = claims["sub"]
@@ -428,12 +547,35 @@ def caller_from_headers(
         namespace: {name: p for name, p in schemes.items() if p is not None}
         for namespace, schemes in found.items()
     }
+    # docs/authorization.md: a token present but invalid is a 401, never anonymous, when
+    # the resource server judges it, or when a spec verifier does and no route would take
+    # the header as an opaque credential (the backend would judge it then).
+    rejected = (
+        bearer is not None
+        and not accepted
+        and (secrets.resource is not None or (refused and not plan.opaque_authorization))
+    )
     return Caller(
         audience=plan.audience({ns: c for ns, c in by_namespace.items() if c}),
         id=caller_id,
         outbound=outbound,
         presented={ns: c for ns, c in by_namespace.items() if c},
+        verified=verified,
+        authenticated=accepted,
+        rejected=rejected,
     )
+
+
+def _bearer_of(value: str | None) -> str | None:
+    """The token of an ``Authorization: Bearer <token>`` value."""
+    if value is None:
+        return None
+    kind, _, token = value.partition(" ")
+    return token.strip() if kind.lower() == "bearer" and token.strip() else None
+
+
+def _is_bearer(scheme: SecurityScheme) -> bool:
+    return scheme.type in _BEARER_TYPES or (scheme.type == "http" and scheme.scheme == "bearer")
 
 
 _UNSEEN: Final = Presented()
@@ -467,7 +609,15 @@ _EMPTY: Final[frozenset[str]] = frozenset()
 class _Plan:
     """What every request against one catalog shares; built once per catalog view."""
 
-    __slots__ = ("_base", "_by_namespace", "_mode", "_parts", "routes", "wanted")
+    __slots__ = (
+        "_base",
+        "_by_namespace",
+        "_mode",
+        "_parts",
+        "opaque_authorization",
+        "routes",
+        "wanted",
+    )
 
     def __init__(
         self,
@@ -507,6 +657,11 @@ class _Plan:
                 )
             )
         self.routes: tuple[_Route, ...] = tuple(routes)
+        # Some backend takes Authorization without a verifier: there an unverifiable
+        # token is an opaque credential, for the backend to judge.
+        self.opaque_authorization = any(
+            "authorization" in r.lowered and config.spec(r.source).jwt is None for r in routes
+        )
         # Every inbound header (lower case) some route reads: no other is looked at.
         self.wanted: frozenset[str] = _EMPTY.union(*(r.lowered for r in routes))
         self._by_namespace = by_namespace
@@ -588,6 +743,10 @@ def _forwarded_names(spec: SpecConfig, *, single: bool) -> tuple[str, ...]:
         names = ("Authorization",) if single else ()
     else:
         names = spec.forward_headers
+    if spec.identity is not None and not any(n.lower() == "authorization" for n in names):
+        # The spec asks for the caller's identity: the verified token is read from
+        # Authorization (and then exchanged, replaced by a service credential or passed).
+        names = (*names, "Authorization")
     return names + tuple(h for h in spec.credentials.values() if h not in names)
 
 
@@ -649,7 +808,7 @@ def _credential(
 
 
 def _bearer_token(scheme: SecurityScheme, value: str) -> str | None:
-    if scheme.type in _BEARER_TYPES or (scheme.type == "http" and scheme.scheme == "bearer"):
+    if _is_bearer(scheme):
         kind, _, token = value.partition(" ")
         if kind.lower() == "bearer":
             return token.strip()

@@ -21,12 +21,14 @@ import msgspec
 from litestar import Request, get
 from litestar.response import Response
 
+from server.resource import metadata, resource_of
+
 if TYPE_CHECKING:
     from server.app import ServerState
     from server.notify import Notifier
     from server.reader import Reader
 
-__all__ = ["Metrics", "healthz", "metrics", "readyz"]
+__all__ = ["Metrics", "healthz", "metrics", "protected_resource", "readyz"]
 
 _BUCKETS: Final = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0)
 """Latency histogram bounds in seconds: a search is sub-millisecond to tens of ms, an
@@ -49,7 +51,9 @@ class Metrics:
         self._series: dict[tuple[str, str], _Series] = {}
 
     def observe(self, tool: str, outcome: str, seconds: float) -> None:
-        """Record one request. ``outcome``: ok, tool_error, protocol_error, internal_error."""
+        """Record one request. ``outcome``: ok, tool_error, protocol_error, unauthorized,
+        internal_error.
+        """
         series = self._series.get((tool, outcome))
         if series is None:
             series = self._series[(tool, outcome)] = _Series()
@@ -190,3 +194,26 @@ def metrics(request: Request[Any, Any, Any]) -> Response[bytes]:
         reader=state.reader, notifier=state.notifier, operator=_operator(request)
     )
     return Response(text.encode(), status_code=200, media_type="text/plain; version=0.0.4")
+
+
+@get(
+    ["/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource/mcp"],
+    sync_to_thread=False,
+    include_in_schema=False,
+)
+def protected_resource(request: Request[Any, Any, Any]) -> Response[bytes]:
+    """The Protected Resource Metadata (RFC 9728) when the gateway verifies tokens at all
+    (an ``[auth]`` resource server or a spec's ``jwt``); 404 otherwise.
+    """
+    refused = _refused(request)
+    if refused is not None:
+        return refused
+    state = _state(request)
+    if not state.secrets.verifies:
+        return Response(b'{"error":"not_found"}', status_code=404, media_type="application/json")
+    view = state.reader.view
+    policies = view.meta.policies.values() if view is not None else ()
+    host = request.headers.get("host", "localhost")
+    resource = resource_of(state.config, request.url.scheme, host)
+    document = metadata(state.config, resource, policies)
+    return Response(msgspec.json.encode(document), status_code=200, media_type="application/json")

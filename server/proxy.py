@@ -30,7 +30,7 @@ from urllib.parse import urldefrag, urljoin
 import msgspec
 
 from catalog.cards import truncate
-from catalog.config import Config, SpecConfig
+from catalog.config import Config, ExchangeConfig, SpecConfig
 from catalog.index_schema import InvokeRecord
 from catalog.model import ToolDefinition
 from catalog.naming import MAX_NAME_LENGTH
@@ -42,7 +42,8 @@ from server.errors import (
     ResponseTooLarge,
     ToolError,
 )
-from server.identity import Caller, Secrets
+from server.exchange import Exchanger
+from server.identity import EXCHANGE_MARK, Caller, Secrets
 from server.invoke import (
     ArgumentValidator,
     BackendResponse,
@@ -56,6 +57,7 @@ from server.invoke import (
     requote,
 )
 from server.outbound import ACCEPT_ENCODING, AnswerTooLarge, ConnectionFailed, Pool
+from server.resource import Verified
 from server.tls import tls_context
 
 __all__ = ["MAX_REDIRECTS", "BackendSettings", "Invoker", "Proxy", "Targets", "holder_of"]
@@ -315,6 +317,8 @@ class Invoker:
         self._proxy = Proxy()
         self._validator = ArgumentValidator()
         self._known: dict[tuple[str, str], BackendSettings] = {}
+        servers = {s.issuer: s for s in config.auth.authorization_servers}
+        self.exchanger = Exchanger(servers, secrets.client_secrets)
 
     async def invoke(
         self,
@@ -332,7 +336,8 @@ class Invoker:
         Raises:
             ToolError: ``unknown_tool`` (checked first), ``tool_changed``, ``invalid_type``,
                 ``invalid_arguments``, ``backend_not_configured``, ``backend_error``,
-                ``backend_unreachable``, ``backend_timeout``, ``response_too_large``.
+                ``backend_unreachable``, ``backend_timeout``, ``response_too_large``,
+                ``token_exchange_failed``.
         """
         started = time.perf_counter()
         shown_version = version if isinstance(version, str) else None
@@ -357,6 +362,8 @@ class Invoker:
             # operation's security requirement asks for (docs/credentials.md).
             outbound = caller.outbound_for(record.source, origin_of(base) or "")
             headers, query, cookies = outbound.placed(record.security)
+            if caller.verified is not None and spec.exchange is not None:
+                headers = await self._exchanged(headers, caller.verified, spec.exchange)
             static = self._secrets.static_headers.get(record.source, ())
             request = build_request(
                 record.route,
@@ -388,6 +395,18 @@ class Invoker:
                 caller.id or "-",
             )
 
+    async def _exchanged(
+        self, headers: tuple[tuple[str, str], ...], verified: Verified, exchange: ExchangeConfig
+    ) -> tuple[tuple[str, str], ...]:
+        """``headers`` with the exchange mark replaced by a token for this backend
+        (``server.exchange``); exchanged only when this operation's request carries it.
+        """
+        mark = f"Bearer {EXCHANGE_MARK}"
+        if not any(value == mark for _, value in headers):
+            return headers
+        token = await self.exchanger.token(verified, exchange)
+        return tuple((k, f"Bearer {token}" if v == mark else v) for k, v in headers)
+
     def _settings(self, origin: str, source: str, spec: SpecConfig) -> BackendSettings:
         settings = self._known.get((origin, source))
         if settings is None:
@@ -415,3 +434,4 @@ class Invoker:
     async def aclose(self) -> None:
         """Close the connection pools (the app's lifespan calls this on shutdown)."""
         await self._proxy.aclose()
+        await self.exchanger.aclose()

