@@ -4,7 +4,7 @@ ToolError                      a meta tool failed; rendered as the isError envel
  └── codes (class attribute ``code``, ``retryable``):
       unknown_tool, tool_changed, invalid_type, invalid_arguments, response_too_large,
       backend_error, backend_unreachable, backend_timeout, backend_not_configured,
-      catalog_unavailable
+      catalog_unavailable, token_exchange_failed
 
 JSON-RPC failures are not exceptions: ``server/protocol.py`` parses a request into a
 ``Reply`` that already holds the error answer, with its code and HTTP status per era
