@@ -431,9 +431,10 @@ def base_url_for(route: Route, override: str | None, *, tool: str) -> str:
     """
     base = override or route.base_url
     if not base or _base_origin(base) is None:
+        # No URL in the message: a document's servers are the operator's, not the caller's.
         raise BackendNotConfigured(
-            f"{tool} has no backend: its document gives no absolute server URL "
-            f"({route.base_url or 'none'}) and the config sets no base_url"
+            f"{tool} has no backend: its document gives no absolute http(s) server URL and "
+            "the config sets no base_url"
         )
     return base.rstrip("/")
 
@@ -476,7 +477,7 @@ def build_request(
     _check_encoded(route, args)
     origin = _base_origin(base_url)
     if origin is None:  # base_url_for already checked; a direct caller may not have
-        raise BackendNotConfigured(f"not a base URL (absolute http(s), no query): {base_url}")
+        raise BackendNotConfigured("the backend URL is no absolute http(s) URL without a query")
     path_values: dict[str, str] = {}
     query_parts: list[str] = []
     header_list: list[tuple[str, str]] = []

@@ -304,7 +304,17 @@ def test_missing_or_relative_base_is_backend_not_configured(base: str | None) ->
     route = Route(method="GET", path="/x", base_url=base)
     with pytest.raises(BackendNotConfigured) as caught:
         base_url_for(route, None, tool="t")
-    assert caught.value.envelope()["error"]["code"] == "backend_not_configured"
+    envelope = caught.value.envelope()["error"]
+    assert envelope["code"] == "backend_not_configured"
+    # The document's server URL is the operator's: never in a caller-facing message.
+    assert base is None or base not in envelope["message"]
+
+
+def test_a_bad_base_url_is_not_echoed_to_the_caller() -> None:
+    internal = "http://10.1.2.3:8080/?tenant=a"
+    with pytest.raises(BackendNotConfigured) as caught:
+        build_request(Route(method="GET", path="/x"), {}, base_url=internal)
+    assert "10.1.2.3" not in caught.value.envelope()["error"]["message"]
 
 
 @pytest.mark.parametrize("base", ["http://h:1\\@h2:2/", "http://127.0.0.1:1\\@127.0.0.2:2"])
