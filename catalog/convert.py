@@ -267,7 +267,6 @@ class DocumentConverter:
         spec_config: SpecConfig,
         load: Callable[[str], bytes],
     ) -> None:
-        self._doc = document
         self._source = document.source
         self._tree = document.tree
         self._v2 = document.version == "2.0"
