@@ -43,6 +43,7 @@ from catalog.config import Config
 from catalog.index_schema import SCHEMA_VERSION, IndexMeta, payload_count
 from catalog.model import Problem
 from indexer.build import POOL_THRESHOLD, Converter, FieldsSpool, config_hash
+from indexer.carry import Carried, indexed_entry, stored_documents
 from indexer.manifest import (
     FileEntry,
     FileState,
@@ -55,19 +56,9 @@ from indexer.manifest import (
     save_manifest,
     save_pending,
 )
-from indexer.plan import (
-    Carried,
-    Conversion,
-    IndexPlan,
-    NameIndex,
-    OrdinalsExhausted,
-    apply_names,
-    assign_names,
-    dirty_sources,
-    indexed_entry,
-    make_plan,
-    stored_documents,
-)
+from indexer.names import apply_names, assign_names
+from indexer.ordinals import NameIndex, OrdinalsExhausted
+from indexer.plan import Conversion, IndexPlan, dirty_sources, make_plan
 from indexer.report import Reporter
 from indexer.scan import UNREADABLE, ScannedFile, scan
 from indexer.writer import WRITER_HEAP_BYTES, IndexStore
@@ -459,7 +450,7 @@ class Session:
         park = len(sources) >= POOL_THRESHOLD
         result: dict[str, Conversion] = {}
         with self.reporter.progress("converting", len(sources)) as advance:
-            # No tools payload: a rename works on the fields (plan.apply_names).
+            # No tools payload: a rename works on the fields (names.apply_names).
             conversions = self.converter.convert(
                 self.config, sources, payload=False, spool=spool if park else None
             )
