@@ -19,6 +19,7 @@ import msgspec
 from catalog.index_schema import PayloadRecord, ToolPayload, decode_payloads, encode_payloads
 from catalog.model import Card, Problem, ToolDefinition
 from catalog.naming import NAME_CLASH_ACROSS, renamed_records
+from indexer.conversion import Conversion
 from indexer.fields import (
     FileDocuments,
     decode_tools,
@@ -28,7 +29,6 @@ from indexer.fields import (
     file_documents,
 )
 from indexer.manifest import FileEntry, FileState
-from indexer.plan import Conversion
 
 __all__ = ["NamePlan", "apply_names", "assign_names"]
 

@@ -44,6 +44,7 @@ from catalog.index_schema import SCHEMA_VERSION, IndexMeta, payload_count
 from catalog.model import Problem
 from indexer.build import POOL_THRESHOLD, Converter, FieldsSpool, config_hash
 from indexer.carry import Carried, indexed_entry, stored_documents
+from indexer.conversion import Conversion
 from indexer.manifest import (
     FileEntry,
     FileState,
@@ -58,7 +59,7 @@ from indexer.manifest import (
 )
 from indexer.names import NamePlan, apply_names, assign_names
 from indexer.ordinals import NameIndex, OrdinalsExhausted
-from indexer.plan import Conversion, IndexPlan, dirty_sources, make_plan
+from indexer.plan import IndexPlan, dirty_sources, make_plan
 from indexer.report import Reporter
 from indexer.scan import UNREADABLE, ScannedFile, scan
 from indexer.writer import WRITER_HEAP_BYTES, IndexStore

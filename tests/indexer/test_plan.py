@@ -11,11 +11,12 @@ from catalog.fingerprint import with_version
 from catalog.index_schema import PAYLOAD_GROUP, SCHEMA_VERSION, decode_payloads
 from catalog.model import Problem
 from catalog.naming import NAME_CLASH_ACROSS
+from indexer.conversion import Conversion
 from indexer.fields import decode_tools, file_documents
 from indexer.manifest import FileEntry, FileState, Manifest
 from indexer.names import apply_names, assign_names
 from indexer.ordinals import ORDINAL_GAP, OrdinalsExhausted, allocate_ordinals
-from indexer.plan import Conversion, IndexPlan, dirty_sources, make_plan
+from indexer.plan import IndexPlan, dirty_sources, make_plan
 from tests.indexer.helpers import make_conversion, make_tool
 
 EMPTY = Manifest(schema_version=SCHEMA_VERSION)
