@@ -51,7 +51,7 @@ from catalog.model import (
     SecurityScheme,
     ToolDefinition,
 )
-from catalog.naming import NAME_CLASH, Namer
+from catalog.naming import NAME_CLASH, Namer, renamed
 from catalog.normalize import Normalizer, Ref, TemplateDict
 from catalog.openapi import Document
 from catalog.refs import Resolver, escape_token
@@ -267,7 +267,6 @@ class DocumentConverter:
         spec_config: SpecConfig,
         load: Callable[[str], bytes],
     ) -> None:
-        self._doc = document
         self._source = document.source
         self._tree = document.tree
         self._v2 = document.version == "2.0"
@@ -357,7 +356,7 @@ class DocumentConverter:
                     f"the curated name {name!r} is already used in this document; named {final!r}",
                     NAME_CLASH,
                 )
-                curated = _renamed(curated, final)
+                curated = renamed(curated, final)
             out.append(curated)
         return out
 
@@ -879,16 +878,6 @@ class DocumentConverter:
                         (scheme.location, wire.lower() if scheme.location == "header" else wire)
                     )
         return frozenset(found)
-
-
-def _renamed(tool: CatalogTool, name: str) -> CatalogTool:
-    definition = with_version(msgspec.structs.replace(tool.definition, name=name))
-    return msgspec.structs.replace(
-        tool,
-        definition=definition,
-        card=msgspec.structs.replace(tool.card, name=name),
-        search=msgspec.structs.replace(tool.search, name=f"{name} {tool.search.name}"),
-    )
 
 
 def _collection_format(parameter: dict[str, Any], location: str) -> tuple[str, bool, str | None]:

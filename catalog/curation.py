@@ -49,7 +49,7 @@ from catalog.errors import CurationError, SpecError
 from catalog.fingerprint import with_version
 from catalog.fold import fold_tag
 from catalog.model import Annotations, CatalogTool
-from catalog.naming import qualify
+from catalog.naming import qualify, renamed
 from catalog.normalize import is_json_value
 
 __all__ = ["EXTENSION", "apply_extension", "curate", "for_namespace", "matches"]
@@ -183,25 +183,23 @@ def _rename_tags(tool: CatalogTool, renames: dict[str, str]) -> CatalogTool:
     tags = tuple(folded.get(fold_tag(t), t) for t in tool.search.tags)
     if tags == tool.search.tags:
         return tool
-    renamed = [f"{t!r}→{folded[fold_tag(t)]!r}" for t in tool.search.tags if fold_tag(t) in folded]
+    moves = [f"{t!r}→{folded[fold_tag(t)]!r}" for t in tool.search.tags if fold_tag(t) in folded]
     return msgspec.structs.replace(
         tool,
         search=msgspec.structs.replace(tool.search, tags=tags),
-        curation=(*tool.curation, f"curation.rename_tags: {', '.join(renamed)}"),
+        curation=(*tool.curation, f"curation.rename_tags: {', '.join(moves)}"),
     )
 
 
 def _override(tool: CatalogTool, override: Override, rule: str) -> CatalogTool:
     changed: list[str] = []
+    name = _name(tool, override.name, rule) if override.name is not None else None
+    if name is not None and name != tool.definition.name:
+        tool = renamed(tool, name)
+        changed.append("name")
     definition = tool.definition
     card = tool.card
     search = tool.search
-    name = _name(tool, override.name, rule) if override.name is not None else None
-    if name is not None and name != definition.name:
-        definition = msgspec.structs.replace(definition, name=name)
-        card = msgspec.structs.replace(card, name=name)
-        search = msgspec.structs.replace(search, name=f"{name} {search.name}")
-        changed.append("name")
     if override.description is not None:
         definition = msgspec.structs.replace(definition, description=override.description)
         card = msgspec.structs.replace(
@@ -281,22 +279,17 @@ def _variant(tool: CatalogTool, variant: Variant, rule: str) -> CatalogTool:
             f"{k} = {_JSON.encode(v).decode()}" for k, v in sorted(variant.fixed.items())
         )
         description = f"{description.rstrip()} (Fixed: {stated}.)"
+    named = renamed(tool, name)
     definition = with_version(
-        msgspec.structs.replace(
-            tool.definition, name=name, description=description, input_schema=schema
-        )
+        msgspec.structs.replace(named.definition, description=description, input_schema=schema)
     )
     card = msgspec.structs.replace(
-        tool.card,
-        name=name,
+        named.card,
         description=card_description(None, description),
         parameters=parameters_line(schema),
     )
     search = msgspec.structs.replace(
-        tool.search,
-        name=f"{name} {tool.search.name}",
-        description=description,
-        arguments=tuple(properties),
+        named.search, description=description, arguments=tuple(properties)
     )
     route = msgspec.structs.replace(
         tool.route,

@@ -13,7 +13,9 @@ Pure: no I/O. docs/decisions.md, Tool names:
   either end, and the hash keeps parts that share both ends apart;
 * a clash inside one document is resolved by ``_2``, ``_3``, ... in document order, so
   the first operation keeps the bare name and the result never depends on other
-  documents.
+  documents;
+* a tool published under another name (a clash suffix, a curated name) is renamed in
+  one place, :func:`renamed_records`, by the converter, curation and the indexer alike.
 
 Names use only ``[a-z0-9_]`` (plus the namespace dot) and stay within MCP's 128
 characters.
@@ -26,6 +28,11 @@ import re
 from collections.abc import Iterable
 from typing import Final
 
+import msgspec
+
+from catalog.fingerprint import with_version
+from catalog.model import Card, CatalogTool, ToolDefinition
+
 __all__ = [
     "MAX_NAME_LENGTH",
     "NAME_CLASH",
@@ -33,6 +40,8 @@ __all__ = [
     "Namer",
     "fallback_name",
     "qualify",
+    "renamed",
+    "renamed_records",
     "shorten",
     "snake_case",
 ]
@@ -179,3 +188,30 @@ class Namer:
             full = f"{name}_{n}"
         self._taken.add(full)
         return full, n > 1
+
+
+def renamed_records(
+    definition: ToolDefinition, card: Card, name: str
+) -> tuple[ToolDefinition, Card]:
+    """A tool's definition and card published as ``name``: the definition re-versioned
+    (its name is part of its fingerprint), the card under the new name.
+
+    The one rename rule: the converter, curation and the indexer (which renames both
+    decoded tools and the stored JSON of its index documents) all go through here, so a
+    renamed tool is the same whichever path renamed it.
+    """
+    definition = with_version(msgspec.structs.replace(definition, name=name))
+    return definition, msgspec.structs.replace(card, name=name)
+
+
+def renamed(tool: CatalogTool, name: str) -> CatalogTool:
+    """``tool`` published as ``name`` (:func:`renamed_records`), the new name's words
+    made searchable beside the old ones.
+
+    For a curated or clash-suffixed name within a document. A clash across documents
+    leaves the search fields alone: the indexer renames the folded documents, whose
+    words it cannot change.
+    """
+    definition, card = renamed_records(tool.definition, tool.card, name)
+    search = msgspec.structs.replace(tool.search, name=f"{name} {tool.search.name}")
+    return msgspec.structs.replace(tool, definition=definition, card=card, search=search)

@@ -32,9 +32,12 @@ from catalog.errors import ConfigError
 from catalog.index_schema import SCHEMA_VERSION
 from catalog.model import CatalogTool, Problem
 from indexer.build import Converter, cpu_workers
+from indexer.conversion import Conversion
 from indexer.errors import IndexerError
+from indexer.fields import decode_tools
 from indexer.manifest import FileState, Manifest
-from indexer.plan import Conversion, apply_names, assign_names, decode_tools, make_plan
+from indexer.names import apply_names, assign_names
+from indexer.plan import make_plan
 from indexer.report import Reporter
 from indexer.scan import ScanResult, scan
 from indexer.session import Session

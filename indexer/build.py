@@ -40,8 +40,9 @@ from catalog.fingerprint import with_version
 from catalog.index_schema import visibility_summary
 from catalog.load import convert_document
 from catalog.model import CatalogTool, Problem, SpecResult
+from indexer.conversion import Conversion
+from indexer.fields import encode_fields, encode_tools
 from indexer.manifest import ToolEntry
-from indexer.plan import Conversion, encode_fields, encode_tools
 from indexer.scan import hash_bytes
 
 __all__ = [

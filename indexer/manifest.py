@@ -106,7 +106,7 @@ class FileEntry(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     namespace: str = ""
     state: FileState
     tools: tuple[ToolEntry, ...] = ()
-    tools_sum: str = ""  # hex of plan.tools_sum(tools): the file's share of the fingerprint
+    tools_sum: str = ""  # hex of catalog_sum.tools_sum(tools): the file's share of the fingerprint
     dependencies: tuple[str, ...] = ()
     problems: tuple[Problem, ...] = ()
     policies: dict[str, SecurityPolicy] = msgspec.field(default_factory=dict)

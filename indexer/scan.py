@@ -24,7 +24,6 @@ __all__ = [
     "ScanResult",
     "ScannedFile",
     "hash_bytes",
-    "relative_source",
     "scan",
 ]
 
@@ -57,15 +56,6 @@ class ScanResult(msgspec.Struct, frozen=True, kw_only=True):
 def hash_bytes(data: bytes) -> str:
     """The content hash recorded in the manifest and in each file's status."""
     return hashlib.blake2b(data, digest_size=16).hexdigest()
-
-
-def relative_source(specs_dir: Path, path: Path) -> str | None:
-    """``path`` relative to ``specs_dir`` with forward slashes, or None outside it."""
-    try:
-        rel = path.resolve().relative_to(specs_dir.resolve())
-    except ValueError:
-        return None
-    return rel.as_posix()
 
 
 def _scan_one(specs_dir: Path, source: str) -> ScannedFile | None:

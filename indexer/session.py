@@ -43,6 +43,8 @@ from catalog.config import Config
 from catalog.index_schema import SCHEMA_VERSION, IndexMeta, payload_count
 from catalog.model import Problem
 from indexer.build import POOL_THRESHOLD, Converter, FieldsSpool, config_hash
+from indexer.carry import Carried, indexed_entry, stored_documents
+from indexer.conversion import Conversion
 from indexer.manifest import (
     FileEntry,
     FileState,
@@ -55,19 +57,9 @@ from indexer.manifest import (
     save_manifest,
     save_pending,
 )
-from indexer.plan import (
-    Carried,
-    Conversion,
-    IndexPlan,
-    NameIndex,
-    OrdinalsExhausted,
-    apply_names,
-    assign_names,
-    dirty_sources,
-    indexed_entry,
-    make_plan,
-    stored_documents,
-)
+from indexer.names import NamePlan, apply_names, assign_names
+from indexer.ordinals import NameIndex, OrdinalsExhausted
+from indexer.plan import IndexPlan, dirty_sources, make_plan
 from indexer.report import Reporter
 from indexer.scan import UNREADABLE, ScannedFile, scan
 from indexer.writer import WRITER_HEAP_BYTES, IndexStore
@@ -272,12 +264,49 @@ class Session:
         full: bool,
         started: float,
     ) -> SyncResult:
+        """Convert and name the dirty files, plan, write and commit, then adopt the plan:
+        each step a method below, in this order.
+        """
+        converted = self._convert_round(files, dirty, deleted, spool, full=full)
+        if converted.config_error:
+            return self._result(
+                full=False,
+                plan=None,
+                started=started,
+                converted=0,
+                config_error=converted.config_error,
+            )
+        plan = self._plan(converted, deleted, scanned, unlisted, full=full)
+        if plan is None:  # no ordinal gap left: a full build renumbers, in this sync
+            return self._update()
+        self._report_plan(plan, converted.named)
+        commit_s, committed_at = self._commit(plan, spool, full=full)
+        self._adopt(plan, scanned, converted=bool(converted.conversions))
+        return self._result(
+            full=full,
+            plan=plan,
+            started=started,
+            converted=len(converted.conversions),
+            commit_s=commit_s,
+            committed_at=committed_at,
+        )
+
+    def _convert_round(
+        self,
+        files: Mapping[str, FileEntry],
+        dirty: frozenset[str],
+        deleted: frozenset[str],
+        spool: FieldsSpool,
+        *,
+        full: bool,
+    ) -> _Round:
+        """Step 1: the dirty files converted and named across documents (converting again
+        those whose names the round moves), or the curation error that stops the sync.
+        """
         conversions = self._convert(sorted(dirty), spool)
         rejected = self._curation_errors(conversions)
         if rejected:
-            return self._result(
-                full=False, plan=None, started=started, converted=0, config_error=rejected
-            )
+            return _Round(config_error=rejected)
         carried = self._carried(conversions, self._carry) if full and self._carry else {}
         if carried:  # their last good tools keep their names, as in any sync
             files = {source: c.entry for source, c in carried.items()}
@@ -286,30 +315,33 @@ class Session:
             again = self._convert(sorted(names.reconvert), spool)
             rejected = self._curation_errors(again)
             if rejected:
-                return self._result(
-                    full=False, plan=None, started=started, converted=0, config_error=rejected
-                )
+                return _Round(config_error=rejected)
             conversions.update(again)
             names = assign_names(files, conversions, deleted)
-        named: dict[str, Conversion] = {}
-        for source, conv in conversions.items():
-            finals = names.finals.get(source, tuple(t.name for t in conv.tools))
-            if finals != tuple(t.name for t in conv.tools):  # a rename needs the fields
-                fields = bytes(spool.fields(source, conv.fields))
-                conv = msgspec.structs.replace(conv, fields=fields)
-            named[source] = apply_names(conv, finals, names.warnings.get(source, ()))
+        named = {source: _published(conv, names, spool) for source, conv in conversions.items()}
+        return _Round(conversions=conversions, named=named, carried=carried)
+
+    def _plan(
+        self,
+        converted: _Round,
+        deleted: frozenset[str],
+        scanned: Mapping[str, ScannedFile],
+        unlisted: Mapping[str, str],
+        *,
+        full: bool,
+    ) -> IndexPlan | None:
+        """Step 2: the plan; None when the ordinals ran out and a full build is due."""
         stats = {s: (f.size, f.mtime_ns) for s, f in scanned.items()}
-        previous = self.manifest
         try:
-            plan = make_plan(
-                previous,
-                named,
+            return make_plan(
+                self.manifest,
+                converted.named,
                 deleted,
                 stats,
                 full=full,
                 now=time.time(),
                 names=None if full else self._names,
-                carried=carried,
+                carried=converted.carried,
                 unlisted=unlisted,
             )
         except OrdinalsExhausted:
@@ -317,10 +349,13 @@ class Session:
             self._names = NameIndex.of({})
             self._full = True
             self._carry = self.store.read_meta()
-            return self._update()
+            return None
         except BaseException:
             self._names = NameIndex.of(self.manifest.files)  # make_plan took it over
             raise
+
+    def _report_plan(self, plan: IndexPlan, named: Mapping[str, Conversion]) -> None:
+        """Step 3: the problems of the files converted, and conflicting credential routes."""
         # From the plan, not the conversions: only the plan knows a file that is no
         # document is a fragment, whose problem is then a warning (as --check says).
         for source in sorted(named):
@@ -332,25 +367,30 @@ class Session:
             documents = documents_of(plan.meta.files, plan.meta.origins, self.config)
             for conflict in route_conflicts(documents, self.config):
                 self.reporter.event("credential_routes", level="error", message=conflict)
-        commit_s = 0.0
-        committed_at = 0.0
-        if plan.commit_needed:
-            try:
-                # Written ahead (indexer/manifest.py): a kill after the commit leaves it.
-                save_pending(
-                    self.index_dir, manifest_change(self.manifest, plan.manifest, whole=full)
-                )
-                # Two passes over the tools: payloads, then cards (IndexStore.apply).
-                passes = 2 * plan.operations_written
-                with self.reporter.progress("writing", passes) as advance:
-                    commit_s = self.store.apply(plan, progress=advance, fields_of=spool.fields)
-            except BaseException:
-                self._names = NameIndex.of(self.manifest.files)  # the plan was not applied
-                raise
-            committed_at = time.time()
-        # The index holds the plan now (or nothing changed in it): this process's state
-        # follows before the manifest is saved, so a failed save leaves it right (and the
-        # pending change on disk, for a restart).
+
+    def _commit(self, plan: IndexPlan, spool: FieldsSpool, *, full: bool) -> tuple[float, float]:
+        """Step 4: write and commit the plan, when it needs a commit; (seconds the
+        writer took, unix time right after the commit), or zeros.
+        """
+        if not plan.commit_needed:
+            return 0.0, 0.0
+        try:
+            # Written ahead (indexer/manifest.py): a kill after the commit leaves it.
+            save_pending(self.index_dir, manifest_change(self.manifest, plan.manifest, whole=full))
+            # Two passes over the tools: payloads, then cards (IndexStore.apply).
+            passes = 2 * plan.operations_written
+            with self.reporter.progress("writing", passes) as advance:
+                commit_s = self.store.apply(plan, progress=advance, fields_of=spool.fields)
+        except BaseException:
+            self._names = NameIndex.of(self.manifest.files)  # the plan was not applied
+            raise
+        return commit_s, time.time()
+
+    def _adopt(self, plan: IndexPlan, scanned: dict[str, ScannedFile], *, converted: bool) -> None:
+        """Step 5: the index holds the plan now (or nothing changed in it): this process's
+        state follows before the manifest is saved, so a failed save leaves it right (and
+        the pending change on disk, for a restart).
+        """
         self.manifest = plan.manifest
         self._names = plan.names
         self.scanned = scanned
@@ -360,16 +400,8 @@ class Session:
         if plan.commit_needed:
             save_manifest(self.index_dir, plan.manifest)
             drop_pending(self.index_dir)
-        elif conversions:
+        elif converted:
             save_manifest(self.index_dir, plan.manifest)  # new stat values; no new commit
-        return self._result(
-            full=full,
-            plan=plan,
-            started=started,
-            converted=len(conversions),
-            commit_s=commit_s,
-            committed_at=committed_at,
-        )
 
     def _carried(
         self, conversions: Mapping[str, Conversion], meta: IndexMeta
@@ -459,7 +491,7 @@ class Session:
         park = len(sources) >= POOL_THRESHOLD
         result: dict[str, Conversion] = {}
         with self.reporter.progress("converting", len(sources)) as advance:
-            # No tools payload: a rename works on the fields (plan.apply_names).
+            # No tools payload: a rename works on the fields (names.apply_names).
             conversions = self.converter.convert(
                 self.config, sources, payload=False, spool=spool if park else None
             )
@@ -506,6 +538,24 @@ class Session:
         """Stop the pool and release the writer."""
         self.converter.close()
         self.store.close()
+
+
+class _Round(msgspec.Struct, frozen=True, kw_only=True):
+    """A sync's files converted and named, or why the new config is not used."""
+
+    conversions: dict[str, Conversion] = msgspec.field(default_factory=dict)  # as converted
+    named: dict[str, Conversion] = msgspec.field(default_factory=dict)  # after names.apply_names
+    carried: dict[str, Carried] = msgspec.field(default_factory=dict)
+    config_error: str = ""  # a curation rule of a new config cannot be applied
+
+
+def _published(conv: Conversion, names: NamePlan, spool: FieldsSpool) -> Conversion:
+    """``conv`` under the names ``names`` gives it."""
+    finals = names.finals.get(conv.source, tuple(t.name for t in conv.tools))
+    if finals != tuple(t.name for t in conv.tools):  # a rename needs the fields
+        fields = bytes(spool.fields(conv.source, conv.fields))
+        conv = msgspec.structs.replace(conv, fields=fields)
+    return apply_names(conv, finals, names.warnings.get(conv.source, ()))
 
 
 def _untrusted(scanned: ScannedFile) -> ScannedFile:

@@ -44,8 +44,9 @@ from catalog.index_schema import (
     register_analyzers,
 )
 from indexer.errors import IndexBusyError, IndexStoreError
+from indexer.fields import card_documents, payload_records
 from indexer.manifest import MANIFEST_NAME, PENDING_NAME
-from indexer.plan import FileAdd, IndexPlan, card_documents, payload_records
+from indexer.plan import FileAdd, IndexPlan
 
 __all__ = ["WRITER_HEAP_BYTES", "IndexStore"]
 

@@ -5,14 +5,27 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import msgspec
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from catalog.config import SpecConfig, default_namespace
+from catalog.config import CurationConfig, Match, Override, SpecConfig, default_namespace
+from catalog.curation import curate
+from catalog.fingerprint import fingerprint
 from catalog.load import convert_document
-from catalog.naming import MAX_NAME_LENGTH, NAME_CLASH, Namer, fallback_name, shorten, snake_case
+from catalog.naming import (
+    MAX_NAME_LENGTH,
+    NAME_CLASH,
+    Namer,
+    fallback_name,
+    renamed,
+    renamed_records,
+    shorten,
+    snake_case,
+)
 from tests.catalog.conftest import convert, openapi
+from tests.catalog.test_curation import make_tool
 
 _MCP_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
 
@@ -157,3 +170,37 @@ def test_the_azure_document_has_no_clash_from_the_cut(apis_guru_dir: Path) -> No
     assert [w for w in result.warnings if w.code == NAME_CLASH] == []
     assert [n.rsplit("_", 1)[-1] for n in names] == ["database", "get", "update", "update"]
     assert names[3].endswith("_create_or_update")
+
+
+def test_a_rename_reversions_the_definition_and_renames_the_card() -> None:
+    tool = make_tool("github.repos_get")
+    definition, card = renamed_records(tool.definition, tool.card, "github.repos_get_2")
+    assert definition.name == card.name == "github.repos_get_2"
+    assert definition.version == fingerprint(definition) != tool.definition.version
+    # Nothing but the name (and so the version) moves.
+    assert msgspec.structs.replace(definition, name=tool.definition.name, version="") == (
+        msgspec.structs.replace(tool.definition, version="")
+    )
+    assert msgspec.structs.replace(card, name=tool.card.name) == tool.card
+
+
+def test_a_renamed_tool_stays_searchable_by_its_old_name() -> None:
+    tool = make_tool("github.repos_get")
+    moved = renamed(tool, "github.repo")
+    assert (moved.definition, moved.card) == renamed_records(
+        tool.definition, tool.card, "github.repo"
+    )
+    assert moved.search.name == f"github.repo {tool.search.name}"
+    assert msgspec.structs.replace(moved.search, name=tool.search.name) == tool.search
+
+
+def test_a_curated_name_is_the_one_rename() -> None:
+    # Curation renamed by hand once; now it must give what the converter's rename gives.
+    tool = make_tool("github.repos_get")
+    rules = CurationConfig(
+        override=(Override(match=Match(operation_id="repos/get"), name="octo_repo"),)
+    )
+    (curated,) = curate([tool], rules)
+    assert msgspec.structs.replace(curated, curation=()) == msgspec.structs.replace(
+        renamed(tool, "github.octo_repo"), curation=()
+    )

@@ -37,8 +37,8 @@ from catalog.model import (
     ToolDefinition,
 )
 from indexer.build import summarize
+from indexer.conversion import Conversion
 from indexer.manifest import PENDING_NAME
-from indexer.plan import Conversion
 
 BEARER = SecurityScheme(name="bearer", type="http", scheme="bearer")
 NO_DAC: Final = ("setpriv", "--bounding-set", "-dac_override,-dac_read_search")

@@ -25,7 +25,8 @@ from catalog.index_schema import (
     register_analyzers,
     tool_fields,
 )
-from indexer.plan import MAX_ORDINAL, encode_fields, file_documents
+from indexer.fields import encode_fields, file_documents
+from indexer.ordinals import MAX_ORDINAL
 from tests.indexer.helpers import make_tool
 
 _FIELDS = (*FIELD_BOOSTS, "exact", "any", "pairs", "whole", "acts", "tags", "vis", "id", "source")

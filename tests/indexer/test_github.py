@@ -13,7 +13,7 @@ from catalog.config import Config
 from catalog.index_schema import SCHEMA_VERSION, card_json
 from catalog.model import SpecResult
 from catalog.visibility import visibility_key
-from indexer.plan import encode_fields, file_documents
+from indexer.fields import encode_fields, file_documents
 from indexer.report import Reporter
 from indexer.session import Session
 from tests.indexer.helpers import read_index

@@ -2,29 +2,15 @@
 
 from __future__ import annotations
 
-import msgspec
-import pytest
-from hypothesis import example, given, settings
-from hypothesis import strategies as st
-
-from catalog.fingerprint import with_version
-from catalog.index_schema import PAYLOAD_GROUP, SCHEMA_VERSION, decode_payloads
+from catalog.index_schema import SCHEMA_VERSION, decode_payloads
 from catalog.model import Problem
 from catalog.naming import NAME_CLASH_ACROSS
+from indexer.conversion import Conversion
+from indexer.fields import decode_tools, file_documents
 from indexer.manifest import FileEntry, FileState, Manifest
-from indexer.plan import (
-    ORDINAL_GAP,
-    Conversion,
-    IndexPlan,
-    OrdinalsExhausted,
-    allocate_ordinals,
-    apply_names,
-    assign_names,
-    decode_tools,
-    dirty_sources,
-    file_documents,
-    make_plan,
-)
+from indexer.names import apply_names, assign_names
+from indexer.ordinals import ORDINAL_GAP
+from indexer.plan import IndexPlan, dirty_sources, make_plan
 from tests.indexer.helpers import make_conversion, make_tool
 
 EMPTY = Manifest(schema_version=SCHEMA_VERSION)
@@ -81,23 +67,6 @@ def test_incremental_insert_takes_the_midpoint_and_keeps_neighbours() -> None:
     assert ordinals["a.b"] == ORDINAL_GAP + ORDINAL_GAP // 2
     assert second.delete_sources == ("a.yaml",)
     assert second.manifest.files["a.yaml"].state is FileState.CHANGED
-
-
-def test_ordinals_exhausted_asks_for_a_rebuild() -> None:
-    with pytest.raises(OrdinalsExhausted):
-        allocate_ordinals({"a": 10, "c": 11}, ["b"], full=False)
-
-
-@settings(max_examples=60, deadline=None)
-@given(st.lists(st.lists(st.text("abcdef", min_size=1, max_size=4), max_size=6), max_size=8))
-def test_incremental_allocation_follows_name_order(batches: list[list[str]]) -> None:
-    kept: dict[str, int] = {}
-    for batch in batches:
-        kept |= allocate_ordinals(kept, batch, full=not kept)
-        by_name = sorted(kept)
-        by_ordinal = sorted(kept, key=kept.__getitem__)
-        assert by_name == by_ordinal
-        assert len(set(kept.values())) == len(kept)
 
 
 def test_nothing_changed_means_no_commit() -> None:
@@ -220,58 +189,6 @@ def test_clash_in_shared_namespace_gets_a_suffix_by_source_order() -> None:
     assert renamed.definition.name == "get_2"
     assert renamed.card.name == "get_2"
     assert renamed.definition.version != decode_tools(b.payload)[0].definition.version
-
-
-@settings(max_examples=30, deadline=None)
-@example(renamed=[i % 3 == 0 for i in range(PAYLOAD_GROUP + 3)], description="d", limit=1)
-@given(
-    renamed=st.lists(st.booleans(), min_size=1, max_size=PAYLOAD_GROUP + 8),
-    description=st.text(max_size=30),
-    limit=st.one_of(st.integers(min_value=-(2**70), max_value=2**70), st.floats()),
-)
-def test_a_rename_without_payload_gives_what_the_payload_gives(
-    renamed: list[bool], description: str, limit: int | float
-) -> None:
-    # A build converts without the tools payload and renames on the fields alone: the
-    # fields, entries and problems must be those of the rename from the payload.
-    tools = []
-    for i in range(len(renamed)):
-        tool = make_tool(f"op{i}", description=description, tags=("Things", description))
-        schema = {**tool.definition.input_schema, "maximum": limit}
-        definition = msgspec.structs.replace(tool.definition, input_schema=schema)
-        tools.append(msgspec.structs.replace(tool, definition=with_version(definition)))
-    with_payload = make_conversion("a.yaml", tools)
-    without = msgspec.structs.replace(with_payload, payload=b"")
-    names = [f"op{i}_2" if r else f"op{i}" for i, r in enumerate(renamed)]
-    warning = Problem(file="a.yaml", location="op0", reason="clash", severity="warning")
-    expected = apply_names(with_payload, names, [warning])
-    got = apply_names(without, names, [warning])
-    assert got.fields == expected.fields
-    assert got.tools == expected.tools
-    assert got.problems == expected.problems
-    documents = file_documents(got.fields, len(names))
-    cards, payloads = documents.cards, documents.payloads
-    assert [f.id for f in cards] == [n for p in payloads for n in p.names] == names
-    parts = [part for p in payloads for part in decode_payloads(p.payloads)]
-    assert [part.name for part in parts] == names
-
-
-def test_a_rename_replaces_clash_warnings_by_their_code_not_their_text() -> None:
-    # A document's own warning may say anything, even what a clash warning says: only
-    # the code tells the planner's warnings (replaced on every rename) from it.
-    own = Problem(
-        file="a.yaml",
-        location="/paths/~1x/get",
-        reason="tool name 'x' is already used by an earlier document, says the document",
-        severity="warning",
-    )
-    conv = msgspec.structs.replace(make_conversion("a.yaml", [make_tool("get")]), problems=(own,))
-    clash = Problem(
-        file="a.yaml", location="get", reason="r", severity="warning", code=NAME_CLASH_ACROSS
-    )
-    once = apply_names(conv, ["get_2"], [clash])
-    assert once.problems == (own, clash)
-    assert apply_names(once, ["get"], []).problems == (own,)
 
 
 def test_removing_the_first_clasher_renames_only_its_namespace() -> None:

@@ -13,7 +13,8 @@ import tantivy
 from catalog.config import Config, SpecConfig
 from catalog.index_schema import PAYLOAD_GROUP
 from indexer.build import convert_file
-from indexer.plan import Conversion, indexed_entry, stored_documents
+from indexer.carry import indexed_entry, stored_documents
+from indexer.conversion import Conversion
 from indexer.report import Reporter
 from indexer.session import Session
 from tests.indexer.helpers import killed_after_the_commit, read_index, spec_yaml
