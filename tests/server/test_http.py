@@ -331,11 +331,11 @@ def test_reload_bumps_generation_only_on_a_changed_fingerprint(tmp_path: Path) -
     write_index(index_dir, tools)
     with serve(create_app(index_dir)) as server:
         assert server.wait_ready()["generation"] == 0
-        write_index(index_dir, tools, commit=2)  # same catalog, new commit: no reload
+        write_index(index_dir, tools)  # same catalog, new commit (2): no reload
         time.sleep(0.5)
         assert httpx.get(server.base + "/readyz").json()["generation"] == 0
         started = time.monotonic()
-        write_index(index_dir, [*tools, make_tool("get_invoice", "Returns an invoice.")], commit=3)
+        write_index(index_dir, [*tools, make_tool("get_invoice", "Returns an invoice.")])
         while httpx.get(server.base + "/readyz").json()["generation"] != 1:
             assert time.monotonic() - started < 5
             time.sleep(0.02)
@@ -371,7 +371,7 @@ def test_a_corrupt_index_keeps_the_last_good_catalog(tmp_path: Path) -> None:
         (index_dir / "meta.json").unlink()
         for leftover in index_dir.iterdir():
             leftover.unlink()
-        write_index(index_dir, [make_tool("get_invoice", "Returns an invoice.")], commit=2)
+        write_index(index_dir, [make_tool("get_invoice", "Returns an invoice.")])
         while httpx.get(server.base + "/readyz").json()["generation"] != 1:
             assert time.monotonic() < deadline + 5
             time.sleep(0.05)
