@@ -221,6 +221,23 @@ def test_legacy_error_codes_in_200(server: ServerThread) -> None:
     assert initialized.status_code == 202
 
 
+def _requests(server: ServerThread, outcome: str) -> int:
+    text = httpx.get(server.base + "/metrics", headers=OPERATOR).text
+    line = f'sezzlee_requests_total{{tool="-",outcome="{outcome}"}} '
+    return next((int(x[len(line) :]) for x in text.splitlines() if x.startswith(line)), 0)
+
+
+def test_a_protocol_answer_is_counted_by_its_outcome_not_its_words(server: ServerThread) -> None:
+    ok, failed = _requests(server, "ok"), _requests(server, "protocol_error")
+    # A result whose body says "error" (the echoed id) succeeded.
+    pong = legacy_post(server, {"jsonrpc": "2.0", "id": "error", "method": "ping"})
+    assert pong.json() == {"jsonrpc": "2.0", "id": "error", "result": {}}
+    assert (_requests(server, "ok"), _requests(server, "protocol_error")) == (ok + 1, failed)
+    # A JSON-RPC error in a 200 answer failed.
+    legacy_post(server, {"jsonrpc": "2.0", "id": 1, "method": "resources/list"})
+    assert (_requests(server, "ok"), _requests(server, "protocol_error")) == (ok + 1, failed + 1)
+
+
 def test_tools_and_envelopes(server: ServerThread) -> None:
     listed = modern_post(server, "tools/list").json()["result"]
     assert [t["name"] for t in listed["tools"]] == ["search_tools", "load_tool", "invoke_tool"]
