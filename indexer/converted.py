@@ -80,8 +80,9 @@ class ConvertedBuild:
 
         Raises:
             ValueError: the tools name several sources, or one already added.
-            msgspec.EncodeError: a tool cannot be encoded (the indexer then reports the
-                document broken).
+
+        A tool msgspec cannot encode raises its encoder's error, and nothing is added
+        (the indexer reports such a document broken).
         """
         if not tools:
             return
@@ -94,7 +95,14 @@ class ConvertedBuild:
         self._conversions[source] = self._spool.park(conv)
 
     def broken(self, source: str, problem: Problem) -> None:
-        """A document that failed to convert, with its problem (it publishes no tools)."""
+        """A document that failed to convert, with its problem: it publishes no tools,
+        or keeps its last good ones when the index holds them (``full`` false).
+
+        Raises:
+            ValueError: ``source`` was added already.
+        """
+        if source in self._conversions:
+            raise ValueError(f"{source}: one document's tools are added once, together")
         self._conversions[source] = Conversion(
             source=source,
             content_hash=hash_bytes(source.encode()),

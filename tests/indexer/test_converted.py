@@ -122,3 +122,18 @@ def test_a_document_is_added_once(tmp_path: Path) -> None:
 
 def _tools(source: str, *prefixes: str) -> list[CatalogTool]:
     return [make_tool(f"{p}op", source=source, namespace="") for p in prefixes]
+
+
+def test_a_document_added_broken_keeps_its_last_good_tools(tmp_path: Path) -> None:
+    index_dir = tmp_path / "index"
+    first = write_converted(index_dir, _tools("a.yaml", "a_", "b_"), heap_bytes=20_000_000)
+    problem = Problem(file="a.yaml", location="line 3", reason="bad indentation")
+    kept = write_converted(
+        index_dir, (), full=False, broken={"a.yaml": problem}, heap_bytes=20_000_000
+    )
+    view = read_index(index_dir)
+    assert set(view.tools) == {"a_op", "b_op"}
+    assert view.meta is not None
+    assert view.meta.files["a.yaml"].state == "broken_kept_last_good"
+    assert view.meta.files["a.yaml"].problems == (problem,)
+    assert view.meta.fingerprint == kept.meta.fingerprint == first.meta.fingerprint
