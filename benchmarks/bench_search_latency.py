@@ -6,8 +6,8 @@ published; about 90,000 tools once converted, 6 documents skipped). Every docume
 goes through the catalog's own converter; a document the converter refuses, or a tool
 that cannot be encoded, is skipped and counted. Indexes are built once into
 ``.sezzlee/bench/search-latency-v<schema>/`` and reused (delete the directory to rebuild).
-Ordinals follow path order then document order (a latency benchmark needs no exact
-name order).
+The indexer's own writer builds them (``indexer.converted``): ordinals follow name
+order.
 
 Queries: 300 per catalog, 1 to 4 keywords drawn (seeded) from the words of random tools'
 names and card descriptions, so most match something; cards, limit 20, every tool
@@ -40,26 +40,16 @@ from typing import Any
 import msgspec
 import tantivy
 
-from benchmarks.catalog_index import REPO, convert_spec, everyone, open_catalog, write_catalog
+from benchmarks.catalog_index import REPO, convert_spec, everyone, open_catalog
 from catalog.config import SpecConfig
-from catalog.fold import fold_tag, fold_words
-from catalog.index_schema import (
-    SCHEMA_VERSION,
-    IndexMeta,
-    ToolFields,
-    build_schema,
-    fields_document,
-    meta_document,
-    payload_document,
-    payload_groups,
-    payload_record,
-    register_analyzers,
-    tool_fields,
-)
+from catalog.fold import fold_words
+from catalog.index_schema import SCHEMA_VERSION
 from catalog.load import convert_document
-from catalog.model import CatalogTool, SecurityPolicy
+from catalog.model import CatalogTool
 from catalog.query import STOP_WORDS, clamp_request
-from catalog.visibility import PUBLIC_KEY, visibility_key
+from catalog.visibility import visibility_key
+from indexer.converted import ConvertedBuild, write_converted
+from indexer.fields import encode_fields
 from scripts.corpora import corpus, github_spec
 
 CACHE = REPO / ".sezzlee" / "bench" / f"search-latency-v{SCHEMA_VERSION}"
@@ -127,51 +117,34 @@ def _apis_guru_tools(root: Path) -> Iterator[tuple[str, list[CatalogTool] | None
 
 
 class _Writer:
-    """A streaming single-thread index writer with its meta document."""
+    """A streaming build through the indexer's writer, counting the tools it skips."""
 
     def __init__(self, directory: Path) -> None:
-        directory.mkdir(parents=True, exist_ok=True)
-        self.index = tantivy.Index(build_schema(), path=str(directory), reuse=False)
-        register_analyzers(self.index)
-        self.writer = self.index.writer(300_000_000, 1)
+        self.build = ConvertedBuild(directory)
         self.count = 0
         self.skipped = 0
-        self.policies: dict[str, SecurityPolicy] = {}
-        self.tags: dict[str, set[str]] = {}
 
     def add(self, tools: Sequence[CatalogTool]) -> None:
-        """One spec file's tools: their cards, then their payload documents."""
-        kept: list[ToolFields] = []
-        for tool in tools:
-            key = visibility_key(tool.security)
-            try:
-                fields = tool_fields(tool, visibility_key=key)
-            except Exception:  # a definition msgspec cannot encode (e.g. a 2**70 literal)
-                self.skipped += 1
-                continue
-            self.writer.add_document(fields_document(fields, ordinal=self.count))
-            kept.append(fields)
-            self.count += 1
-            if key != PUBLIC_KEY:
-                self.policies[key] = tool.security
-            self.tags.setdefault(key, set()).update(fold_tag(t) for t in tool.search.tags)
-        for group in payload_groups(kept):
-            self.writer.add_document(payload_document(payload_record(group)))
+        """One spec file's tools."""
+        try:
+            self.build.add(tools)
+        except Exception:  # a definition msgspec cannot encode (e.g. a 2**70 literal)
+            kept = [tool for tool in tools if _encodable(tool)]
+            self.skipped += len(tools) - len(kept)
+            self.build.add(kept)
+            tools = kept
+        self.count += len(tools)
 
     def close(self) -> None:
-        meta = IndexMeta(
-            schema_version=SCHEMA_VERSION,
-            fingerprint="bench",
-            commit=1,
-            committed_at=time.time(),
-            operations=self.count,
-            files={},
-            policies=self.policies,
-            tags={k: tuple(sorted(v - {""})) for k, v in self.tags.items()},
-        )
-        self.writer.add_document(meta_document(meta))
-        self.writer.commit()
-        self.writer.wait_merging_threads()
+        self.build.commit()
+
+
+def _encodable(tool: CatalogTool) -> bool:
+    try:
+        encode_fields([tool], [visibility_key(tool.security)])
+    except Exception:
+        return False
+    return True
 
 
 def build_cache() -> dict[str, Any]:
@@ -182,7 +155,7 @@ def build_cache() -> dict[str, Any]:
         return built
     started = time.perf_counter()
     github = [t for t in convert_spec(github_spec(), namespace="github")]
-    write_catalog(CACHE / "github", github)
+    write_converted(CACHE / "github", github)
     (CACHE / "github-peer.msgpack").write_bytes(_TOOLS.encode([_peer(t) for t in github]))
     mid, full = _Writer(CACHE / "mid"), _Writer(CACHE / "full")
     mid_peer: list[Peer] = []

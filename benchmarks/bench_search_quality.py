@@ -47,11 +47,11 @@ from benchmarks.catalog_index import (
     convert_spec,
     everyone,
     open_catalog,
-    write_catalog,
 )
 from catalog.model import CatalogTool
 from catalog.query import SearchRequest
 from catalog.visibility import Audience, partition
+from indexer.converted import write_converted
 from server.view import CatalogView
 
 SETS = ("restbench", "wapiibench", "agentintents")
@@ -113,7 +113,7 @@ def sezzlee_ranker(
     caller: Callable[[CatalogView], Audience] = everyone,
 ) -> Ranker:
     """search_tools over a fresh index of ``tools``, as ``caller`` sees it."""
-    write_catalog(directory, tools)
+    write_converted(directory, tools)
     view = open_catalog(directory)
     audience = caller(view)
 

@@ -1,29 +1,21 @@
 """Benchmark catalogs: OpenAPI files → converted tools → a real index → a CatalogView.
 
-Shared by the search benchmarks (not a benchmark itself: no ``bench_`` prefix). Builds
-the way the indexer does (one writer thread, catalog order = name order, a ``__meta__``
-document), through the catalog's own converter.
+Shared by the search benchmarks (not a benchmark itself: no ``bench_`` prefix). Tools
+come from the catalog's own converter; indexes are written by the indexer's own writer
+(``indexer.converted.write_converted``), so a benchmark searches what a server serves.
 """
 
 from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import tantivy
 
 from catalog.config import SpecConfig
-from catalog.index_schema import (
-    SCHEMA_VERSION,
-    IndexMeta,
-    build_schema,
-    meta_document,
-    register_analyzers,
-    tool_documents,
-    visibility_summary,
-)
+from catalog.index_schema import register_analyzers
 from catalog.load import convert_document
 from catalog.model import CatalogTool
 from catalog.visibility import PUBLIC_KEY, Audience
@@ -35,7 +27,6 @@ __all__ = [
     "convert_spec",
     "everyone",
     "open_catalog",
-    "write_catalog",
 ]
 
 REPO = Path(__file__).resolve().parent.parent
@@ -62,32 +53,6 @@ def convert_spec(path: Path, *, namespace: str | None = None) -> list[CatalogToo
         load=lambda relative: (directory / relative).read_bytes(),
     )
     return list(result.tools)
-
-
-def write_catalog(directory: Path, tools: Iterable[CatalogTool]) -> None:
-    """One commit of ``tools`` in name order, plus the meta document."""
-    directory.mkdir(parents=True, exist_ok=True)
-    index = tantivy.Index(build_schema(), path=str(directory), reuse=False)
-    register_analyzers(index)
-    writer = index.writer(200_000_000, 1)
-    ordered = sorted(tools, key=lambda t: t.definition.name)
-    summary = visibility_summary(ordered)
-    entries = [(t, n, k) for n, (t, k) in enumerate(zip(ordered, summary.keys, strict=True))]
-    for doc in tool_documents(entries):
-        writer.add_document(doc)
-    meta = IndexMeta(
-        schema_version=SCHEMA_VERSION,
-        fingerprint="bench",
-        commit=1,
-        committed_at=0.0,
-        operations=len(ordered),
-        files={},
-        policies=summary.policies,
-        tags=summary.tags,
-    )
-    writer.add_document(meta_document(meta))
-    writer.commit()
-    writer.wait_merging_threads()
 
 
 def open_catalog(directory: Path) -> CatalogView:

@@ -62,7 +62,6 @@ __all__ = [
     "decode_search",
     "edge_analyzer",
     "encode_payloads",
-    "fields_document",
     "meta_document",
     "payload_count",
     "payload_document",
@@ -71,7 +70,6 @@ __all__ = [
     "register_analyzers",
     "stored_fields",
     "summarize_visibility",
-    "tool_documents",
     "tool_fields",
     "visibility_summary",
 ]
@@ -226,8 +224,8 @@ class ToolFields(msgspec.Struct, frozen=True, kw_only=True, array_like=True):
     """A tool's document content, folded and encoded, without its ordinal.
 
     Plain data, so the folding (the costly part of a document) can run in the indexer's
-    conversion processes and cross to the writer as bytes; :func:`fields_document` turns
-    it into a tantivy document.
+    conversion processes and cross to the writer as bytes: :func:`card_document` and
+    :func:`payload_record` (by :func:`payload_groups`) make the documents of it.
     """
 
     id: str
@@ -248,7 +246,7 @@ class ToolFields(msgspec.Struct, frozen=True, kw_only=True, array_like=True):
 def tool_fields(
     tool: CatalogTool, *, visibility_key: str, folder: WordFolder | None = None
 ) -> ToolFields:
-    """Fold and encode everything a tool's document holds (see :func:`tool_documents`).
+    """Fold and encode everything a tool's documents hold (see :class:`ToolFields`).
 
     ``folder``, shared by the tools of one document, remembers the words it has folded
     (the same result, much faster: folding is the costliest part of a document).
@@ -336,31 +334,6 @@ def _fields(
         invoke=part.invoke,
         search=part.search,
     )
-
-
-def fields_document(fields: ToolFields, *, ordinal: int) -> tantivy.Document:
-    """The card document of one tool from its :class:`ToolFields`."""
-    doc = tantivy.Document()
-    doc.add_text("id", fields.id)
-    doc.add_text("source", fields.source)
-    doc.add_unsigned("ord", ordinal)  # a Python int would be i64 (docs/tantivy.md §8.1)
-    for field, words in fields.words:
-        doc.add_text(field, edge_grams(words))
-    doc.add_text(_ANY, edge_grams(fields.exact))
-    for word in fields.exact:
-        doc.add_text(_EXACT, word)
-    for pair in fields.pairs:
-        doc.add_text(PAIRS, pair)
-    if fields.whole:
-        doc.add_text(WHOLE, fields.whole)
-    for act in fields.acts:
-        doc.add_text(ACTS, act)
-    for tag in fields.tags:
-        doc.add_text("tags", tag)
-    doc.add_text("vis", fields.visibility_key)
-    doc.add_unsigned("visk", visibility_hash(fields.visibility_key))
-    doc.add_bytes("card", fields.card)
-    return doc
 
 
 def payload_groups(fields: Sequence[ToolFields]) -> list[Sequence[ToolFields]]:
@@ -479,11 +452,11 @@ def card_document(fields: ToolFields) -> CardDocument:
 
 
 class JsonDocument(msgspec.Struct, frozen=True, kw_only=True):
-    """The card document of :func:`fields_document` in the JSON form that
-    ``IndexWriter.add_json`` parses (bytes fields as base64): tantivy then builds the
-    document itself, which costs a writer a fraction of one ``add_text`` call per word.
-    Field for field the same document: a field's values keep their order. From JSON,
-    tantivy reads ``ord`` as the u64 the schema says it is.
+    """A card document in the JSON form that ``IndexWriter.add_json`` parses (bytes
+    fields as base64): tantivy then builds the document itself, which costs a writer a
+    fraction of one ``add_text`` call per word (tests/indexer/test_documents.py checks
+    it against the same document built field by field). A field's values keep their
+    order. From JSON, tantivy reads ``ord`` as the u64 the schema says it is.
     """
 
     ord: int
@@ -540,15 +513,6 @@ def card_json(
             card=document.card,
         )
     ).decode()
-
-
-def tool_documents(tools: Sequence[tuple[CatalogTool, int, str]]) -> list[tantivy.Document]:
-    """The documents of ``(tool, ordinal, visibility key)`` entries: every card, then the
-    payload documents. ``ordinal`` is a tool's u64 position in catalog order.
-    """
-    fields = [tool_fields(tool, visibility_key=key) for tool, _, key in tools]
-    cards = [fields_document(f, ordinal=o) for f, (_, o, _) in zip(fields, tools, strict=True)]
-    return cards + [payload_document(payload_record(g)) for g in payload_groups(fields)]
 
 
 class VisibilitySummary(msgspec.Struct, frozen=True, kw_only=True):

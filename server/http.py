@@ -208,7 +208,7 @@ async def _handle(
     parsed = parse(method, headers, body, guard=state.guard)
     if isinstance(parsed, Reply):
         if method == "POST":
-            failed = parsed.status >= 400 or b'"error"' in parsed.body
+            failed = parsed.status >= 400 or parsed.error_code is not None
             outcome = "protocol_error" if failed else "ok"
             state.metrics.observe("-", outcome, time.perf_counter() - started)
             if parsed.status >= 400:

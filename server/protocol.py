@@ -110,6 +110,7 @@ METHOD_NOT_FOUND: Final = -32601
 INVALID_PARAMS: Final = -32602
 INTERNAL_ERROR: Final = -32603
 HEADER_MISMATCH: Final = -32020
+MISSING_CAPABILITY: Final = -32021  # a required client capability missing; never sent here
 UNSUPPORTED_VERSION: Final = -32022
 
 MODERN_STATUS: Final[dict[int, int]] = {
@@ -117,7 +118,7 @@ MODERN_STATUS: Final[dict[int, int]] = {
     INVALID_REQUEST: 400,
     INVALID_PARAMS: 400,
     HEADER_MISMATCH: 400,
-    -32021: 400,
+    MISSING_CAPABILITY: 400,
     UNSUPPORTED_VERSION: 400,
     METHOD_NOT_FOUND: 404,
 }
@@ -150,6 +151,9 @@ class Reply(msgspec.Struct, frozen=True, kw_only=True):
     status: int
     body: bytes = b""
     headers: tuple[tuple[str, str], ...] = ()
+    # The JSON-RPC error code the body answers with; None for a result or no body. The
+    # caller learns the outcome here, never by looking into the rendered bytes.
+    error_code: int | None = None
 
 
 class Call(msgspec.Struct, frozen=True, kw_only=True):
@@ -572,7 +576,12 @@ def _error_reply(
     body = encode(
         ErrorResponse(id=request_id, error=ErrorObject(code=code, message=message, data=data))
     )
-    return Reply(status=status, body=body, headers=(("content-type", "application/json"),))
+    return Reply(
+        status=status,
+        body=body,
+        headers=(("content-type", "application/json"),),
+        error_code=code,
+    )
 
 
 def _stamp(era: Era, result: dict[str, Any], server: Implementation) -> dict[str, Any]:

@@ -107,7 +107,7 @@ def test_listen_receives_list_changed_after_a_reload(
                 assert subscription.honored.tools_list_changed is True
                 changed = [*demo_tools(), make_tool("get_invoice", "Returns an order's invoice.")]
                 written = time.monotonic()
-                write_index(index_dir, changed, commit=2)
+                write_index(index_dir, changed)
                 with anyio.fail_after(10):
                     async for event in subscription:
                         assert type(event).__name__ == "ToolsListChanged"

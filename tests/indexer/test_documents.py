@@ -1,4 +1,9 @@
-"""The writer's JSON documents are the documents ``fields_document`` builds, to the score."""
+"""The writer's JSON documents are the documents built field by field, to the score.
+
+``_reference_document`` adds each field's values with tantivy's own calls: what
+``add_json`` must give from ``card_json`` (the writer's one way), term for term and
+score for score.
+"""
 
 from __future__ import annotations
 
@@ -10,14 +15,14 @@ import tantivy
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from catalog.fold import WordFolder
+from catalog.fold import WordFolder, edge_grams
 from catalog.index_schema import (
     FIELD_BOOSTS,
     PAYLOAD_GROUP,
+    ToolFields,
     build_schema,
     card_document,
     card_json,
-    fields_document,
     payload_count,
     payload_document,
     payload_groups,
@@ -25,11 +30,37 @@ from catalog.index_schema import (
     register_analyzers,
     tool_fields,
 )
+from catalog.visibility import visibility_hash
 from indexer.fields import encode_fields, file_documents
 from indexer.ordinals import MAX_ORDINAL
 from tests.indexer.helpers import make_tool
 
 _FIELDS = (*FIELD_BOOSTS, "exact", "any", "pairs", "whole", "acts", "tags", "vis", "id", "source")
+
+
+def _reference_document(fields: ToolFields, *, ordinal: int) -> tantivy.Document:
+    """The card document of one tool from its :class:`ToolFields`, field by field."""
+    doc = tantivy.Document()
+    doc.add_text("id", fields.id)
+    doc.add_text("source", fields.source)
+    doc.add_unsigned("ord", ordinal)  # add_unsigned: a Python int would be i64
+    for field, words in fields.words:
+        doc.add_text(field, edge_grams(words))
+    doc.add_text("any", edge_grams(fields.exact))
+    for word in fields.exact:
+        doc.add_text("exact", word)
+    for pair in fields.pairs:
+        doc.add_text("pairs", pair)
+    if fields.whole:
+        doc.add_text("whole", fields.whole)
+    for act in fields.acts:
+        doc.add_text("acts", act)
+    for tag in fields.tags:
+        doc.add_text("tags", tag)
+    doc.add_text("vis", fields.visibility_key)
+    doc.add_unsigned("visk", visibility_hash(fields.visibility_key))
+    doc.add_bytes("card", fields.card)
+    return doc
 
 
 def _index(path: Path) -> tuple[tantivy.Index, tantivy.IndexWriter]:
@@ -56,7 +87,7 @@ def _terms(doc: tantivy.Document, fields: dict[str, list[str]]) -> None:
     tags=st.lists(st.text(max_size=12), max_size=3),
     secured=st.booleans(),
 )
-def test_json_documents_index_as_fields_documents(
+def test_json_documents_index_as_documents_built_field_by_field(
     tmp_path_factory: pytest.TempPathFactory,
     descriptions: list[str],
     tags: list[str],
@@ -73,7 +104,7 @@ def test_json_documents_index_as_fields_documents(
     by_json, writer_b = _index(root / "json")
     every = [tool_fields(t, visibility_key=k) for t, k in zip(tools, keys, strict=True)]
     for fields, ordinal in zip(every, ordinals, strict=True):
-        writer_a.add_document(fields_document(fields, ordinal=ordinal))
+        writer_a.add_document(_reference_document(fields, ordinal=ordinal))
     for group in payload_groups(every):
         writer_a.add_document(payload_document(payload_record(group)))
     documents = file_documents(encode_fields(tools, keys), len(tools))
@@ -91,7 +122,7 @@ def test_json_documents_index_as_fields_documents(
     assert a.num_docs == b.num_docs == len(tools) + payload_count(len(tools))
     words: dict[str, list[str]] = {}
     for tool, key in zip(tools, keys, strict=True):
-        _terms(fields_document(tool_fields(tool, visibility_key=key), ordinal=0), words)
+        _terms(_reference_document(tool_fields(tool, visibility_key=key), ordinal=0), words)
     schema = build_schema()
     for field, values in words.items():
         for value in {v[:20] for v in values}:

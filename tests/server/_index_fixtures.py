@@ -1,4 +1,4 @@
-"""Real tantivy indexes for view tests: hand-built catalog records written single-threaded.
+"""Real tantivy indexes for view tests: hand-built catalog records, written by the indexer.
 
 Not a conftest: the server helper owns ``tests/server/conftest.py``; tests import these
 builders directly.
@@ -13,15 +13,7 @@ import tantivy
 
 from catalog.cards import card_for
 from catalog.fingerprint import with_version
-from catalog.index_schema import (
-    SCHEMA_VERSION,
-    IndexMeta,
-    build_schema,
-    meta_document,
-    register_analyzers,
-    tool_documents,
-    visibility_summary,
-)
+from catalog.index_schema import register_analyzers
 from catalog.model import (
     Annotations,
     CatalogTool,
@@ -32,8 +24,9 @@ from catalog.model import (
     SecurityScheme,
     ToolDefinition,
 )
-from catalog.visibility import visibility_key
+from indexer.converted import write_converted
 from server.view import CatalogView, read_meta
+from tests.server.harness import TEST_HEAP_BYTES
 
 __all__ = [
     "BEARER",
@@ -67,6 +60,7 @@ def make_tool(
     terms: Sequence[str] = (),
     description: str = "",
     security: SecurityPolicy | None = None,
+    source: str | None = None,
 ) -> CatalogTool:
     """A converted operation as the converter would produce it."""
     path = path or "/" + name.replace("_", "/")
@@ -85,7 +79,7 @@ def make_tool(
     )
     return CatalogTool(
         namespace=namespace,
-        source=f"{namespace}.yaml",
+        source=source or f"{namespace}.yaml",
         pointer=f"/paths/{path}/{method.lower()}",
         operation_id=name,
         definition=definition,
@@ -103,47 +97,16 @@ def make_tool(
     )
 
 
-def write_index(
-    directory: Path, tools: Iterable[CatalogTool], *, first_ordinal: int = 0, gap: int = 1
-) -> None:
-    """Write ``tools`` in name order (catalog order) and the meta document, one commit."""
-    directory.mkdir(parents=True, exist_ok=True)
-    index = tantivy.Index(build_schema(), path=str(directory))
-    register_analyzers(index)
-    writer = index.writer(50_000_000, 1)
-    ordered = sorted(tools, key=lambda t: t.definition.name)
-    summary = visibility_summary(ordered)
-    entries = [
-        (tool, first_ordinal + n * gap, key)
-        for n, (tool, key) in enumerate(zip(ordered, summary.keys, strict=True))
-    ]
-    for doc in tool_documents(entries):
-        writer.add_document(doc)
-    meta = IndexMeta(
-        schema_version=SCHEMA_VERSION,
-        fingerprint="test",
-        commit=1,
-        committed_at=0.0,
-        operations=len(ordered),
-        files={},
-        policies=summary.policies,
-        tags=summary.tags,
-    )
-    writer.add_document(meta_document(meta))
-    writer.commit()
-    writer.wait_merging_threads()
+def write_index(directory: Path, tools: Iterable[CatalogTool]) -> None:
+    """Commit ``tools`` as the whole catalog, through the indexer's writer."""
+    write_converted(directory, tools, heap_bytes=TEST_HEAP_BYTES)
 
 
-def append_segment(directory: Path, tools: Iterable[tuple[CatalogTool, int]]) -> None:
-    """Commit ``(tool, ordinal)`` pairs as one more segment, the meta document untouched."""
-    index = tantivy.Index(build_schema(), path=str(directory))
-    register_analyzers(index)
-    writer = index.writer(50_000_000, 1)
-    entries = [(tool, ordinal, visibility_key(tool.security)) for tool, ordinal in tools]
-    for doc in tool_documents(entries):
-        writer.add_document(doc)
-    writer.commit()
-    writer.wait_merging_threads()
+def append_segment(directory: Path, tools: Iterable[CatalogTool]) -> None:
+    """Add ``tools`` (documents the index does not hold yet) in one more commit, as an
+    incremental sync does: one more segment, ordinals between the kept neighbours'.
+    """
+    write_converted(directory, tools, full=False, heap_bytes=TEST_HEAP_BYTES)
 
 
 def open_view(directory: Path, *, generation: int = 0) -> CatalogView:
@@ -156,7 +119,7 @@ def open_view(directory: Path, *, generation: int = 0) -> CatalogView:
     return CatalogView(searcher=searcher, schema=index.schema, meta=meta, generation=generation)
 
 
-def build_view(directory: Path, tools: Iterable[CatalogTool], *, gap: int = 1) -> CatalogView:
+def build_view(directory: Path, tools: Iterable[CatalogTool]) -> CatalogView:
     """Write then open."""
-    write_index(directory, tools, gap=gap)
+    write_index(directory, tools)
     return open_view(directory)

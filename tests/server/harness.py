@@ -1,9 +1,8 @@
 """Test harness: a real tantivy index written in a temp dir, a real server on a real port.
 
-The index is written with the shared schema (``catalog.index_schema``) exactly as the
-indexer writes it: a card document per tool, payload documents grouping the tools'
-definitions, and the ``__meta__`` record, one commit per catalog. The server is the real
-app (``server.app.create_app``) under uvicorn in a thread, on a free 127.0.0.1 port.
+The index is written by the indexer's own writer (``indexer.converted``), its
+``__meta__`` record as the indexer commits it, one commit per catalog. The server is the
+real app (``server.app.create_app``) under uvicorn in a thread, on a free 127.0.0.1 port.
 """
 
 from __future__ import annotations
@@ -18,21 +17,10 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import tantivy
 import uvicorn
 from litestar import Litestar
 
 from catalog.fingerprint import with_version
-from catalog.index_schema import (
-    SCHEMA_VERSION,
-    FileStatus,
-    IndexMeta,
-    build_schema,
-    meta_document,
-    register_analyzers,
-    tool_documents,
-    visibility_summary,
-)
 from catalog.model import (
     Annotations,
     Card,
@@ -43,11 +31,13 @@ from catalog.model import (
     SecurityPolicy,
     ToolDefinition,
 )
+from indexer.converted import write_converted
 from server.notify import Notifier
 
 __all__ = [
     "OPERATOR",
     "OPS_TOKEN",
+    "TEST_HEAP_BYTES",
     "ServerThread",
     "free_port",
     "make_tool",
@@ -59,6 +49,9 @@ OPS_TOKEN = "operator-token-for-tests"
 """The operator token the server tests' apps are given (``create_app(ops_token=...)``)."""
 OPERATOR = {"authorization": f"Bearer {OPS_TOKEN}"}
 """The headers that make an ops request the operator's."""
+TEST_HEAP_BYTES = 20_000_000
+"""The writer's heap for test indexes (the minimum is 15 MB): parallel workers build
+many small indexes at once."""
 
 
 def make_tool(
@@ -102,53 +95,20 @@ def write_index(
     index_dir: Path,
     tools: Sequence[CatalogTool],
     *,
-    commit: int = 1,
     broken: dict[str, str] | None = None,
     unlisted: dict[str, str] | None = None,
 ) -> str:
-    """Replace the whole catalog in ``index_dir`` with ``tools`` in one commit.
+    """Replace the whole catalog in ``index_dir`` with ``tools`` in one commit, through
+    the indexer's writer (``indexer.converted``); ``broken``: source → why it failed.
 
     Returns:
         The catalog fingerprint written into the meta record.
     """
-    index_dir.mkdir(parents=True, exist_ok=True)
-    index = tantivy.Index(build_schema(), path=str(index_dir))
-    register_analyzers(index)
-    writer = index.writer(15_000_000, 1)
-    writer.delete_all_documents()
-    summary = visibility_summary(tools)
-    entries = [(t, n, k) for n, (t, k) in enumerate(zip(tools, summary.keys, strict=True))]
-    for doc in tool_documents(entries):
-        writer.add_document(doc)
-    files: dict[str, FileStatus] = {}
-    for tool in tools:
-        files.setdefault(
-            tool.source, FileStatus(state="fresh", content_hash="h-" + tool.source, operations=0)
-        )
-    for source, reason in (broken or {}).items():
-        files[source] = FileStatus(
-            state="broken_never_indexed",
-            content_hash="h-" + source,
-            problems=(Problem(file=source, location="line 1", reason=reason),),
-        )
-    catalog_fingerprint = "-".join(
-        sorted(t.definition.name + ":" + t.definition.description for t in tools)
+    problems = {s: Problem(file=s, location="line 1", reason=r) for s, r in (broken or {}).items()}
+    plan = write_converted(
+        index_dir, tools, broken=problems, unlisted=unlisted, heap_bytes=TEST_HEAP_BYTES
     )
-    meta = IndexMeta(
-        schema_version=SCHEMA_VERSION,
-        fingerprint=str(abs(hash(catalog_fingerprint)) % 10**16).zfill(16),
-        commit=commit,
-        committed_at=time.time(),
-        operations=len(tools),
-        files=files,
-        policies=summary.policies,
-        tags=summary.tags,
-        unlisted=unlisted or {},
-    )
-    writer.add_document(meta_document(meta))
-    writer.commit()
-    writer.wait_merging_threads()
-    return meta.fingerprint
+    return plan.meta.fingerprint
 
 
 def free_port() -> int:

@@ -221,6 +221,23 @@ def test_legacy_error_codes_in_200(server: ServerThread) -> None:
     assert initialized.status_code == 202
 
 
+def _requests(server: ServerThread, outcome: str) -> int:
+    text = httpx.get(server.base + "/metrics", headers=OPERATOR).text
+    line = f'sezzlee_requests_total{{tool="-",outcome="{outcome}"}} '
+    return next((int(x[len(line) :]) for x in text.splitlines() if x.startswith(line)), 0)
+
+
+def test_a_protocol_answer_is_counted_by_its_outcome_not_its_words(server: ServerThread) -> None:
+    ok, failed = _requests(server, "ok"), _requests(server, "protocol_error")
+    # A result whose body says "error" (the echoed id) succeeded.
+    pong = legacy_post(server, {"jsonrpc": "2.0", "id": "error", "method": "ping"})
+    assert pong.json() == {"jsonrpc": "2.0", "id": "error", "result": {}}
+    assert (_requests(server, "ok"), _requests(server, "protocol_error")) == (ok + 1, failed)
+    # A JSON-RPC error in a 200 answer failed.
+    legacy_post(server, {"jsonrpc": "2.0", "id": 1, "method": "resources/list"})
+    assert (_requests(server, "ok"), _requests(server, "protocol_error")) == (ok + 1, failed + 1)
+
+
 def test_tools_and_envelopes(server: ServerThread) -> None:
     listed = modern_post(server, "tools/list").json()["result"]
     assert [t["name"] for t in listed["tools"]] == ["search_tools", "load_tool", "invoke_tool"]
@@ -331,11 +348,11 @@ def test_reload_bumps_generation_only_on_a_changed_fingerprint(tmp_path: Path) -
     write_index(index_dir, tools)
     with serve(create_app(index_dir)) as server:
         assert server.wait_ready()["generation"] == 0
-        write_index(index_dir, tools, commit=2)  # same catalog, new commit: no reload
+        write_index(index_dir, tools)  # same catalog, new commit (2): no reload
         time.sleep(0.5)
         assert httpx.get(server.base + "/readyz").json()["generation"] == 0
         started = time.monotonic()
-        write_index(index_dir, [*tools, make_tool("get_invoice", "Returns an invoice.")], commit=3)
+        write_index(index_dir, [*tools, make_tool("get_invoice", "Returns an invoice.")])
         while httpx.get(server.base + "/readyz").json()["generation"] != 1:
             assert time.monotonic() - started < 5
             time.sleep(0.02)
@@ -371,7 +388,7 @@ def test_a_corrupt_index_keeps_the_last_good_catalog(tmp_path: Path) -> None:
         (index_dir / "meta.json").unlink()
         for leftover in index_dir.iterdir():
             leftover.unlink()
-        write_index(index_dir, [make_tool("get_invoice", "Returns an invoice.")], commit=2)
+        write_index(index_dir, [make_tool("get_invoice", "Returns an invoice.")])
         while httpx.get(server.base + "/readyz").json()["generation"] != 1:
             assert time.monotonic() < deadline + 5
             time.sleep(0.05)

@@ -66,7 +66,7 @@ def test_ack_first_then_keepalive_then_change(tmp_path: Path) -> None:
         assert ack["method"] == "notifications/subscriptions/acknowledged"
         assert ack["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"] == 7
         assert next(frames) == ": ping"
-        write_index(index_dir, [*demo_tools(), make_tool("get_invoice", "An invoice.")], commit=2)
+        write_index(index_dir, [*demo_tools(), make_tool("get_invoice", "An invoice.")])
         changed = next(frame for frame in frames if isinstance(frame, dict))
         assert changed == {
             "jsonrpc": "2.0",
@@ -108,7 +108,7 @@ def test_every_open_stream_hears_the_reload_and_unasked_kinds_are_not_sent(tmp_p
         for thread in threads:
             thread.start()
         acked.wait(timeout=10)
-        write_index(index_dir, [*demo_tools(), make_tool("get_invoice", "An invoice.")], commit=2)
+        write_index(index_dir, [*demo_tools(), make_tool("get_invoice", "An invoice.")])
         deadline = time.monotonic() + 10
         while not all(
             any(

@@ -82,6 +82,7 @@ def modern(method: str, params: dict[str, Any] | None = None, **kw: Any) -> Repl
 def error_of(reply: Reply | Call | Listen) -> tuple[int, int, Any]:
     assert isinstance(reply, Reply)
     body = json.loads(reply.body)
+    assert reply.error_code == body["error"]["code"]  # the typed outcome says it too
     return reply.status, body["error"]["code"], body["id"]
 
 
@@ -413,6 +414,15 @@ def test_ping_is_empty_object() -> None:
     reply = parse("POST", legacy_headers("2025-11-25"), request("ping", id="p"), guard=GUARD)
     assert isinstance(reply, Reply)
     assert json.loads(reply.body) == {"jsonrpc": "2.0", "id": "p", "result": {}}
+    assert reply.error_code is None
+
+
+def test_a_result_that_echoes_the_word_error_is_no_error() -> None:
+    # The outcome is a field of the Reply: a caller never searches the body for it.
+    reply = parse("POST", legacy_headers("2025-11-25"), request("ping", id="error"), guard=GUARD)
+    assert isinstance(reply, Reply)
+    assert b'"error"' in reply.body
+    assert reply.error_code is None
 
 
 @pytest.mark.parametrize(
@@ -556,7 +566,11 @@ def test_any_json_request_gets_an_answer(message: dict[str, Any], modern_era: bo
     if isinstance(answer, Reply):
         assert answer.status in (200, 202, 400, 404)
         if answer.body:
-            assert json.loads(answer.body)["jsonrpc"] == "2.0"
+            decoded = json.loads(answer.body)
+            assert decoded["jsonrpc"] == "2.0"
+            assert answer.error_code == decoded.get("error", {}).get("code")
+        else:
+            assert answer.error_code is None
 
 
 # ---------------------------------------------------------------------- echoes are cut

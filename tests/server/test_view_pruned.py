@@ -28,7 +28,9 @@ KEYS = (PUBLIC_KEY, *(visibility_key(p) for p in POLICIES))
 SIZE = 2_600  # above the pruned path's cap of unfiltered hits, so the fallback runs too
 
 
-def _tools(rng: random.Random, start: int, count: int) -> list[CatalogTool]:
+def _tools(
+    rng: random.Random, start: int, count: int, *, source: str | None = None
+) -> list[CatalogTool]:
     tools = []
     for i in range(start, start + count):
         # Few words from a small vocabulary: many documents score exactly alike.
@@ -36,7 +38,7 @@ def _tools(rng: random.Random, start: int, count: int) -> list[CatalogTool]:
         # The admin key is rare: a caller seeing only it needs the fallback.
         pick = rng.random()
         security = None if pick < 0.5 else POLICIES[0 if pick < 0.502 else 1 + i % 2]
-        tools.append(make_tool(f"op_{i:05d}", summary, security=security))
+        tools.append(make_tool(f"op_{i:05d}", summary, security=security, source=source))
     return tools
 
 
@@ -44,11 +46,11 @@ def _tools(rng: random.Random, start: int, count: int) -> list[CatalogTool]:
 def catalog(tmp_path_factory: pytest.TempPathFactory) -> tuple[CatalogView, dict[str, str]]:
     rng = random.Random(5)
     directory = tmp_path_factory.mktemp("pruned") / "index"
-    first = _tools(rng, 0, SIZE // 2)
-    write_index(directory, first, first_ordinal=SIZE, gap=1)
-    # A second segment whose ordinals come before the first's.
-    second = _tools(rng, SIZE // 2, SIZE // 2)
-    append_segment(directory, ((tool, n) for n, tool in enumerate(reversed(second))))
+    first = _tools(rng, SIZE // 2, SIZE // 2)
+    write_index(directory, first)
+    # A second segment (another document) whose names, so ordinals, come before the first's.
+    second = _tools(rng, 0, SIZE // 2, source="more.yaml")
+    append_segment(directory, second)
     view = open_view(directory)
     assert view.searcher.num_segments == 2
     keys = {t.definition.name: visibility_key(t.security) for t in first + second}
