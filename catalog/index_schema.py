@@ -11,16 +11,12 @@ atomically with the data (docs/tantivy.md §5: commit payloads are not exposed b
 bindings). A card holds what search reads (the indexed fields, ``ord``, ``vis`` and the
 stored card); a payload document holds what load_tool and invoke_tool read (each of its
 tools' definition and routing record, found by the ``payload`` field, which holds every
-one of its tools' names). A search reads whole stored documents, so it reads a card of
-~200 bytes instead of a ~6 KB document per result, and cards share docstore blocks
-(docs/tantivy.md §6): 23% less CPU per search than one document per tool.
-
-Payloads are grouped because BM25 counts every document: with one payload per tool the
-index held twice the documents, every term looked rarer and every field half as long,
-and the ranking moved (held-out recall@5 on WAPIIBench fell from 0.974 to 0.964); with
-``PAYLOAD_GROUP`` tools per payload the benchmarks rank exactly as with cards alone.
-Neither a payload nor the meta document carries a ``vis`` value or an ``ord``, so
-searches, which always select cards, never return them.
+one of its tools' names). A search reads whole stored documents, so it reads a small
+card instead of a whole definition per result. Payloads are grouped because BM25 counts
+every document: one payload per tool would make every term look rarer and every field
+shorter, and move the ranking (docs/decisions.md, Measured choices). Neither a payload
+nor the meta document carries a ``vis`` value or an ``ord``, so searches, which always
+select cards, never return them.
 """
 
 from __future__ import annotations
@@ -85,10 +81,9 @@ EDGE_TOKENIZER: Final = "sezzlee_grams"
 PAYLOAD: Final = "payload"
 """The raw field that names the tools a payload document holds."""
 PAYLOAD_GROUP: Final = 16
-"""Tools per payload document (the last one of a file may hold fewer). The index then
-counts ~6% more documents than cards, and the search-quality benchmarks rank exactly as
-with cards alone (with 8 a pooled figure moved); a tool's first load in a catalog view
-reads its group's ~100 KB stored document (~0.25 ms; 32 tools: ~0.43 ms)."""
+"""Tools per payload document (the last one of a file may hold fewer): few enough that a
+tool's first load reads a small stored document, many enough that the ranking is as with
+cards alone (docs/decisions.md, Measured choices)."""
 
 FIELD_BOOSTS: Final[dict[str, float]] = {
     "title": 2.0,

@@ -11,11 +11,10 @@ listen stream) and sends it. It takes the catalog view once, at the start, so a 
 in the middle of a request never mixes two catalogs.
 
 Why raw ASGI rather than a Litestar ``@post`` handler: :mod:`server.protocol` already
-does all the parsing and rendering, so Litestar's request and response objects only
-copied bytes around: ~40 us of CPU a call (a trivial handler answered 8,300 requests/s
-under wrk as ``@post``, 12,800 as ``@asgi``). Litestar still routes ``/mcp`` and serves
-the operations endpoints; a listen stream still goes out through Litestar's streaming
-response.
+does all the parsing and rendering, so Litestar's request and response objects would
+only copy bytes around, at a measured cost (docs/decisions.md, Measured choices).
+Litestar still routes ``/mcp`` and serves the operations endpoints; a listen stream
+still goes out through Litestar's streaming response.
 
 Never a 500: a bug in a tool is logged with its request id and answered as JSON-RPC
 -32603; a listen stream that cannot be opened is refused with -32603 before its ack.

@@ -5,14 +5,10 @@ The I/O edge of invoke_tool: ``server.proxy`` decides what may be sent and where
 module sends exactly that and reads the answer. One :class:`Pool` per backend origin and
 connection settings, per server process.
 
-Why not a client library: invoke_tool's overhead goal is 1 ms at p50. In three
-``bench_invoke`` runs a do-nothing forwarder under granian added +0.96 to +1.13 ms with
-aiohttp's ``ClientSession`` and +0.23 to +0.88 ms with a bare asyncio client
-(``forwarder`` vs ``forwarder-raw``): at one caller every call finds cold caches, and the
-session's per-request machinery (request and response objects, timers, cookie and trace
-hooks) costs that much. Two gateways side by side (an ad-hoc A/B, 1,500 paired calls,
-three runs): this module answered 0.18-0.21 ms sooner at p50 than the same gateway on
-aiohttp. llhttp does the parsing; what is written here is the connection handling.
+Why not a client library: invoke_tool's overhead goal is 1 ms at p50, and at one caller
+a client session's per-request machinery (request and response objects, timers, cookie
+and trace hooks) cost a large part of it (docs/decisions.md, Measured choices). llhttp
+does the parsing; what is written here is the connection handling.
 
 What it does: HTTP/1.1 with keep-alive; answers framed by Content-Length, chunked or the
 connection's close; gzip and deflate decoded (the only codings it asks for); TLS with a

@@ -19,9 +19,9 @@ Theory of operation (search-semantics.md is normative):
   segment layout (docs/tantivy.md §4.4). The page is then padded in catalog order.
 * A caller who sees part of the catalog, with no tag filter, is ranked by the unfiltered
   keyword disjunction, and the hits are then kept by their ``visk`` fast field (the
-  visibility key's hash), read for all of them in one call: a Must filter made tantivy
-  intersect it with every keyword's postings and cost 3× the time on 125,000
-  operations. The filter scores a constant 0, so both ways give every document the same
+  visibility key's hash), read for all of them in one call: a Must filter would make
+  tantivy intersect it with every keyword's postings (docs/decisions.md, Measured
+  choices). The filter scores a constant 0, so both ways give every document the same
   score. When the visible hits thin out, the filtered rank query answers as before.
 * A page never shows a tool the caller may not see: each result's stored key is checked
   once more as the page is written (a ``visk`` collision would otherwise let one in).
@@ -426,9 +426,8 @@ class CatalogView:
         Hits come best first. Once ``limit`` visible ones are read, the first hit scoring
         below the last of them ends the scan: the page and its whole tie group at the cut
         are then among the hits read, and no later hit can enter the page. The first read
-        is four times what the visible share suggests: with twice, a fifth of the
-        benchmark's searches (anonymous, 125,207 operations) needed a second read, and a
-        read scores every match, so the mean search cost 0.69-0.70 ms instead of 0.61.
+        is four times what the visible share suggests, since a second read scores every
+        match again (docs/decisions.md, Measured choices).
         """
         want = int((limit + 1) * min(16.0, max(4.0, 4 * share)))
         while want <= _UNFILTERED_CAP:
