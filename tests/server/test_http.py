@@ -346,11 +346,16 @@ def test_reload_bumps_generation_only_on_a_changed_fingerprint(tmp_path: Path) -
     index_dir = tmp_path / "index"
     tools = [make_tool("get_order", "Fetches one order by id.")]
     write_index(index_dir, tools)
-    with serve(create_app(index_dir)) as server:
+    with serve(create_app(index_dir, ops_token=OPS_TOKEN)) as server:
         assert server.wait_ready()["generation"] == 0
         write_index(index_dir, tools)  # same catalog, new commit (2): no reload
-        time.sleep(0.5)
-        assert httpx.get(server.base + "/readyz").json()["generation"] == 0
+        # The operator's readiness names the newest commit the reader has read: once it
+        # is 2, the reader has seen the new commit and kept its view.
+        started = time.monotonic()
+        while (ready := httpx.get(server.base + "/readyz", headers=OPERATOR).json())["commit"] != 2:
+            assert time.monotonic() - started < 5, ready
+            time.sleep(0.02)
+        assert ready["generation"] == 0
         started = time.monotonic()
         write_index(index_dir, [*tools, make_tool("get_invoice", "Returns an invoice.")])
         while httpx.get(server.base + "/readyz").json()["generation"] != 1:
