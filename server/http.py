@@ -50,6 +50,7 @@ from server.identity import Caller, caller_from_headers
 from server.notify import StreamLimit
 from server.protocol import (
     INTERNAL_ERROR,
+    INVALID_REQUEST,
     SSE_HEADERS,
     Call,
     Listen,
@@ -83,6 +84,7 @@ _BUSY: Final = Reply(
     body=b'{"jsonrpc":"2.0","id":null,"error":{"code":-32600,'
     b'"message":"Too many open requests from this address"}}',
     headers=(("retry-after", "1"),),
+    error_code=INVALID_REQUEST,
 )
 
 _Headers = dict[str, list[str]]
