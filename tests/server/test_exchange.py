@@ -7,10 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from urllib.parse import parse_qs
 
 import pytest
 
@@ -18,42 +15,13 @@ from catalog.config import AuthorizationServer, ExchangeConfig
 from server.errors import TokenExchangeFailed
 from server.exchange import GRANT, Exchanger
 from server.resource import Verified
-
-
-class _Endpoint(ThreadingHTTPServer):
-    def __init__(self) -> None:
-        super().__init__(("127.0.0.1", 0), _Handler)
-        self.status = 200
-        self.body = b'{"access_token": "backend-token", "expires_in": 300}'
-        self.seen: list[tuple[dict[str, str], dict[str, list[str]]]] = []
-
-
-class _Handler(BaseHTTPRequestHandler):
-    server: _Endpoint
-
-    def do_POST(self) -> None:
-        length = int(self.headers.get("content-length") or 0)
-        form = parse_qs(self.rfile.read(length).decode())
-        self.server.seen.append(({k.lower(): v for k, v in self.headers.items()}, form))
-        self.send_response(self.server.status)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(self.server.body)))
-        self.end_headers()
-        self.wfile.write(self.server.body)
-
-    def log_message(self, format: str, *args: object) -> None:
-        return None
+from tests.server.loopback import JsonEndpoint, running
 
 
 @pytest.fixture
-def endpoint() -> Iterator[_Endpoint]:
-    server = _Endpoint()
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
+def endpoint() -> Iterator[JsonEndpoint]:
+    with running(JsonEndpoint(b'{"access_token": "backend-token", "expires_in": 300}')) as server:
         yield server
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 CALLER = Verified(
@@ -62,7 +30,7 @@ CALLER = Verified(
 ASKED = ExchangeConfig(audience="https://backend.test", scope="read")
 
 
-def _exchange(endpoint: _Endpoint, caller: Verified = CALLER) -> str:
+def _exchange(endpoint: JsonEndpoint, caller: Verified = CALLER) -> str:
     server = AuthorizationServer(
         issuer="https://as.test",
         jwks_file="unused",
@@ -80,7 +48,7 @@ def _exchange(endpoint: _Endpoint, caller: Verified = CALLER) -> str:
     return asyncio.run(run())
 
 
-def test_the_request_is_an_rfc_8693_exchange_as_the_gateway(endpoint: _Endpoint) -> None:
+def test_the_request_is_an_rfc_8693_exchange_as_the_gateway(endpoint: JsonEndpoint) -> None:
     assert _exchange(endpoint) == "backend-token"
     headers, form = endpoint.seen[-1]
     assert form["grant_type"] == [GRANT]
@@ -104,7 +72,7 @@ def test_the_request_is_an_rfc_8693_exchange_as_the_gateway(endpoint: _Endpoint)
     ids=["refused", "5xx", "429", "not-a-token-response", "too-large"],
 )
 def test_failures_are_a_retry_aware_envelope(
-    endpoint: _Endpoint, status: int, body: bytes, retryable: bool, words: str
+    endpoint: JsonEndpoint, status: int, body: bytes, retryable: bool, words: str
 ) -> None:
     endpoint.status, endpoint.body = status, body
     with pytest.raises(TokenExchangeFailed) as raised:

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -21,41 +19,13 @@ from examples.backend import DEMO_AUDIENCE, DEMO_ISSUER, DEMO_SECRET
 from server.app import create_app
 from server.identity import resolve_secrets
 from tests.server.harness import serve
-
-
-class _Keys(ThreadingHTTPServer):
-    """Serves ``body`` at any path and counts the requests."""
-
-    def __init__(self) -> None:
-        super().__init__(("127.0.0.1", 0), _Handler)
-        self.body = b'{"keys": []}'
-        self.requests = 0
-
-
-class _Handler(BaseHTTPRequestHandler):
-    server: _Keys
-
-    def do_GET(self) -> None:
-        self.server.requests += 1
-        self.send_response(200)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(self.server.body)))
-        self.end_headers()
-        self.wfile.write(self.server.body)
-
-    def log_message(self, format: str, *args: object) -> None:
-        return None
+from tests.server.loopback import JsonEndpoint, running
 
 
 @pytest.fixture
-def keys() -> Iterator[_Keys]:
-    server = _Keys()
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
+def keys() -> Iterator[JsonEndpoint]:
+    with running(JsonEndpoint(b'{"keys": []}')) as server:
         yield server
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 def _key(kid: str) -> tuple[Any, dict[str, Any]]:
@@ -75,7 +45,7 @@ def _token(private: Any, kid: str) -> str:
     return jwt.encode(claims, private, algorithm="RS256", headers={"kid": kid})
 
 
-def test_a_rotated_key_is_read_on_refresh_never_while_verifying(keys: _Keys) -> None:
+def test_a_rotated_key_is_read_on_refresh_never_while_verifying(keys: JsonEndpoint) -> None:
     old, old_public = _key("old")
     new, new_public = _key("new")
     keys.body = json.dumps({"keys": [old_public]}).encode()
@@ -94,9 +64,9 @@ def test_a_rotated_key_is_read_on_refresh_never_while_verifying(keys: _Keys) -> 
     asyncio.run(resource.load())
     assert resource.verify(_token(old, "old")) is not None
     keys.body = json.dumps({"keys": [new_public]}).encode()
-    fetched = keys.requests
+    fetched = len(keys.seen)
     assert resource.verify(_token(new, "new")) is None  # a request never fetches
-    assert keys.requests == fetched
+    assert len(keys.seen) == fetched
     asyncio.run(resource.refresh())
     verified = resource.verify(_token(new, "new"))
     assert verified is not None
@@ -112,7 +82,7 @@ def test_a_rotated_key_is_read_on_refresh_never_while_verifying(keys: _Keys) -> 
     [b"<html>", b'{"keys": [' + b" " * (2 * 1024 * 1024) + b"]}"],
     ids=["not-json", "over-the-budget"],
 )
-def test_load_fails_when_a_jwks_url_cannot_be_read(keys: _Keys, body: bytes) -> None:
+def test_load_fails_when_a_jwks_url_cannot_be_read(keys: JsonEndpoint, body: bytes) -> None:
     keys.body = body
     url = f"http://127.0.0.1:{keys.server_address[1]}/jwks"
     config = decode_config(
