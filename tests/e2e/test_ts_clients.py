@@ -15,8 +15,12 @@ import re
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+import anyio
 import pytest
+from mcp import Client, StdioServerParameters
+from mcp.client.stdio import stdio_client
 
 from benchmarks.oauth_server import npm_package
 from examples.backend import DEMO_SECRET, DEMO_SECRET_ENV, demo_token
@@ -95,3 +99,64 @@ def test_typescript_sdk_snippet_sends_the_bearer_header(
     assert done.returncode != 0
     assert "invalid_token" in done.stderr
     assert "list_orders" not in done.stdout
+
+
+def text_of(result: Any) -> Any:
+    assert not result.is_error, result.content
+    assert len(result.content) == 1
+    return json.loads(result.content[0].text)
+
+
+def readme_entry(gateway: str, token: str) -> dict[str, Any]:
+    """The README's ``mcpServers`` entry with only the URL and the token filled in."""
+    entry: dict[str, Any] = json.loads(snippet("mcp-remote"))["mcpServers"]["sezzlee"]
+    assert README_URL in entry["args"]
+    entry["args"] = [gateway if arg == README_URL else arg for arg in entry["args"]]
+    entry["env"] = {name: value.replace("<token>", token) for name, value in entry["env"].items()}
+    return entry
+
+
+def mcp_remote_params(entry: dict[str, Any], node22: Path, workdir: Path) -> StdioServerParameters:
+    """How Claude Desktop starts ``entry``: its ``args`` after ``mcp-remote`` and its
+    ``env``; the pinned, cached mcp-remote stands in for ``npx``."""
+    assert entry["command"] == "npx"
+    assert entry["args"][0] == "mcp-remote"
+    # mcp-remote's own state (OAuth client registrations, logs) stays in the test directory.
+    env = {**entry["env"], "MCP_REMOTE_CONFIG_DIR": str(workdir / "mcp-auth")}
+    modules = npm_package(*MCP_REMOTE, node22)
+    return StdioServerParameters(
+        command=str(node22 / "node"),
+        args=[str(modules / "mcp-remote" / "dist" / "proxy.js"), *entry["args"][1:]],
+        env=env,
+        cwd=workdir,
+    )
+
+
+async def first_result(params: StdioServerParameters, log_path: Path) -> str | None:
+    """Lists the tools and searches "list orders" through mcp-remote; when list_orders is
+    found, invokes it too. Returns the name of the first search result."""
+    with anyio.fail_after(60), log_path.open("w") as log:
+        async with Client(stdio_client(params, errlog=log), mode="legacy", cache=None) as client:
+            listing = await client.list_tools()
+            assert [tool.name for tool in listing.tools] == [
+                "search_tools",
+                "load_tool",
+                "invoke_tool",
+            ]
+            found = text_of(await client.call_tool("search_tools", {"query": "list orders"}))
+            if not found["results"]:
+                return None
+            name: str = found["results"][0]["name"]
+            if name == "list_orders":
+                arguments = {"name": name, "arguments": {"limit": 1}}
+                answer = text_of(await client.call_tool("invoke_tool", arguments))
+                assert answer["status"] == 200
+            return name
+
+
+def test_mcp_remote_snippet_bridges_stdio_to_the_gateway(
+    gateway: str, node22: Path, tmp_path: Path
+) -> None:
+    params = mcp_remote_params(readme_entry(gateway, demo_token("alice")), node22, tmp_path)
+    # list_orders needs orders:read: only a caller whose token arrived sees it.
+    assert anyio.run(first_result, params, tmp_path / "mcp-remote.log") == "list_orders"
