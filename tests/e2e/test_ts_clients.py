@@ -158,5 +158,32 @@ def test_mcp_remote_snippet_bridges_stdio_to_the_gateway(
     gateway: str, node22: Path, tmp_path: Path
 ) -> None:
     params = mcp_remote_params(readme_entry(gateway, demo_token("alice")), node22, tmp_path)
+    log = tmp_path / "mcp-remote.log"
     # list_orders needs orders:read: only a caller whose token arrived sees it.
-    assert anyio.run(first_result, params, tmp_path / "mcp-remote.log") == "list_orders"
+    assert anyio.run(first_result, params, log) == "list_orders"
+    assert "Remote server speaks MCP 2026-07-28" not in log.read_text()  # the 2025 era
+
+
+def test_mcp_remote_without_the_header_is_anonymous(
+    gateway: str, node22: Path, tmp_path: Path
+) -> None:
+    """The same entry without ``--header``: the gateway sees no token, so list_orders stays
+    hidden. This is what makes the test above depend on the header reaching the gateway."""
+    entry = readme_entry(gateway, demo_token("alice"))
+    at = entry["args"].index("--header")
+    del entry["args"][at : at + 2]
+    params = mcp_remote_params(entry, node22, tmp_path)
+    assert anyio.run(first_result, params, tmp_path / "mcp-remote.log") != "list_orders"
+
+
+def test_mcp_remote_with_protocol_auto_speaks_the_new_era(
+    gateway: str, node22: Path, tmp_path: Path
+) -> None:
+    """The README's note on ``--protocol auto``: mcp-remote discovers the 2026-07-28 era
+    and carries the 2025-era stdio client across it, header included."""
+    entry = readme_entry(gateway, demo_token("alice"))
+    entry["args"] += ["--protocol", "auto"]
+    params = mcp_remote_params(entry, node22, tmp_path)
+    log = tmp_path / "mcp-remote.log"
+    assert anyio.run(first_result, params, log) == "list_orders"
+    assert "Remote server speaks MCP 2026-07-28" in log.read_text()  # mcp-remote's own log
