@@ -28,6 +28,7 @@ __all__ = [
     "RESOURCE",
     "AuthorizationServer",
     "node22",
+    "npm_package",
 ]
 
 PROVIDER = "oidc-provider@9.13.3"
@@ -56,6 +57,16 @@ def _npm_install(prefix: Path, package: str, env: dict[str, str] | None = None) 
         timeout=300,
         env=env,
     )
+
+
+def npm_package(package: str, version: str, node: Path) -> Path:
+    """The ``node_modules`` directory holding ``package@version`` (pinned), installed once
+    into the cache directory with ``node`` (a bin directory) first on the PATH."""
+    prefix = _cache(f"{package.replace('/', '-').lstrip('@')}-{version}")
+    if not (prefix / "node_modules" / package / "package.json").is_file():
+        path = f"{node}{os.pathsep}{os.environ.get('PATH', '')}"
+        _npm_install(prefix, f"{package}@{version}", env={**os.environ, "PATH": path})
+    return prefix / "node_modules"
 
 
 def node22() -> Path:
@@ -88,15 +99,13 @@ class AuthorizationServer:
 
     def __init__(self, node: Path | None = None) -> None:
         node = node or node22()
-        prefix = _cache("oidc-provider-9.13.3")
-        if not (prefix / "node_modules" / "oidc-provider" / "package.json").is_file():
-            path = f"{node}{os.pathsep}{os.environ.get('PATH', '')}"
-            _npm_install(prefix, PROVIDER, env={**os.environ, "PATH": path})
+        package, version = PROVIDER.rsplit("@", 1)
+        modules = npm_package(package, version, node)
         # The script beside the package: Node resolves 'oidc-provider' from the script's
         # own directory upwards, so a link to the cached node_modules goes next to it.
         self._workdir = Path(tempfile.mkdtemp(prefix="sezzlee-oauth-"))
         shutil.copy(SCRIPT, self._workdir / "as.mjs")
-        (self._workdir / "node_modules").symlink_to(prefix / "node_modules")
+        (self._workdir / "node_modules").symlink_to(modules)
         self.port = _free_port()
         self.issuer = f"http://127.0.0.1:{self.port}"
         config = {
