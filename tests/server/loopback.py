@@ -1,6 +1,6 @@
-"""A JSON endpoint on a loopback port for unit tests of the server's own HTTP clients
-(the JWKS reader, the token exchange): it answers what the test sets and records what
-it was sent."""
+"""A JSON endpoint on a loopback port: it answers what the test sets and records what it
+was sent. The server's own HTTP clients (the JWKS reader, the token exchange) are tested
+against it, and the end-to-end tests use it as a recording backend."""
 
 from __future__ import annotations
 
@@ -8,47 +8,60 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, TypeVar
 from urllib.parse import parse_qs
 
 
 class JsonEndpoint(ThreadingHTTPServer):
     """Answers every GET and POST with ``status`` and ``body``; ``seen`` holds each
-    request's lower-cased headers and its form fields (empty for a GET)."""
+    request's ``path``, lower-cased ``headers`` and raw ``body``."""
 
     def __init__(self, body: bytes, *, status: int = 200) -> None:
         super().__init__(("127.0.0.1", 0), _Handler)
         self.status = status
         self.body = body
-        self.seen: list[tuple[dict[str, str], dict[str, list[str]]]] = []
+        self.seen: list[dict[str, Any]] = []
+
+    @property
+    def base(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}"
 
     def url(self, path: str) -> str:
-        return f"http://127.0.0.1:{self.server_address[1]}{path}"
+        return self.base + path
+
+
+def form_of(request: dict[str, Any]) -> dict[str, list[str]]:
+    """The form fields of a recorded request's body."""
+    body: bytes = request["body"]
+    return parse_qs(body.decode())
 
 
 class _Handler(BaseHTTPRequestHandler):
     server: JsonEndpoint
 
-    def do_GET(self) -> None:
-        self._answer({})
-
-    def do_POST(self) -> None:
+    def _answer(self) -> None:
         length = int(self.headers.get("content-length") or 0)
-        self._answer(parse_qs(self.rfile.read(length).decode()))
-
-    def _answer(self, form: dict[str, list[str]]) -> None:
-        self.server.seen.append(({k.lower(): v for k, v in self.headers.items()}, form))
+        body = self.rfile.read(length) if length else b""
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        self.server.seen.append({"path": self.path, "headers": headers, "body": body})
         self.send_response(self.server.status)
         self.send_header("content-type", "application/json")
         self.send_header("content-length", str(len(self.server.body)))
         self.end_headers()
         self.wfile.write(self.server.body)
 
+    do_GET = _answer
+    do_POST = _answer
+
     def log_message(self, format: str, *args: object) -> None:
         return None
 
 
+_Endpoint = TypeVar("_Endpoint", bound=JsonEndpoint)
+
+
 @contextmanager
-def running(endpoint: JsonEndpoint) -> Iterator[JsonEndpoint]:
+def running(endpoint: _Endpoint) -> Iterator[_Endpoint]:
     """``endpoint`` served from a thread until the block ends."""
     threading.Thread(target=endpoint.serve_forever, daemon=True).start()
     try:

@@ -15,7 +15,7 @@ from catalog.config import AuthorizationServer, ExchangeConfig
 from server.errors import TokenExchangeFailed
 from server.exchange import GRANT, Exchanger
 from server.resource import Verified
-from tests.server.loopback import JsonEndpoint, running
+from tests.server.loopback import JsonEndpoint, form_of, running
 
 
 @pytest.fixture
@@ -50,7 +50,7 @@ def _exchange(endpoint: JsonEndpoint, caller: Verified = CALLER) -> str:
 
 def test_the_request_is_an_rfc_8693_exchange_as_the_gateway(endpoint: JsonEndpoint) -> None:
     assert _exchange(endpoint) == "backend-token"
-    headers, form = endpoint.seen[-1]
+    headers, form = endpoint.seen[-1]["headers"], form_of(endpoint.seen[-1])
     assert form["grant_type"] == [GRANT]
     assert form["subject_token"] == ["caller-token"]
     assert form["subject_token_type"] == ["urn:ietf:params:oauth:token-type:access_token"]
