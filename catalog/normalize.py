@@ -45,7 +45,6 @@ __all__ = [
     "TemplateDict",
     "TemplateList",
     "is_json_value",
-    "is_template",
 ]
 
 Direction: TypeAlias = Literal["in", "out"]
@@ -114,11 +113,6 @@ class TemplateList(list[Any]):
     """A list of schemas holding a :class:`Ref` somewhere below it."""
 
     __slots__ = ()
-
-
-def is_template(node: Any) -> bool:
-    """Whether ``node`` still holds a reference (and so must be compacted)."""
-    return type(node) in (Ref, TemplateDict, TemplateList)
 
 
 def _is_number(value: Any) -> bool:
