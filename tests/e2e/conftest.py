@@ -18,7 +18,7 @@ import pytest
 
 from benchmarks.oauth_server import node22 as install_node22
 from catalog.config import Config, decode_config
-from examples.backend import demo_token
+from examples.backend import DEMO_SECRET, DEMO_SECRET_ENV, demo_token
 from tests.server.conftest import demo_tools
 from tests.server.harness import free_port, write_index
 from tests.server.loopback import JsonEndpoint, running
@@ -155,6 +155,26 @@ def backend_port() -> Iterator[int]:
     finally:
         process.terminate()
         process.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def demo_server(
+    backend_port: int, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[ServerProcess]:
+    """The demo as ``make run`` serves it: the orders document indexed with its config,
+    the real server with the demo JWT secret, pointed at the demo backend."""
+    workdir = tmp_path_factory.mktemp("demo")
+    config = workdir / "sezzlee.toml"
+    write_config(config, backend_port)
+    run_indexer(ROOT / "examples" / "specs", workdir / "index", config)
+    server = ServerProcess(
+        workdir / "index", extra=("--config", str(config)), env={DEMO_SECRET_ENV: DEMO_SECRET}
+    )
+    try:
+        server.wait_ready()
+        yield server
+    finally:
+        server.stop()
 
 
 class Agent:

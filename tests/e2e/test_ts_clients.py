@@ -13,7 +13,6 @@ import json
 import os
 import re
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,8 +22,8 @@ from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 from benchmarks.oauth_server import npm_package
-from examples.backend import DEMO_SECRET, DEMO_SECRET_ENV, demo_token
-from tests.e2e.conftest import ROOT, ServerProcess, run_indexer, write_config
+from examples.backend import demo_token
+from tests.e2e.conftest import ROOT, ServerProcess
 
 SDK = ("@modelcontextprotocol/sdk", "1.32.2")
 MCP_REMOTE = ("mcp-remote", "0.15.1")
@@ -42,21 +41,9 @@ def snippet(name: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def gateway(backend_port: int, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """The demo setup: the orders document indexed with its config, the real server with
-    the demo JWT secret, pointed at the demo backend. Yields the MCP endpoint URL."""
-    workdir = tmp_path_factory.mktemp("ts-clients")
-    config = workdir / "sezzlee.toml"
-    write_config(config, backend_port)
-    run_indexer(ROOT / "examples" / "specs", workdir / "index", config)
-    server = ServerProcess(
-        workdir / "index", extra=("--config", str(config)), env={DEMO_SECRET_ENV: DEMO_SECRET}
-    )
-    try:
-        server.wait_ready()
-        yield server.url
-    finally:
-        server.stop()
+def gateway(demo_server: ServerProcess) -> str:
+    """The demo gateway's MCP endpoint URL."""
+    return demo_server.url
 
 
 def run_sdk_snippet(

@@ -1,4 +1,4 @@
-"""Hostile input against one live server: never a 5xx, never a hang, always the next answer.
+"""Hostile input against one demo_server server: never a 5xx, never a hang, always the next answer.
 
 One real server process (``python -m server``, granian) on the orders catalog, invoking
 the real demo backend, takes hypothesis-generated HTTP requests to ``/mcp``: random
@@ -21,11 +21,12 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from examples.backend import DEMO_SECRET, DEMO_SECRET_ENV, demo_token
-from tests.e2e.conftest import ROOT, ServerProcess, backend_port, run_indexer, write_config
+from examples.backend import demo_token
+from tests.e2e.conftest import ServerProcess, backend_port, demo_server
 
 pytestmark = pytest.mark.filterwarnings("ignore::hypothesis.errors.HypothesisWarning")  # huge reprs
-__all__ = ["backend_port"]  # the demo backend fixture (tests/e2e/conftest.py)
+# The demo backend and gateway fixtures (tests/e2e/conftest.py).
+__all__ = ["backend_port", "demo_server"]
 
 CLIENT_TIMEOUT = 5.0
 MODERN = "2026-07-28"
@@ -42,22 +43,6 @@ METHODS = (
     "notifications/initialized",
     "resources/list",
 )
-
-
-@pytest.fixture(scope="module")
-def live(backend_port: int, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    workdir = tmp_path_factory.mktemp("hostile")
-    config = workdir / "sezzlee.toml"
-    write_config(config, backend_port)
-    run_indexer(ROOT / "examples" / "specs", workdir / "index", config)
-    server = ServerProcess(
-        workdir / "index", extra=("--config", str(config)), env={DEMO_SECRET_ENV: DEMO_SECRET}
-    )
-    try:
-        server.wait_ready()
-        yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture(scope="module")
@@ -290,7 +275,9 @@ def _good_list(client: httpx.Client, server: ServerProcess) -> None:
     assert sorted(t["name"] for t in listed) == sorted(TOOLS)
 
 
-def test_hostile_frames_never_5xx_never_hang(live: ServerProcess, client: httpx.Client) -> None:
+def test_hostile_frames_never_5xx_never_hang(
+    demo_server: ServerProcess, client: httpx.Client
+) -> None:
     @settings(
         max_examples=200,
         deadline=None,
@@ -302,7 +289,7 @@ def test_hostile_frames_never_5xx_never_hang(live: ServerProcess, client: httpx.
     )
     def throw(method: str, frame: tuple[bytes, list[tuple[str, str]]]) -> None:
         body, sent_headers = frame
-        request = client.build_request(method, live.url, content=body, headers=sent_headers)
+        request = client.build_request(method, demo_server.url, content=body, headers=sent_headers)
         # Read only the head and first chunk: a listen stream stays open by design.
         try:
             answer = client.send(request, stream=True)
@@ -316,15 +303,15 @@ def test_hostile_frames_never_5xx_never_hang(live: ServerProcess, client: httpx.
                 event(f"HTTP {answer.status_code}")
             finally:
                 answer.close()
-        assert live.process.poll() is None
-        _good_list(client, live)
+        assert demo_server.process.poll() is None
+        _good_list(client, demo_server)
 
     throw()
     # After the fuzzing, the same process: alive, ready, still serving, no worker lost.
-    assert live.process.poll() is None
-    assert client.get(live.base + "/readyz").status_code == 200
-    _good_list(client, live)
-    log = live.log.read_text()
+    assert demo_server.process.poll() is None
+    assert client.get(demo_server.base + "/readyz").status_code == 200
+    _good_list(client, demo_server)
+    log = demo_server.log.read_text()
     assert "Unexpected exit" not in log, "a worker died during the fuzzing"
     # A -32603 is a handler bug answered politely; hostile input must not cause one.
     assert '"request failed"' not in log, [x for x in log.splitlines() if "request failed" in x][:3]
@@ -333,10 +320,10 @@ def test_hostile_frames_never_5xx_never_hang(live: ServerProcess, client: httpx.
 @pytest.mark.parametrize("era", [MODERN, LEGACY])
 @pytest.mark.parametrize("kind", ["array", "object"])
 def test_nesting_deeper_than_the_decoder_follows_is_a_parse_error(
-    live: ServerProcess, client: httpx.Client, era: str, kind: str
+    demo_server: ServerProcess, client: httpx.Client, era: str, kind: str
 ) -> None:
     answer = client.post(
-        live.url,
+        demo_server.url,
         content=_deep(100_000, kind),
         headers={
             "content-type": "application/json",
@@ -349,10 +336,10 @@ def test_nesting_deeper_than_the_decoder_follows_is_a_parse_error(
 
 
 def test_a_token_with_a_deeply_nested_header_is_just_refused(
-    live: ServerProcess, client: httpx.Client
+    demo_server: ServerProcess, client: httpx.Client
 ) -> None:
     answer = client.post(
-        live.url,
+        demo_server.url,
         json={
             "jsonrpc": "2.0",
             "id": 1,
