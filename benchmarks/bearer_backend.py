@@ -17,6 +17,8 @@ import json
 import os
 from typing import Any, Final
 
+from benchmarks.asgi import answer_json, lifespan
+
 __all__ = ["app"]
 
 _SERVICE: Final = float(os.environ.get("SEZZLEE_BACKEND_SERVICE_MS", "0")) / 1000
@@ -37,13 +39,8 @@ def _claims(authorization: bytes) -> dict[str, Any] | None:
 async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
     """ASGI: wait the service time, then answer the bearer token's audience and subject."""
     if scope["type"] == "lifespan":
-        while True:
-            message = await receive()
-            if message["type"] == "lifespan.startup":
-                await send({"type": "lifespan.startup.complete"})
-            else:
-                await send({"type": "lifespan.shutdown.complete"})
-                return
+        await lifespan(receive, send)
+        return
     while (await receive()).get("more_body"):
         pass
     body: dict[str, Any]
@@ -58,15 +55,4 @@ async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
             status, body = 401, {"error": "a bearer JWT is required"}
         else:
             status, body = 200, {"aud": claims.get("aud"), "sub": claims.get("sub")}
-    encoded = json.dumps(body).encode()
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(encoded)).encode()),
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": encoded})
+    await answer_json(send, status, json.dumps(body).encode())

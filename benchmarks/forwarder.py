@@ -26,6 +26,8 @@ from urllib.parse import urlsplit
 
 import aiohttp
 
+from benchmarks.asgi import answer_json, lifespan
+
 __all__ = ["app"]
 
 _UPSTREAM: Final = os.environ.get("SEZZLEE_FORWARD_TO", "")
@@ -65,28 +67,16 @@ async def _via_raw(path: str, authorization: bytes | None) -> tuple[int, bytes]:
 async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
     """ASGI: forward a GET to ``SEZZLEE_FORWARD_TO`` and answer the backend's body."""
     if scope["type"] == "lifespan":
-        while True:
-            message = await receive()
-            if message["type"] == "lifespan.startup":
-                await send({"type": "lifespan.startup.complete"})
-            else:
-                if _session is not None:
-                    await _session.close()
-                await send({"type": "lifespan.shutdown.complete"})
-                return
+        await lifespan(receive, send, on_shutdown=_close_session)
+        return
     while (await receive()).get("more_body"):
         pass
     authorization = next((v for k, v in scope["headers"] if k == b"authorization"), None)
     forward = _via_raw if _RAW else _via_aiohttp
     status, body = await forward(scope["path"], authorization)
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(body)).encode()),
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": body})
+    await answer_json(send, status, body)
+
+
+async def _close_session() -> None:
+    if _session is not None:
+        await _session.close()
