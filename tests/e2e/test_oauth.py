@@ -35,7 +35,7 @@ from server.identity import resolve_secrets
 from server.proxy import Invoker
 from server.resource import Verified
 from tests.e2e.conftest import LEGACY, ROOT, Agent, Recording, ServerProcess, run_indexer
-from tests.e2e.test_credential_routing import document
+from tests.e2e.test_credential_routing import build, document
 from tests.server.harness import ServerThread, free_port, serve
 
 OAUTH = {
@@ -73,13 +73,7 @@ def gateway(
     environ: dict[str, str] | None = None,
 ) -> Iterator[ServerThread]:
     """The real indexer over ``documents``, then the app on a real port."""
-    specs = tmp / "specs"
-    specs.mkdir()
-    for name, doc in documents.items():
-        (specs / name).write_text(json.dumps(doc))
-    config_path = tmp / "sezzlee.toml"
-    config_path.write_text(config)
-    run_indexer(specs, tmp / "index", config_path)
+    config_path = build(tmp, documents, config)
     decoded = decode_config(config_path.read_bytes(), file=str(config_path))
     # No fetch here: the app reads the JWKS URL itself before its first request.
     secrets = resolve_secrets(
