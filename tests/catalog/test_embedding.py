@@ -1,0 +1,110 @@
+"""The sentence encoder: the pinned model loads, vectors are unit length and mean what
+the texts mean, and a file that is not the pinned one is refused."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from catalog import embedding
+from catalog.embedding import (
+    DIMENSIONS,
+    Encoder,
+    ModelUnavailable,
+    content_key,
+    quantize,
+    tool_text,
+)
+
+
+@pytest.fixture(scope="module")
+def encoder() -> Encoder:
+    return Encoder(threads=1)
+
+
+def test_vectors_are_unit_length_and_one_per_text(encoder: Encoder) -> None:
+    texts = ["List pull requests", "", "a" * 5_000, "Créer une facture"]
+    vectors = encoder.embed(texts)
+    assert vectors.shape == (4, DIMENSIONS)
+    assert vectors.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+
+
+def test_batching_and_order_do_not_change_a_vector(encoder: Encoder) -> None:
+    texts = [f"operation number {i} " + "word " * (i % 17) for i in range(70)]
+    together = encoder.embed(texts)
+    alone = np.stack([encoder.embed([t])[0] for t in texts[:5]])
+    np.testing.assert_allclose(together[:5], alone, atol=1e-4)
+
+
+def test_a_request_is_nearest_the_tool_that_does_it(encoder: Encoder) -> None:
+    tools = [
+        tool_text(
+            title="List pull requests",
+            name="pulls/list",
+            path="/repos/{o}/{r}/pulls",
+            tags=["pulls"],
+            description="Lists pull requests in a repository.",
+        ),
+        tool_text(
+            title="Delete a webhook",
+            name="repos/delete-webhook",
+            path="/repos/{o}/{r}/hooks/{id}",
+            tags=["repos"],
+            description="",
+        ),
+        tool_text(
+            title="Create a customer",
+            name="PostCustomers",
+            path="/v1/customers",
+            tags=["customers"],
+            description="Creates a new customer object.",
+        ),
+    ]
+    vectors = encoder.embed(tools)
+    for request, expected in [
+        ("show me the open PRs of my repository", 0),
+        ("remove the hook that posts to our CI", 1),
+        ("sign up a new client with their email", 2),
+    ]:
+        scores = vectors @ encoder.embed([request])[0]
+        assert int(np.argmax(scores)) == expected, (request, scores)
+
+
+def test_tool_text_says_title_name_path_tags_then_description() -> None:
+    text = tool_text(
+        title="List pull requests",
+        name="pulls/list-requested-reviewers",
+        path="/repos/{owner}/{repo}/pulls",
+        tags=["pulls", "code review"],
+        description="x" * 500,
+    )
+    assert text.startswith(
+        "List pull requests. pulls list requested reviewers. "
+        "repos owner repo pulls. pulls, code review. "
+    )
+    assert text.endswith("x" * embedding.DESCRIPTION_CHARS)
+    assert "x" * (embedding.DESCRIPTION_CHARS + 1) not in text
+
+
+def test_content_key_names_text_and_model() -> None:
+    assert content_key("a") == content_key("a")
+    assert content_key("a") != content_key("b")
+    assert len(content_key("a")) == 16
+
+
+def test_quantize_keeps_the_ranking(encoder: Encoder) -> None:
+    vectors = encoder.embed([f"tool {i} does thing {i * 7}" for i in range(40)])
+    query = encoder.embed(["tool 3 does thing 21"])[0]
+    exact = np.argsort(-(vectors @ query))[:5]
+    approx = np.argsort(-(quantize(vectors).astype(np.float32) @ query))[:5]
+    assert exact[0] == approx[0]
+    assert len(set(exact) & set(approx)) >= 4
+
+
+def test_a_model_file_that_is_not_the_pinned_one_is_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(embedding, "MODEL_SHA256", "0" * 64)
+    with pytest.raises(ModelUnavailable, match="not the pinned"):
+        Encoder()
