@@ -8,7 +8,8 @@ Pure: no I/O (tantivy ``Query`` objects are values). Normative in
   dropping a tag widens the answer), ``query`` cut to ``MAX_QUERY_CHARS`` with a
   ``notice``. A ``query`` or ``tags`` no clamp can repair raise
   :class:`InvalidSearchArguments`.
-* ``keywords``: the query folded by :func:`catalog.fold.fold_words` (the index-time
+* ``keywords``: the query without its addresses (``operation_text``: e-mail addresses,
+  URLs' scheme and host) folded by :func:`catalog.fold.fold_words` (the index-time
   function), English stop words dropped when anything else remains, each word lightly
   stemmed (a shorter prefix only widens what it matches) and cut to ``MAX_GRAM``; the
   first ``MAX_KEYWORDS`` only.
@@ -88,6 +89,7 @@ __all__ = [
     "folded_tags",
     "keyword_terms",
     "keywords",
+    "operation_text",
     "phrase_terms",
     "phrases",
     "query_terms",
@@ -133,6 +135,9 @@ VERB_EXACT_BOOST: Final = 6.0
 """Weight of BM25 of a group verb's whole-word match (times ``VERB_WEIGHT``)."""
 
 _RUN: Final = re.compile(r"[^\W_]+")  # the runs fold_words splits a text into
+_ADDRESS: Final = re.compile(r"\S*@\S*\.\S+|\S*://[^/\s]+")
+"""An e-mail address, or a URL's scheme and host (its path is kept: ``/hooks/stripe``).
+Whole from the whitespace before it, so no word is left cut in two."""
 
 PAIR_BOOST: Final = 2.0
 """Weight of BM25 of a pair of adjacent query words said, in order, by a tool's title."""
@@ -318,8 +323,21 @@ def keywords(query: str) -> tuple[Keyword, ...]:
     return _keywords(query, limit=MAX_KEYWORDS)
 
 
+def operation_text(query: str) -> str:
+    """``query`` without the addresses it names: e-mail addresses and URLs' scheme and
+    host (:data:`_ADDRESS`).
+
+    An address names a value, never an operation (like an all-digit word), and its words
+    are the commonest of examples in descriptions: ``jane@example.com`` made
+    ``example`` and ``com`` rank every tool whose description shows an example address.
+    A query that is nothing but addresses is kept whole: its words are all it says.
+    """
+    stripped = _ADDRESS.sub(" ", query)
+    return stripped if _RUN.search(stripped) else query
+
+
 def _keywords(query: str, *, limit: int) -> tuple[Keyword, ...]:
-    words = list(dict.fromkeys(fold_words(query)))
+    words = list(dict.fromkeys(fold_words(operation_text(query))))
     content = [w for w in words if w not in STOP_WORDS and len(w) > 1 and not w.isdigit()]
     if content:
         words = content
@@ -339,7 +357,7 @@ def phrases(query: str) -> Phrases:
     """The pair and whole-title terms of ``query``, made by the function that made the
     titles' (:func:`catalog.english.phrase_words`), without duplicates.
     """
-    folded = fold_words(query)
+    folded = fold_words(operation_text(query))
     words = phrase_words(folded)
     methods = intent_methods(folded, within=VERB_WITHIN)
     acts = dict.fromkeys(f"{m} {w}" for m in methods for w in words)

@@ -102,6 +102,29 @@ def test_words_judge_a_lookup_by_the_visible_catalog_only(view: CatalogView) -> 
     assert public.phrases.pairs  # the phrase evidence comes along
 
 
+def test_an_address_in_the_request_ranks_nothing(tmp_path: Path) -> None:
+    # "example" and "com" once ranked the tools whose descriptions show an example
+    # address above the one the request asks for.
+    tools = [
+        make_tool("search_customers", "Search customers", description="By name or email."),
+        make_tool(
+            "update_profile_email",
+            "Update a profile email",
+            method="PATCH",
+            description="Sets the email of a profile, for example jane@example.com.",
+        ),
+        make_tool("get_domain", "Get a domain", description="Returns a domain: example.com."),
+        *(make_tool(f"other_{i:02d}", f"Other thing {i}") for i in range(20)),
+    ]
+    view = build_view(tmp_path / "i", tools)
+    found = _search(view, query="find the customer with email jane@example.com", limit=2)
+    assert found[0] == "search_customers"
+    assert _search(view, query="customer jane@example.com", limit=2) == [
+        "search_customers",
+        "get_domain",  # padding: catalog order, the address ranked nothing
+    ]
+
+
 # -- step 3: lexical candidates -----------------------------------------------------------
 
 
