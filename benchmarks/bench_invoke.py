@@ -53,7 +53,7 @@ from catalog.config import decode_config
 from catalog.visibility import Audience
 from examples.backend import DEMO_SECRET, DEMO_SECRET_ENV, demo_token
 from server.identity import caller_from_headers, resolve_secrets
-from server.invoke import ArgumentValidator
+from server.invoke.arguments import ArgumentValidator
 from server.proxy import Invoker
 from server.reader import Reader
 

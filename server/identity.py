@@ -50,7 +50,7 @@ from catalog.config import Config, JwtConfig, SpecConfig
 from catalog.errors import ConfigError
 from catalog.model import SecurityPolicy, SecurityScheme, has_control, header_name_problem
 from catalog.visibility import PUBLIC_KEY, Audience, Presented, partition
-from server.invoke import sendable_cookie
+from server.invoke.encoding import sendable_cookie
 from server.resource import ResourceServer, Verified, resource_verifier_config
 
 __all__ = [

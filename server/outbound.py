@@ -33,7 +33,8 @@ from urllib.parse import unquote, urlsplit
 import httptools
 
 from catalog.model import has_control, header_name_problem
-from server.invoke import BackendResponse, requote
+from server.invoke.answer import BackendResponse
+from server.invoke.encoding import requote
 
 __all__ = ["ACCEPT_ENCODING", "IDLE_SECONDS", "AnswerTooLarge", "ConnectionFailed", "Pool"]
 
@@ -431,7 +432,7 @@ class Pool:
             lines.append(f"{name}: {value}")
         if body is not None or method in _WITH_BODY:
             lines.append(f"Content-Length: {len(body) if body else 0}")
-        # One byte per character: header strings stand for their bytes (server.invoke
+        # One byte per character: header strings stand for their bytes (server.invoke.encoding
         # puts an argument's text there as its UTF-8), so a caller's credential arrives
         # as the caller sent it. The target is ASCII, re-quoted above.
         return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")

@@ -29,6 +29,7 @@ from urllib.parse import urldefrag, urljoin
 
 import msgspec
 
+from catalog.backends import origin_of
 from catalog.cards import truncate
 from catalog.config import Config, ExchangeConfig, SpecConfig
 from catalog.index_schema import InvokeRecord
@@ -44,18 +45,10 @@ from server.errors import (
 )
 from server.exchange import Exchanger
 from server.identity import EXCHANGE_MARK, Caller, Secrets
-from server.invoke import (
-    ArgumentValidator,
-    BackendResponse,
-    OutboundRequest,
-    base_url_for,
-    build_request,
-    check_version,
-    coerce_arguments,
-    interpret,
-    origin_of,
-    requote,
-)
+from server.invoke.answer import BackendResponse, interpret
+from server.invoke.arguments import ArgumentValidator, check_version, coerce_arguments
+from server.invoke.encoding import requote
+from server.invoke.request import OutboundRequest, base_url_for, build_request
 from server.outbound import ACCEPT_ENCODING, AnswerTooLarge, ConnectionFailed, Pool
 from server.resource import Verified
 from server.tls import tls_context

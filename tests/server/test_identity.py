@@ -262,7 +262,7 @@ def test_an_api_key_whose_header_name_cannot_be_sent_is_not_presented(
     header: str, verdict: Verdict
 ) -> None:
     # The document names the header; one that is no RFC 9110 token refuses every call
-    # that would send it (server.invoke.build_request, naming it), so it unlocks nothing.
+    # that would send it (server.invoke.request.build_request, naming it), so it unlocks nothing.
     scheme = SecurityScheme(name="key", type="apiKey", location="header", parameter=header)
     config = Config(specs={"svc.yaml": SpecConfig(namespace="svc", credentials={"key": "X-Key"})})
     key_policy = policy("svc", scheme)

@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from server import outbound
-from server.invoke import BackendResponse
+from server.invoke.answer import BackendResponse
 from server.outbound import AnswerTooLarge, ConnectionFailed, Pool
 from tests.server.certs import certificate, write_pem
 
