@@ -168,7 +168,7 @@ def app_from_env() -> Litestar:
     # Imported here, in the worker: the parent process never needs Litestar or httptools,
     # and not importing them there takes ~0.3 s off the cold start.
     from server.app import create_app
-    from server.proxy import Invoker
+    from server.invoke.invoker import Invoker
 
     _configure_logging(os.environ.get(_ENV_LOG_LEVEL, "info"))
     config_path = os.environ.get(_ENV_CONFIG) or None

@@ -1,7 +1,7 @@
 """Outbound HTTP/1.1 to one backend: keep-alive connections on asyncio transports, answers
 parsed by httptools (llhttp, the parser Node.js uses).
 
-The I/O edge of invoke_tool: ``server.proxy`` decides what may be sent and where; this
+The I/O edge of invoke_tool: ``server.invoke.sender`` decides what may be sent and where; this
 module sends exactly that and reads the answer. One :class:`Pool` per backend origin and
 connection settings, per server process.
 

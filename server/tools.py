@@ -137,7 +137,7 @@ META_TOOLS: Final = (
 
 
 class Invoker(Protocol):
-    """The invoke_tool seam (``server/invoke.py`` + ``server/proxy.py`` implement it)."""
+    """The invoke_tool seam (``server/invoke/invoker.py`` implements it)."""
 
     async def invoke(
         self,

@@ -1,4 +1,4 @@
-"""server/proxy.py: the Invoker against real loopback backends (uvicorn and raw sockets).
+"""server/invoke/: the Invoker against real loopback backends (uvicorn and raw sockets).
 
 The catalog side is a table of real ``InvokeRecord``/``ToolDefinition`` records that
 applies ``catalog.visibility`` exactly as ``server.view.CatalogView.target`` does; the
@@ -42,7 +42,7 @@ from catalog.model import (
 from catalog.visibility import Audience, Verdict, visibility_key
 from server.errors import ToolError, UnknownTool
 from server.identity import Caller, Credential, Outbound, Secrets, resolve_secrets
-from server.proxy import Invoker
+from server.invoke.invoker import Invoker
 from tests.server.certs import certificate, write_pem
 from tests.server.test_outbound import raw_server, requests
 
