@@ -30,8 +30,8 @@ from server.errors import BackendTimeout, BackendUnreachable, ResponseTooLarge
 from server.identity import Caller
 from server.invoke.answer import BackendResponse
 from server.invoke.encoding import requote
+from server.invoke.http_client import ACCEPT_ENCODING, AnswerTooLarge, ConnectionFailed, Pool
 from server.invoke.request import OutboundRequest
-from server.outbound import ACCEPT_ENCODING, AnswerTooLarge, ConnectionFailed, Pool
 from server.tls import tls_context
 
 __all__ = ["MAX_REDIRECTS", "BackendSettings", "Proxy", "holder_of"]

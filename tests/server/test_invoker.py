@@ -44,7 +44,7 @@ from server.errors import ToolError, UnknownTool
 from server.identity import Caller, Credential, Outbound, Secrets, resolve_secrets
 from server.invoke.invoker import Invoker
 from tests.server.certs import certificate, write_pem
-from tests.server.test_outbound import raw_server, requests
+from tests.server.test_http_client import raw_server, requests
 
 OAUTH = SecurityScheme(name="orders_auth", type="oauth2")
 SECURED = SecurityPolicy(
