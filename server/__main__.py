@@ -32,8 +32,8 @@ from catalog.config import (
 )
 from catalog.errors import ConfigError
 from server.identity import resolve_secrets
+from server.invoke.tls import tls_problems
 from server.limits import worker_limits
-from server.tls import tls_problems
 
 if TYPE_CHECKING:
     from litestar import Litestar

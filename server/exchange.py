@@ -32,8 +32,8 @@ import msgspec
 from catalog.config import AuthorizationServer, ExchangeConfig
 from server.errors import TokenExchangeFailed
 from server.invoke.http_client import AnswerTooLarge, ConnectionFailed, Pool
+from server.invoke.tls import tls_context
 from server.resource import Verified
-from server.tls import tls_context
 
 __all__ = ["EXPIRY_MARGIN", "Exchanger"]
 

@@ -162,7 +162,7 @@ async def fetch(url: str, *, budget: int = JWKS_MAX_BYTES) -> bytes:
         OSError: unreachable. TimeoutError: no answer within 10 s.
         ValueError: not 200, or over ``budget``.
     """
-    from server.tls import tls_context
+    from server.invoke.tls import tls_context
 
     parts = urlsplit(url)
     origin = f"{parts.scheme}://{parts.netloc.rsplit('@', 1)[-1]}"

@@ -32,7 +32,7 @@ from server.invoke.answer import BackendResponse
 from server.invoke.encoding import requote
 from server.invoke.http_client import ACCEPT_ENCODING, AnswerTooLarge, ConnectionFailed, Pool
 from server.invoke.request import OutboundRequest
-from server.tls import tls_context
+from server.invoke.tls import tls_context
 
 __all__ = ["MAX_REDIRECTS", "BackendSettings", "Proxy", "holder_of"]
 
