@@ -44,10 +44,10 @@ from server.invoke.encoding import (
     quote_component,
 )
 
-__all__ = ["MAX_ENCODED_BYTES", "OutboundRequest", "base_url_for", "build_request"]
+__all__ = ["MAX_ENCODED_BYTES", "BackendRequest", "base_url_for", "build_request"]
 
 
-class OutboundRequest(msgspec.Struct, frozen=True, kw_only=True):
+class BackendRequest(msgspec.Struct, frozen=True, kw_only=True):
     """One HTTP request to a backend, ready to send.
 
     ``origin`` is the backend's ``scheme://host:port``; the URL always starts with it.
@@ -64,7 +64,7 @@ class OutboundRequest(msgspec.Struct, frozen=True, kw_only=True):
     content_type: str | None = None
 
     def __repr__(self) -> str:  # headers carry credentials: never printed
-        return f"OutboundRequest({self.method} {self.url.split('?', 1)[0]})"
+        return f"BackendRequest({self.method} {self.url.split('?', 1)[0]})"
 
 
 def _base_origin(base: str) -> str | None:
@@ -102,7 +102,7 @@ def build_request(
     query: Sequence[tuple[str, str]] = (),
     cookies: Sequence[tuple[str, str]] = (),
     max_body_bytes: int | None = None,
-) -> OutboundRequest:
+) -> BackendRequest:
     """The request for ``route`` with ``arguments`` (already validated).
 
     Args:
@@ -203,7 +203,7 @@ def build_request(
                 f"header {name!r}: a header may not contain control characters",
                 errors=[{"path": f"/{name}", "message": "a control character in a header"}],
             )
-    return OutboundRequest(
+    return BackendRequest(
         method=route.method.upper(),
         url=url,
         origin=origin,

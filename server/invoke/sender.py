@@ -31,7 +31,7 @@ from server.identity import Caller
 from server.invoke.answer import BackendResponse
 from server.invoke.encoding import requote
 from server.invoke.http_client import ACCEPT_ENCODING, AnswerTooLarge, ConnectionFailed, Pool
-from server.invoke.request import OutboundRequest
+from server.invoke.request import BackendRequest
 from server.invoke.tls import tls_context
 
 __all__ = ["MAX_REDIRECTS", "BackendSettings", "Proxy", "holder_of"]
@@ -122,7 +122,7 @@ def _tls(settings: BackendSettings) -> ssl.SSLContext | None:
 
 
 class Proxy:
-    """Sends :class:`OutboundRequest` values over one connection pool per backend."""
+    """Sends :class:`BackendRequest` values over one connection pool per backend."""
 
     def __init__(self) -> None:
         self._backends: dict[BackendSettings, _Backend] = {}
@@ -134,7 +134,7 @@ class Proxy:
         return backend
 
     async def send(
-        self, request: OutboundRequest, settings: BackendSettings, holder: str = ""
+        self, request: BackendRequest, settings: BackendSettings, holder: str = ""
     ) -> BackendResponse:
         """Send ``request`` to its backend and read the answer within the budget, in one
         of ``holder``'s slots (its share of the backend's ``max_concurrency``).
@@ -171,7 +171,7 @@ class Proxy:
                 f"the backend did not answer within {settings.timeout_seconds:g} s"
             ) from exc
 
-    async def _follow(self, backend: _Backend, request: OutboundRequest) -> BackendResponse:
+    async def _follow(self, backend: _Backend, request: BackendRequest) -> BackendResponse:
         origin = backend.settings.origin
         method, url, body = request.method, request.url, request.body
         headers = list(request.headers)
