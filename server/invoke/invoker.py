@@ -24,7 +24,7 @@ from server.identity import EXCHANGE_MARK, Caller, Secrets
 from server.invoke.answer import interpret
 from server.invoke.arguments import ArgumentValidator, check_version, coerce_arguments
 from server.invoke.request import base_url_for, build_request
-from server.invoke.sender import BackendSettings, Proxy, holder_of
+from server.invoke.sender import BackendSender, BackendSettings, holder_of
 from server.resource import Verified
 
 __all__ = ["Invoker", "Targets"]
@@ -59,7 +59,7 @@ class Invoker:
     def __init__(self, *, config: Config, secrets: Secrets) -> None:
         self._config = config
         self._secrets = secrets
-        self._proxy = Proxy()
+        self._sender = BackendSender()
         self._validator = ArgumentValidator()
         self._known: dict[tuple[str, str], BackendSettings] = {}
         servers = {s.issuer: s for s in config.auth.authorization_servers}
@@ -120,7 +120,7 @@ class Invoker:
                 max_body_bytes=self._config.invoke.max_request_bytes,
             )
             settings = self._settings(request.origin, record.source, spec)
-            response = await self._proxy.send(request, settings, holder_of(caller, client))
+            response = await self._sender.send(request, settings, holder_of(caller, client))
             status = response.status
             return interpret(response)
         except ToolError as error:
@@ -178,5 +178,5 @@ class Invoker:
 
     async def aclose(self) -> None:
         """Close the connection pools (the app's lifespan calls this on shutdown)."""
-        await self._proxy.aclose()
+        await self._sender.aclose()
         await self.exchanger.aclose()

@@ -2,7 +2,7 @@
 
 One keep-alive connection pool (``server/invoke/http_client.py``) per backend (origin and
 connection settings) per process, created on first use and closed with the invoker. Each
-pool has the timeouts, CA bundle, client certificate, outbound proxy and concurrency
+pool has the timeouts, CA bundle, client certificate, HTTP proxy and concurrency
 limit of its spec's config. A redirect to the same origin is followed here (at most
 :data:`MAX_REDIRECTS`), one to any other origin is returned to the caller as the
 backend's answer, so credentials never leave the backend they were meant for. The
@@ -34,7 +34,7 @@ from server.invoke.http_client import ACCEPT_ENCODING, AnswerTooLarge, Connectio
 from server.invoke.request import BackendRequest
 from server.invoke.tls import tls_context
 
-__all__ = ["MAX_REDIRECTS", "BackendSettings", "Proxy", "holder_of"]
+__all__ = ["MAX_REDIRECTS", "BackendSender", "BackendSettings", "holder_of"]
 
 MAX_REDIRECTS: Final = 5
 _REDIRECTS: Final = frozenset({301, 302, 303, 307, 308})
@@ -60,6 +60,7 @@ class BackendSettings(msgspec.Struct, frozen=True, kw_only=True):
     client_cert: str | None = None
     client_key: str | None = None
     proxy: str | None = None
+    """The HTTP proxy the pool connects through (the spec's ``proxy``), if any."""
 
 
 class _Backend:
@@ -121,7 +122,7 @@ def _tls(settings: BackendSettings) -> ssl.SSLContext | None:
     return tls_context(settings.ca_bundle, settings.client_cert, settings.client_key)
 
 
-class Proxy:
+class BackendSender:
     """Sends :class:`BackendRequest` values over one connection pool per backend."""
 
     def __init__(self) -> None:
