@@ -5,7 +5,7 @@ only function here that is handed the environment and a file reader); a request 
 its own headers and the clock (token expiry). Two caches live on the start-up objects,
 never in module globals: verified tokens on each :class:`JwtVerifier`, and the
 per-catalog plan on :class:`Secrets`. Credentials are never logged, and :class:`Caller`
-and :class:`Outbound` hide them from ``repr``.
+and :class:`Forwarded` hide them from ``repr``.
 
 Theory of operation (docs/decisions.md, Visibility and Caller identity):
 
@@ -58,8 +58,8 @@ __all__ = [
     "MIN_HS256_SECRET_BYTES",
     "Caller",
     "Credential",
+    "Forwarded",
     "JwtVerifier",
-    "Outbound",
     "PlanCache",
     "Secrets",
     "caller_from_headers",
@@ -342,7 +342,7 @@ class Credential(msgspec.Struct, frozen=True, kw_only=True):
         return f"Credential({self.scheme!r}, {self.location} {self.name!r}, value=<hidden>)"
 
 
-class Outbound(msgspec.Struct, frozen=True, kw_only=True):
+class Forwarded(msgspec.Struct, frozen=True, kw_only=True):
     """The caller's headers bound for one document's backend, and the origins it reaches.
 
     ``headers`` are forwarded headers that carry no security scheme's credential: they go
@@ -374,10 +374,10 @@ class Outbound(msgspec.Struct, frozen=True, kw_only=True):
         )
 
     def __repr__(self) -> str:
-        return f"Outbound(headers={[h for h, _ in self.headers]}, values=<hidden>)"
+        return f"Forwarded(headers={[h for h, _ in self.headers]}, values=<hidden>)"
 
 
-_NOTHING: Final = Outbound()
+_NOTHING: Final = Forwarded()
 
 
 class Caller(msgspec.Struct, frozen=True, kw_only=True):
@@ -386,7 +386,7 @@ class Caller(msgspec.Struct, frozen=True, kw_only=True):
     Attributes:
         id: the verified JWT's ``sub`` (for the audit log), when there is one.
         audience: the visibility keys this caller sees (search, load and invoke).
-        outbound: spec source → what is forwarded to that document's backend only.
+        forwarded: spec source → what is forwarded to that document's backend only.
         presented: namespace → scheme name → what was presented (never the value).
         verified: the token the ``[auth]`` resource server accepted (token exchange).
         authenticated: some verifier (``[auth]`` or a spec's ``jwt``) accepted a token.
@@ -397,21 +397,21 @@ class Caller(msgspec.Struct, frozen=True, kw_only=True):
 
     audience: Audience = Audience()
     id: str | None = None
-    outbound: dict[str, Outbound] = msgspec.field(default_factory=dict)
+    forwarded: dict[str, Forwarded] = msgspec.field(default_factory=dict)
     presented: dict[str, dict[str, Presented]] = msgspec.field(default_factory=dict)
     verified: Verified | None = None
     authenticated: bool = False
     rejected: bool = False
 
-    def outbound_for(self, source: str, origin: str) -> Outbound:
+    def forwarded_for(self, source: str, origin: str) -> Forwarded:
         """What goes with a call of document ``source`` sent to ``origin``: nothing unless
         the document reaches that origin (its ``base_url`` or its servers).
         """
-        outbound = self.outbound.get(source, _NOTHING)
-        return outbound if origin in outbound.origins else _NOTHING
+        forwarded = self.forwarded.get(source, _NOTHING)
+        return forwarded if origin in forwarded.origins else _NOTHING
 
     def __repr__(self) -> str:
-        return f"Caller(id={self.id!r}, documents={sorted(self.outbound)})"
+        return f"Caller(id={self.id!r}, documents={sorted(self.forwarded)})"
 
 
 def caller_from_headers(
@@ -462,7 +462,7 @@ def caller_from_headers(
         verified = secrets.resource.verify(bearer)
     accepted = verified is not None  # a verifier accepted the Authorization token
     refused = False  # a spec verifier refused it
-    outbound: dict[str, Outbound] = {}
+    forwarded: dict[str, Forwarded] = {}
     found: dict[str, dict[str, Presented | None]] = {}  # None: a verifier rejected it
     caller_id: str | None = verified.subject if verified is not None else None
     vouched = Presented(verified=True, scopes=verified.scopes) if verified else _UNSEEN
@@ -540,7 +540,7 @@ def caller_from_headers(
                     caller_id = claims["sub"]
             presented[scheme.name] = _merged(presented.get(scheme.name, _UNSEEN), judged)
         if plain or credentials:
-            outbound[route.source] = Outbound(
+            forwarded[route.source] = Forwarded(
                 origins=route.origins, headers=plain, credentials=tuple(credentials)
             )
     by_namespace = {
@@ -558,7 +558,7 @@ def caller_from_headers(
     return Caller(
         audience=plan.audience({ns: c for ns, c in by_namespace.items() if c}),
         id=caller_id,
-        outbound=outbound,
+        forwarded=forwarded,
         presented={ns: c for ns, c in by_namespace.items() if c},
         verified=verified,
         authenticated=accepted,

@@ -105,8 +105,8 @@ class Invoker:
             base = base_url_for(record.route, spec.base_url, tool=name)
             # Bound to the document and the origin the call goes to, and only what this
             # operation's security requirement asks for (docs/credentials.md).
-            outbound = caller.outbound_for(record.source, origin_of(base) or "")
-            headers, query, cookies = outbound.placed(record.security)
+            forwarded = caller.forwarded_for(record.source, origin_of(base) or "")
+            headers, query, cookies = forwarded.placed(record.security)
             if caller.verified is not None and spec.exchange is not None:
                 headers = await self._exchanged(headers, caller.verified, spec.exchange)
             static = self._secrets.static_headers.get(record.source, ())
