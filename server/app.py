@@ -33,7 +33,7 @@ from server.protocol import Guard
 from server.reader import Reader
 
 if TYPE_CHECKING:
-    from server.tools import Invoker
+    from server.invoke.invoker import Invoker
     from server.view import CatalogView
 
 __all__ = ["ServerState", "create_app"]
