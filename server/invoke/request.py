@@ -27,7 +27,13 @@ import msgspec
 
 from catalog.backends import origin_of
 from catalog.media import media_type
-from catalog.model import GATEWAY_HEADERS, Route, has_control, header_name_problem
+from catalog.model import (
+    GATEWAY_HEADERS,
+    ParameterBinding,
+    Route,
+    has_control,
+    header_name_problem,
+)
 from server.errors import BackendNotConfigured, InvalidArguments
 from server.invoke.arguments import json_pointer
 from server.invoke.body import encode_body
@@ -132,58 +138,130 @@ def build_request(
     origin = _base_origin(base_url)
     if origin is None:  # base_url_for already checked; a direct caller may not have
         raise BackendNotConfigured("the backend URL is no absolute http(s) URL without a query")
-    path_values: dict[str, str] = {}
-    query_parts: list[str] = []
-    header_list: list[tuple[str, str]] = []
-    cookie_list: list[tuple[str, str]] = []
-    body_members: dict[str, Any] = {}
-    whole_body: Any = None
-    has_whole_body = False
+    placed = _place(route, args)
+    url = _url(base_url, route.path, placed, query)
+    body, content_type = _body_within(route, placed, max_body_bytes)
+    sent = _merged_headers(placed, headers, cookies, content_type)
+    _check_headers(sent)
+    return BackendRequest(
+        method=route.method.upper(),
+        url=url,
+        origin=origin,
+        headers=tuple((on_wire(k), on_wire(v)) for k, v in sent),
+        body=body,
+        content_type=content_type,
+    )
+
+
+class _Placed:
+    """The arguments of one call, each where its binding puts it (encoded, but for the
+    body, which :func:`encode_body` writes whole).
+    """
+
+    __slots__ = ("body_members", "cookies", "has_whole_body", "headers", "path", "query", "whole")
+
+    def __init__(self) -> None:
+        self.path: dict[str, str] = {}
+        self.query: list[str] = []
+        self.headers: list[tuple[str, str]] = []
+        self.cookies: list[tuple[str, str]] = []
+        self.body_members: dict[str, Any] = {}
+        self.whole: Any = None
+        self.has_whole_body = False
+
+
+def _place(route: Route, args: Mapping[str, Any]) -> _Placed:
+    """Each argument the route binds, in its place."""
+    placed = _Placed()
     for binding in route.bindings:
         if binding.argument not in args:
             continue
         value = args[binding.argument]
         if binding.location == "body":
             if route.body_is_whole or not binding.wire_name:
-                whole_body, has_whole_body = value, True
+                placed.whole, placed.has_whole_body = value, True
             else:
-                body_members[binding.wire_name] = value
-            continue
-        if value is None:
-            continue  # an explicit null parameter is sent as an absent one
-        if binding.content_type:
-            value = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
-        if binding.location == "path":
-            segment = path_value(binding, value)
-            if segment:  # an empty segment ("//") may be collapsed by the backend's router
-                path_values[binding.wire_name] = segment
-        elif binding.location == "query":
-            query_parts.extend(query_pairs(binding, value))
-        elif binding.location == "header":
-            if binding.wire_name.lower() in GATEWAY_HEADERS:
-                continue
-            problem = header_name_problem(binding.wire_name)
-            if problem:
-                raise InvalidArguments(
-                    f"header parameter {binding.argument!r} cannot be sent: {problem}",
-                    errors=[{"path": f"/{binding.argument}", "message": "not a valid header name"}],
-                )
-            header_list.append((binding.wire_name, header_value(binding, value)))
-        elif binding.location == "cookie":
-            cookie_list.append((binding.wire_name, cookie_value(value)))
-    url = base_url + expand_path(route.path, path_values)
-    query_parts.extend(f"{quote_component(k)}={quote(octets(v), safe='')}" for k, v in query)
-    if query_parts:
-        url += "?" + "&".join(query_parts)
-    body, content_type = encode_body(route, body_members, whole_body, has_whole_body)
+                placed.body_members[binding.wire_name] = value
+        elif value is not None:  # an explicit null parameter is sent as an absent one
+            _place_parameter(binding, value, placed)
+    return placed
+
+
+def _place_parameter(binding: ParameterBinding, value: Any, placed: _Placed) -> None:
+    """One path, query, header or cookie argument, encoded by its style.
+
+    Raises:
+        InvalidArguments: a header parameter whose name cannot be sent.
+    """
+    if binding.content_type:
+        value = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    if binding.location == "path":
+        segment = path_value(binding, value)
+        if segment:  # an empty segment ("//") may be collapsed by the backend's router
+            placed.path[binding.wire_name] = segment
+    elif binding.location == "query":
+        placed.query.extend(query_pairs(binding, value))
+    elif binding.location == "header":
+        if binding.wire_name.lower() in GATEWAY_HEADERS:
+            return
+        problem = header_name_problem(binding.wire_name)
+        if problem:
+            raise InvalidArguments(
+                f"header parameter {binding.argument!r} cannot be sent: {problem}",
+                errors=[{"path": f"/{binding.argument}", "message": "not a valid header name"}],
+            )
+        placed.headers.append((binding.wire_name, header_value(binding, value)))
+    elif binding.location == "cookie":
+        placed.cookies.append((binding.wire_name, cookie_value(value)))
+
+
+def _url(
+    base_url: str, template: str, placed: _Placed, credentials: Sequence[tuple[str, str]]
+) -> str:
+    """The base URL, the expanded path, and the query: arguments, then credentials."""
+    url = base_url + expand_path(template, placed.path)
+    pairs = [
+        *placed.query,
+        *(f"{quote_component(k)}={quote(octets(v), safe='')}" for k, v in credentials),
+    ]
+    return url + "?" + "&".join(pairs) if pairs else url
+
+
+def _body_within(
+    route: Route, placed: _Placed, max_body_bytes: int | None
+) -> tuple[bytes | None, str | None]:
+    """The encoded body and its Content-Type.
+
+    Raises:
+        InvalidArguments: the body is over ``max_body_bytes``.
+    """
+    body, content_type = encode_body(
+        route, placed.body_members, placed.whole, placed.has_whole_body
+    )
     if body is not None and max_body_bytes is not None and len(body) > max_body_bytes:
         raise InvalidArguments(
             f"the request body is {len(body)} bytes, over the {max_body_bytes}-byte limit"
         )
-    out: dict[str, tuple[str, str]] = {k.lower(): (k, v) for k, v in header_list}
+    return body, content_type
+
+
+def _merged_headers(
+    placed: _Placed,
+    headers: Sequence[tuple[str, str]],
+    cookies: Sequence[tuple[str, str]],
+    content_type: str | None,
+) -> list[tuple[str, str]]:
+    """The headers to send: the arguments', overridden by the credentials and static
+    headers of the same name, one Cookie header holding argument and credential cookies,
+    and the body's Content-Type.
+
+    Raises:
+        InvalidArguments: a credential cookie that would not stay one cookie.
+    """
+    out: dict[str, tuple[str, str]] = {k.lower(): (k, v) for k, v in placed.headers}
     for name, value in cookies:
         check_credential_cookie(name, value)
-    all_cookies = [*cookie_list, *cookies]
+    all_cookies = [*placed.cookies, *cookies]
     for name, value in headers:
         out[name.lower()] = (name, value)
     if all_cookies:
@@ -192,7 +270,17 @@ def build_request(
         out["cookie"] = ("Cookie", f"{given[1]}; {jar}" if given else jar)
     if content_type is not None:
         out["content-type"] = ("Content-Type", content_type)
-    for name, value in out.values():
+    return list(out.values())
+
+
+def _check_headers(sent: Sequence[tuple[str, str]]) -> None:
+    """Refuse a header name that is no token or is the HTTP client's, or a value with a
+    control character, whatever its source.
+
+    Raises:
+        InvalidArguments: naming the header.
+    """
+    for name, value in sent:
         # A credential's name is the document's (an apiKey in a header); a static
         # header's, the config's, checked at its load: a second line of defence.
         problem = header_name_problem(name)
@@ -203,14 +291,6 @@ def build_request(
                 f"header {name!r}: a header may not contain control characters",
                 errors=[{"path": f"/{name}", "message": "a control character in a header"}],
             )
-    return BackendRequest(
-        method=route.method.upper(),
-        url=url,
-        origin=origin,
-        headers=tuple((on_wire(k), on_wire(v)) for k, v in out.values()),
-        body=body,
-        content_type=content_type,
-    )
 
 
 MAX_ENCODED_BYTES: Final = 256 * 1024
