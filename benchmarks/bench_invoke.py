@@ -52,7 +52,8 @@ from catalog.backends import documents_of
 from catalog.config import decode_config
 from catalog.visibility import Audience
 from examples.backend import DEMO_SECRET, DEMO_SECRET_ENV, demo_token
-from server.identity import caller_from_headers, resolve_secrets
+from server.identity.caller import caller_from_headers
+from server.identity.secrets import resolve_secrets
 from server.invoke.arguments import ArgumentValidator
 from server.invoke.invoker import Invoker
 from server.reader import Reader

@@ -31,7 +31,7 @@ from catalog.config import (
     with_files_from,
 )
 from catalog.errors import ConfigError
-from server.identity import resolve_secrets
+from server.identity.secrets import resolve_secrets
 from server.invoke.tls import tls_problems
 from server.limits import worker_limits
 

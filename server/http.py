@@ -46,7 +46,7 @@ from litestar.types import (
 from catalog.backends import Document, documents_of
 from catalog.model import SecurityPolicy
 from server.errors import ToolError
-from server.identity import Caller, caller_from_headers
+from server.identity.caller import Caller, caller_from_headers
 from server.notify import StreamLimit
 from server.protocol import (
     INTERNAL_ERROR,

@@ -32,7 +32,7 @@ from catalog.model import SecurityPolicy
 from server.invoke.http_client import AnswerTooLarge, ConnectionFailed, Pool
 
 if TYPE_CHECKING:
-    from server.identity import JwtVerifier
+    from server.identity.jwt_verifier import JwtVerifier
 
 __all__ = [
     "JWKS_MAX_BYTES",

@@ -24,7 +24,7 @@ from server.errors import CatalogUnavailable, InvalidArguments, ToolError
 from server.messages import Tool
 
 if TYPE_CHECKING:
-    from server.identity import Caller
+    from server.identity.caller import Caller
     from server.invoke.invoker import Invoker
     from server.view import CatalogView
 

@@ -20,7 +20,9 @@ from catalog.naming import MAX_NAME_LENGTH
 from catalog.visibility import Audience
 from server.errors import InvalidArguments, ToolError
 from server.exchange import Exchanger
-from server.identity import EXCHANGE_MARK, Caller, Secrets
+from server.identity.caller import Caller
+from server.identity.credentials import EXCHANGE_MARK
+from server.identity.secrets import Secrets
 from server.invoke.answer import interpret
 from server.invoke.arguments import ArgumentValidator, check_version, coerce_arguments
 from server.invoke.request import base_url_for, build_request

@@ -27,7 +27,7 @@ import msgspec
 
 from catalog.backends import origin_of
 from server.errors import BackendTimeout, BackendUnreachable, ResponseTooLarge
-from server.identity import Caller
+from server.identity.caller import Caller
 from server.invoke.answer import BackendResponse
 from server.invoke.encoding import requote
 from server.invoke.http_client import ACCEPT_ENCODING, AnswerTooLarge, ConnectionFailed, Pool

@@ -23,7 +23,7 @@ import pytest
 from catalog.config import decode_config
 from examples.backend import DEMO_SECRET, DEMO_SECRET_ENV, demo_token
 from server.app import create_app
-from server.identity import resolve_secrets
+from server.identity.secrets import resolve_secrets
 from server.invoke.invoker import Invoker
 from tests.contract import GET_ORDER
 from tests.e2e.conftest import Agent, run_indexer, write_config

@@ -31,7 +31,7 @@ from benchmarks.oauth_server import (
 )
 from catalog.config import ExchangeConfig, decode_config
 from server.app import create_app
-from server.identity import resolve_secrets
+from server.identity.secrets import resolve_secrets
 from server.invoke.invoker import Invoker
 from server.resource import Verified
 from tests.e2e.conftest import LEGACY, ROOT, Agent, Recording, ServerProcess, run_indexer

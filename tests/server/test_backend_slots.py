@@ -19,7 +19,8 @@ import pytest
 
 from catalog.config import Config, InvokeConfig, SpecConfig
 from server.errors import ToolError
-from server.identity import Caller, Secrets
+from server.identity.caller import Caller
+from server.identity.secrets import Secrets
 from server.invoke.invoker import Invoker
 from tests.server.test_invoker import echo_tool, free_port
 

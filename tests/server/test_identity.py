@@ -1,4 +1,4 @@
-"""server/identity.py: credentials bound to a document's origins, JWT scopes, audiences."""
+"""server/identity/: credentials bound to a document's origins, JWT scopes, audiences."""
 
 from __future__ import annotations
 
@@ -19,13 +19,9 @@ from catalog.errors import ConfigError
 from catalog.model import SchemeUse, SecurityPolicy, SecurityScheme
 from catalog.visibility import PUBLIC_KEY, Presented, Verdict, partition, visibility_key
 from examples.backend import DEMO_AUDIENCE, DEMO_ISSUER, DEMO_SECRET, demo_token
-from server.identity import (
-    EXCHANGE_MARK,
-    Caller,
-    Secrets,
-    caller_from_headers,
-    resolve_secrets,
-)
+from server.identity.caller import Caller, caller_from_headers
+from server.identity.credentials import EXCHANGE_MARK
+from server.identity.secrets import Secrets, resolve_secrets
 
 OAUTH = SecurityScheme(name="orders_auth", type="oauth2")
 API_KEY = SecurityScheme(name="key", type="apiKey", location="header", parameter="X-Api-Key")

@@ -41,7 +41,9 @@ from catalog.model import (
 )
 from catalog.visibility import Audience, Verdict, visibility_key
 from server.errors import ToolError, UnknownTool
-from server.identity import Caller, Credential, Forwarded, Secrets, resolve_secrets
+from server.identity.caller import Caller
+from server.identity.credentials import Credential, Forwarded
+from server.identity.secrets import Secrets, resolve_secrets
 from server.invoke.invoker import Invoker
 from tests.server.certs import certificate, write_pem
 from tests.server.test_http_client import raw_server, requests
