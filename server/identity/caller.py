@@ -42,8 +42,8 @@ from typing import Final
 import msgspec
 
 from catalog.backends import Document
-from catalog.config import Config
-from catalog.model import SecurityPolicy, header_name_problem
+from catalog.config import Config, SpecConfig
+from catalog.model import SecurityPolicy, SecurityScheme, header_name_problem
 from catalog.visibility import Audience, Presented
 from server.identity.credentials import (
     EXCHANGE_MARK,
@@ -55,6 +55,8 @@ from server.identity.credentials import (
     is_bearer,
     located_credential,
 )
+from server.identity.jwt_verifier import JwtVerifier
+from server.identity.plans import CredentialRoute, IdentityPlan
 from server.identity.secrets import Secrets
 from server.invoke.encoding import sendable_cookie
 from server.resource import Verified
@@ -131,7 +133,29 @@ def caller_from_headers(
         secrets: the JWT verifiers resolved at start-up (and the plan cache).
     """
     plan = secrets.plans.get(config, documents, policies)
-    wanted = plan.wanted
+    authorization, inbound = _inbound(headers, plan.wanted)
+    bearer = _bearer_of(authorization)
+    verified = None
+    if secrets.resource is not None and bearer is not None:
+        verified = secrets.resource.verify(bearer)
+    reading = _Reading(bearer, verified)
+    for route in plan.routes:
+        spec = config.spec(route.source)
+        if verified is not None and "authorization" in inbound and spec.identity == "static":
+            reading.vouch_service(route, spec)
+        routed = _routed(inbound, spec, verified)
+        if any(name in routed for name in route.lowered):
+            reading.read_route(route, spec, routed, secrets.verifiers.get(route.source))
+        # else: nothing this document's backend may receive was sent
+    return reading.caller(plan, resource_judges=secrets.resource is not None)
+
+
+def _inbound(
+    headers: Mapping[str, str], wanted: frozenset[str]
+) -> tuple[str | None, dict[str, str]]:
+    """The ``Authorization`` value, and the headers some route reads (lower-case names)
+    that may be forwarded at all.
+    """
     authorization: str | None = None
     inbound: dict[str, str] = {}
     for name, value in headers.items():
@@ -140,114 +164,152 @@ def caller_from_headers(
             authorization = value
         if lowered in wanted and forwardable(lowered, value):
             inbound[lowered] = value
-    bearer = _bearer_of(authorization)
-    verified = None
-    if secrets.resource is not None and bearer is not None:
-        verified = secrets.resource.verify(bearer)
-    accepted = verified is not None  # a verifier accepted the Authorization token
-    refused = False  # a spec verifier refused it
-    forwarded: dict[str, Forwarded] = {}
-    found: dict[str, dict[str, Presented | None]] = {}  # None: a verifier rejected it
-    caller_id: str | None = verified.subject if verified is not None else None
-    vouched = Presented(verified=True, scopes=verified.scopes) if verified else _UNSEEN
-    for route in plan.routes:
-        spec = config.spec(route.source)
-        routed = inbound
-        if verified is not None and "authorization" in inbound:
-            # The caller's token for this gateway: never passed on unless the spec says so.
-            if spec.identity != "passthrough":
-                routed = dict(inbound)
-                if spec.identity == "token_exchange":
-                    routed["authorization"] = f"Bearer {EXCHANGE_MARK}"
-                else:
-                    del routed["authorization"]
-            if spec.identity == "static":
-                # The backend gets the gateway's service credential; the caller's scopes
-                # still decide which of its operations this caller sees.
-                presented = found.setdefault(route.namespace, {})
-                for scheme in route.schemes:
-                    if carrier(scheme, spec) == "authorization" and is_bearer(scheme):
-                        presented[scheme.name] = _merged(
-                            presented.get(scheme.name, _UNSEEN), vouched
-                        )
-        if not any(name in routed for name in route.lowered):
-            continue  # nothing this document's backend may receive was sent
+    return authorization, inbound
+
+
+def _routed(inbound: dict[str, str], spec: SpecConfig, verified: Verified | None) -> dict[str, str]:
+    """The inbound headers as one document's backend may receive them: the caller's
+    token for this gateway is never passed on unless the spec's ``identity`` says so
+    (passed as it is, or marked for exchange).
+    """
+    if verified is None or "authorization" not in inbound or spec.identity == "passthrough":
+        return inbound
+    routed = dict(inbound)
+    if spec.identity == "token_exchange":
+        routed["authorization"] = f"Bearer {EXCHANGE_MARK}"
+    else:
+        del routed["authorization"]
+    return routed
+
+
+def _credential_for(scheme: SecurityScheme, value: str, placed: str) -> tuple[Credential, bool]:
+    """The scheme's credential where the document sends it, and whether it can be sent."""
+    if scheme.location == "query" and scheme.parameter:
+        query = Credential(scheme=scheme.name, location="query", name=scheme.parameter, value=value)
+        return query, True
+    if scheme.location == "cookie" and scheme.parameter:
+        cookie = Credential(
+            scheme=scheme.name, location="cookie", name=scheme.parameter, value=value
+        )
+        return cookie, sendable_cookie(value)
+    header = Credential(scheme=scheme.name, location="header", name=placed, value=value)
+    # an apiKey's header, named by the document: the one header check
+    return header, header_name_problem(placed) is None
+
+
+class _Reading:
+    """What one request's headers have shown so far, route by route."""
+
+    __slots__ = (
+        "accepted",
+        "bearer",
+        "caller_id",
+        "forwarded",
+        "found",
+        "refused",
+        "verified",
+        "vouched",
+    )
+
+    def __init__(self, bearer: str | None, verified: Verified | None) -> None:
+        self.bearer = bearer
+        self.verified = verified
+        self.accepted = verified is not None  # a verifier accepted the Authorization token
+        self.refused = False  # a spec verifier refused it
+        self.caller_id = verified.subject if verified is not None else None
+        self.vouched = Presented(verified=True, scopes=verified.scopes) if verified else _UNSEEN
+        self.forwarded: dict[str, Forwarded] = {}
+        self.found: dict[str, dict[str, Presented | None]] = {}  # None: a verifier rejected it
+
+    def vouch_service(self, route: CredentialRoute, spec: SpecConfig) -> None:
+        """The backend gets the gateway's service credential (``identity = "static"``);
+        the caller's verified scopes still decide which of its operations this caller sees.
+        """
+        presented = self.found.setdefault(route.namespace, {})
+        for scheme in route.schemes:
+            if carrier(scheme, spec) == "authorization" and is_bearer(scheme):
+                presented[scheme.name] = _merged(presented.get(scheme.name, _UNSEEN), self.vouched)
+
+    def read_route(
+        self,
+        route: CredentialRoute,
+        spec: SpecConfig,
+        routed: Mapping[str, str],
+        verifier: JwtVerifier | None,
+    ) -> None:
+        """What goes to one document's backend, and how each scheme presented is judged."""
         plain = tuple(
             (name, routed[name.lower()])
             for name in route.forwarded
             if name.lower() in routed and name.lower() not in route.carriers
         )
         credentials: list[Credential] = []
-        presented = found.setdefault(route.namespace, {})
-        verifier = secrets.verifiers.get(route.source)
+        presented = self.found.setdefault(route.namespace, {})
         for scheme in route.schemes:
             located = located_credential(scheme, spec, routed, route.lowered)
             if located is None:
                 continue
-            value, placed = located
-            if scheme.location == "query" and scheme.parameter:
-                credential = Credential(
-                    scheme=scheme.name, location="query", name=scheme.parameter, value=value
-                )
-                sendable = True
-            elif scheme.location == "cookie" and scheme.parameter:
-                credential = Credential(
-                    scheme=scheme.name, location="cookie", name=scheme.parameter, value=value
-                )
-                sendable = sendable_cookie(value)
-            else:
-                credential = Credential(
-                    scheme=scheme.name, location="header", name=placed, value=value
-                )
-                # an apiKey's header, named by the document: the one header check
-                sendable = header_name_problem(placed) is None
+            credential, sendable = _credential_for(scheme, *located)
             credentials.append(credential)
-            if not sendable:
-                # Never sent: every call that needs it is refused, naming the cookie or
-                # header, and visibility judges the caller as one who sent nothing.
-                continue
-            judged = Presented()
-            token = bearer_token(scheme, value)
-            if verified is not None and token in (verified.token, EXCHANGE_MARK):
-                judged = vouched  # the resource server's judgement stands
-            elif verifier is not None and token is not None:
-                # Whatever the token looks like: one the configured key cannot verify
-                # (not a JWT at all, or a JWT that fails) is no credential here.
-                claims = verifier.verify(token)
-                if claims is None:
-                    presented[scheme.name] = None
-                    refused = refused or token == bearer
-                    continue
-                accepted = accepted or token == bearer
-                judged = Presented(verified=True, scopes=verifier.scopes(claims))
-                if caller_id is None and isinstance(claims.get("sub"), str):
-                    caller_id = claims["sub"]
-            presented[scheme.name] = _merged(presented.get(scheme.name, _UNSEEN), judged)
+            if sendable:
+                before = presented.get(scheme.name, _UNSEEN)
+                presented[scheme.name] = self._judged(scheme, credential.value, verifier, before)
+            # else never sent: every call that needs it is refused, naming the cookie or
+            # header, and visibility judges the caller as one who sent nothing.
         if plain or credentials:
-            forwarded[route.source] = Forwarded(
+            self.forwarded[route.source] = Forwarded(
                 origins=route.origins, headers=plain, credentials=tuple(credentials)
             )
-    by_namespace = {
-        namespace: {name: p for name, p in schemes.items() if p is not None}
-        for namespace, schemes in found.items()
-    }
-    # docs/authorization.md: a token present but invalid is a 401, never anonymous, when
-    # the resource server judges it, or when a spec verifier does and no route would take
-    # the header as an opaque credential (the backend would judge it then).
-    rejected = (
-        bearer is not None
-        and not accepted
-        and (secrets.resource is not None or (refused and not plan.opaque_authorization))
-    )
-    return Caller(
-        audience=plan.audience({ns: c for ns, c in by_namespace.items() if c}),
-        id=caller_id,
-        forwarded=forwarded,
-        presented={ns: c for ns, c in by_namespace.items() if c},
-        verified=verified,
-        authenticated=accepted,
-        rejected=rejected,
-    )
+
+    def _judged(
+        self,
+        scheme: SecurityScheme,
+        value: str,
+        verifier: JwtVerifier | None,
+        before: Presented | None,
+    ) -> Presented | None:
+        """The scheme as presented, after ``before`` (another document's judgement)."""
+        token = bearer_token(scheme, value)
+        verified = self.verified
+        if verified is not None and token in (verified.token, EXCHANGE_MARK):
+            return _merged(before, self.vouched)  # the resource server's judgement stands
+        if verifier is None or token is None:
+            return _merged(before, Presented())
+        # Whatever the token looks like: one the configured key cannot verify (not a JWT
+        # at all, or a JWT that fails) is no credential here.
+        claims = verifier.verify(token)
+        if claims is None:
+            self.refused = self.refused or token == self.bearer
+            return None
+        self.accepted = self.accepted or token == self.bearer
+        if self.caller_id is None and isinstance(claims.get("sub"), str):
+            self.caller_id = claims["sub"]
+        return _merged(before, Presented(verified=True, scopes=verifier.scopes(claims)))
+
+    def caller(self, plan: IdentityPlan, *, resource_judges: bool) -> Caller:
+        """The identity the request has shown."""
+        by_namespace = {
+            namespace: {name: p for name, p in schemes.items() if p is not None}
+            for namespace, schemes in self.found.items()
+        }
+        presented = {ns: c for ns, c in by_namespace.items() if c}
+        # docs/authorization.md: a token present but invalid is a 401, never anonymous,
+        # when the resource server judges it, or when a spec verifier does and no route
+        # would take the header as an opaque credential (the backend would judge it then).
+        rejected = (
+            self.bearer is not None
+            and not self.accepted
+            and (resource_judges or (self.refused and not plan.opaque_authorization))
+        )
+        return Caller(
+            audience=plan.audience(presented),
+            id=self.caller_id,
+            forwarded=self.forwarded,
+            presented=presented,
+            verified=self.verified,
+            authenticated=self.accepted,
+            rejected=rejected,
+        )
 
 
 def _bearer_of(value: str | None) -> str | None:
