@@ -18,6 +18,7 @@ and this module still never sends one from arguments: a second line of defence).
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
@@ -73,6 +74,7 @@ class BackendRequest(msgspec.Struct, frozen=True, kw_only=True):
         return f"BackendRequest({self.method} {self.url.split('?', 1)[0]})"
 
 
+@functools.lru_cache(maxsize=256)
 def _base_origin(base: str) -> str | None:
     """:func:`origin_of` a base URL; None also for one with a query or a fragment.
 
