@@ -51,7 +51,8 @@ from catalog.config import ExchangeConfig, decode_config
 from catalog.model import SchemeUse, SecurityPolicy, SecurityScheme
 from catalog.visibility import visibility_key
 from server.exchange import Exchanger
-from server.identity import caller_from_headers, resolve_secrets
+from server.identity.caller import caller_from_headers
+from server.identity.secrets import resolve_secrets
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent

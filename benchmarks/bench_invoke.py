@@ -17,7 +17,7 @@ with a fixed 5 ms service time. Five paths, side by side (alternating rounds) at
   request from its Rust I/O thread to the loop and back: this path measures what that
   hand-off costs a lone caller (the server keeps granian for its throughput with
   several workers, ``bench_http``);
-* ``invoker``: the :class:`~server.proxy.Invoker` in this process, as a server worker
+* ``invoker``: the :class:`~server.invoke.invoker.Invoker` in this process, as a server worker
   runs it per call: the caller's identity from the request headers (JWT verified), the
   tool looked up in a real index built by the indexer (``CatalogView.target``),
   arguments validated, the request built and sent over its pool, the answer interpreted;
@@ -52,9 +52,10 @@ from catalog.backends import documents_of
 from catalog.config import decode_config
 from catalog.visibility import Audience
 from examples.backend import DEMO_SECRET, DEMO_SECRET_ENV, demo_token
-from server.identity import caller_from_headers, resolve_secrets
-from server.invoke import ArgumentValidator
-from server.proxy import Invoker
+from server.identity.caller import caller_from_headers
+from server.identity.secrets import resolve_secrets
+from server.invoke.arguments import ArgumentValidator
+from server.invoke.invoker import Invoker
 from server.reader import Reader
 
 ROOT = Path(__file__).resolve().parents[1]

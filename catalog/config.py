@@ -539,7 +539,7 @@ def _is_base_url(url: str) -> bool:
 
 
 def _is_http_proxy(url: str) -> bool:
-    """``http://[user:password@]host[:port][/]``, what ``server.outbound`` can speak to."""
+    """``http://[user:password@]host[:port][/]``: what ``server.invoke.http_client`` speaks to."""
     if "\\" in url:  # read differently by different URL parsers (see _is_base_url)
         return False
     try:

@@ -33,9 +33,9 @@ from catalog.config import (
 )
 from catalog.errors import ConfigError
 from catalog.visibility import PUBLIC_KEY, Audience
-from server.identity import resolve_secrets
+from server.identity.secrets import resolve_secrets
+from server.invoke.tls import tls_problems
 from server.limits import worker_limits
-from server.tls import tls_problems
 
 if TYPE_CHECKING:
     from litestar import Litestar
@@ -170,7 +170,7 @@ def app_from_env() -> Litestar:
     # Imported here, in the worker: the parent process never needs Litestar or httptools,
     # and not importing them there takes ~0.3 s off the cold start.
     from server.app import create_app
-    from server.proxy import Invoker
+    from server.invoke.invoker import Invoker
 
     _configure_logging(os.environ.get(_ENV_LOG_LEVEL, "info"))
     config_path = os.environ.get(_ENV_CONFIG) or None

@@ -25,7 +25,7 @@ from litestar.datastructures import State
 from catalog.backends import Document
 from catalog.config import Config
 from server.http import mcp_endpoint
-from server.identity import Secrets
+from server.identity.secrets import Secrets
 from server.limits import ClientLimits
 from server.notify import DEFAULT_KEEPALIVE, Notifier
 from server.ops import Metrics, healthz, metrics, protected_resource, readyz
@@ -33,7 +33,7 @@ from server.protocol import Guard
 from server.reader import Reader
 
 if TYPE_CHECKING:
-    from server.tools import Invoker
+    from server.invoke.invoker import Invoker
     from server.view import CatalogView
 
 __all__ = ["ServerState", "create_app"]

@@ -46,7 +46,7 @@ from litestar.types import (
 from catalog.backends import Document, documents_of
 from catalog.model import SecurityPolicy
 from server.errors import ToolError
-from server.identity import Caller, caller_from_headers
+from server.identity.caller import Caller, caller_from_headers
 from server.notify import StreamLimit
 from server.protocol import (
     INTERNAL_ERROR,
@@ -60,6 +60,7 @@ from server.protocol import (
     render_error,
     render_listen_refused,
     render_tools_list,
+    render_unread_error,
 )
 from server.resource import challenge, resource_of
 from server.tools import META_TOOLS, ToolContext, call_tool
@@ -72,17 +73,12 @@ __all__ = ["mcp_endpoint"]
 
 _log: Final = logging.getLogger("sezzlee.server.http")
 _JSON: Final = b"application/json"
-_INTERNAL: Final = b'{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"Internal error"}}'
-_TOO_LARGE: Final = (
-    b'{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Request body too large"}}'
-)
-_TOO_SLOW: Final = (
-    b'{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Request body too slow"}}'
-)
+_INTERNAL: Final = render_unread_error(INTERNAL_ERROR, "Internal error")
+_TOO_LARGE: Final = render_unread_error(INVALID_REQUEST, "Request body too large")
+_TOO_SLOW: Final = render_unread_error(INVALID_REQUEST, "Request body too slow")
 _BUSY: Final = Reply(
     status=429,
-    body=b'{"jsonrpc":"2.0","id":null,"error":{"code":-32600,'
-    b'"message":"Too many open requests from this address"}}',
+    body=render_unread_error(INVALID_REQUEST, "Too many open requests from this address"),
     headers=(("retry-after", "1"),),
     error_code=INVALID_REQUEST,
 )

@@ -75,6 +75,7 @@ __all__ = [
     "render_listen_final",
     "render_listen_refused",
     "render_tools_list",
+    "render_unread_error",
 ]
 
 MODERN_VERSION: Final = "2026-07-28"
@@ -635,6 +636,13 @@ def render_call(
         meta=meta,
     )
     return encode(ResultResponse(id=call.id, result=result))
+
+
+def render_unread_error(code: int, message: str) -> bytes:
+    """A JSON-RPC error with a null id, for a request that could not be read (too large,
+    too slow, refused, or a handler bug before its id was known).
+    """
+    return encode(ErrorResponse(id=None, error=ErrorObject(code=code, message=message)))
 
 
 def render_error(

@@ -14,7 +14,7 @@ is what spreads them.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Final, Protocol
+from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 
@@ -24,10 +24,11 @@ from server.errors import CatalogUnavailable, InvalidArguments, ToolError
 from server.messages import Tool
 
 if TYPE_CHECKING:
-    from server.identity import Caller
+    from server.identity.caller import Caller
+    from server.invoke.invoker import Invoker
     from server.view import CatalogView
 
-__all__ = ["META_TOOLS", "Invoker", "ToolContext", "call_tool"]
+__all__ = ["META_TOOLS", "ToolContext", "call_tool"]
 
 _SEARCH_SCHEMA: Final[dict[str, Any]] = {
     "type": "object",
@@ -136,31 +137,6 @@ META_TOOLS: Final = (
 """What tools/list publishes, in this order (deterministic, docs/wire.md §4.2)."""
 
 
-class Invoker(Protocol):
-    """The invoke_tool seam (``server/invoke.py`` + ``server/proxy.py`` implement it)."""
-
-    async def invoke(
-        self,
-        view: CatalogView,
-        *,
-        name: Any,
-        arguments: Any,
-        version: Any,
-        caller: Caller,
-        client: str = "",
-    ) -> bytes | dict[str, Any]:
-        """The success payload (``{"status", "body"}``), or raise :class:`ToolError`.
-
-        ``client`` is the request's source address: who holds a backend slot when the
-        caller presented no identity.
-        """
-        ...
-
-    async def aclose(self) -> None:
-        """Close the pooled backend connections (at shutdown)."""
-        ...
-
-
 class ToolContext(msgspec.Struct, frozen=True, kw_only=True):
     """What a meta tool needs beyond its arguments, fixed for one request."""
 
@@ -168,6 +144,7 @@ class ToolContext(msgspec.Struct, frozen=True, kw_only=True):
     caller: Caller
     budget: int
     invoker: Invoker | None = None
+    """invoke_tool's runner (``server/invoke/invoker.py``); None on a build without it."""
     client: str = ""
     """The request's source address."""
 
@@ -209,4 +186,4 @@ async def call_tool(tool: str, arguments: Mapping[str, Any], ctx: ToolContext) -
         caller=ctx.caller,
         client=ctx.client,
     )
-    return result if isinstance(result, bytes) else _ENCODER.encode(result)
+    return _ENCODER.encode(result)

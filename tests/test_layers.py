@@ -1,24 +1,33 @@
 """The tree is the architecture: imports point one way (docs/conventions.md §2.1).
 
 ``indexer`` and ``server`` import ``catalog``, never each other; ``catalog`` imports
-neither; ``server/protocol.py`` stays free of I/O libraries.
+neither; ``server/protocol.py`` and the pure steps of ``server/invoke/`` stay free of I/O
+libraries.
 """
 
 from __future__ import annotations
 
 import ast
 from pathlib import Path
+from typing import Final
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+PURE_INVOKE_STEPS: Final = ("arguments", "request", "encoding", "body", "answer")
 
 FORBIDDEN = {
     "catalog": {"indexer", "server", "litestar", "httpx", "granian", "watchfiles", "asyncio"},
     "indexer": {"server", "litestar", "httpx", "granian"},
     "server": {"indexer", "watchfiles"},
 }
-SANS_IO = {"server/protocol.py": {"litestar", "asyncio", "anyio", "httpx", "tantivy", "granian"}}
+_IO: Final = {"litestar", "asyncio", "anyio", "httpx", "tantivy", "granian"}
+# invoke_tool's pure steps: built here, sent by server/invoke/sender.py (docs/conventions.md §2.5).
+_NO_SOCKETS: Final = _IO | {"httptools", "socket", "ssl"}
+SANS_IO = {
+    "server/protocol.py": _IO,
+    **{f"server/invoke/{step}.py": _NO_SOCKETS for step in PURE_INVOKE_STEPS},
+}
 
 
 def _imports(path: Path) -> set[str]:

@@ -16,7 +16,7 @@ from catalog.compact import MAX_DEFINITION_BYTES, MAX_REF_DEPTH
 from catalog.convert import choose_status
 from catalog.model import Annotations, ParameterBinding
 from catalog.visibility import Verdict, decide
-from server.invoke import build_request
+from server.invoke.request import build_request
 from tests.catalog.conftest import convert, only_tool, openapi, openapi30, swagger
 from tests.contract import GET_ORDER as _CONTRACT_EXAMPLE
 

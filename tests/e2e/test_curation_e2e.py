@@ -15,8 +15,8 @@ import pytest
 
 from catalog.config import decode_config
 from server.app import create_app
-from server.identity import resolve_secrets
-from server.proxy import Invoker
+from server.identity.secrets import resolve_secrets
+from server.invoke.invoker import Invoker
 from tests.e2e.conftest import Agent, run_indexer
 from tests.server.harness import ServerThread, serve
 

@@ -3,7 +3,7 @@
 The demo backend (``python -m examples.backend``) runs as a subprocess on a free loopback
 port; the indexer CLI builds the index from ``examples/specs`` with a config pointing the
 orders document at that port; the server app runs in a thread with the real
-:class:`server.proxy.Invoker`. Callers are told apart by demo JWTs (alice: read+write,
+:class:`server.invoke.invoker.Invoker`. Callers are told apart by demo JWTs (alice: read+write,
 bob: read only, admin: everything).
 """
 
@@ -23,8 +23,8 @@ import pytest
 from catalog.config import decode_config
 from examples.backend import DEMO_SECRET, DEMO_SECRET_ENV, demo_token
 from server.app import create_app
-from server.identity import resolve_secrets
-from server.proxy import Invoker
+from server.identity.secrets import resolve_secrets
+from server.invoke.invoker import Invoker
 from tests.contract import GET_ORDER
 from tests.e2e.conftest import Agent, run_indexer, write_config
 from tests.server.harness import ServerThread, serve

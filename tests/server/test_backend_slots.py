@@ -1,4 +1,4 @@
-"""server/proxy.py: one caller's share of a backend's slots, and what a caller is told
+"""server/invoke/sender.py: one caller's share of a backend's slots, and what a caller is told
 when a backend cannot be reached (never its address).
 
 The backend is a raw loopback socket server that holds every request until the test
@@ -19,9 +19,10 @@ import pytest
 
 from catalog.config import Config, InvokeConfig, SpecConfig
 from server.errors import ToolError
-from server.identity import Caller, Secrets
-from server.proxy import Invoker
-from tests.server.test_proxy import echo_tool, free_port
+from server.identity.caller import Caller
+from server.identity.secrets import Secrets
+from server.invoke.invoker import Invoker
+from tests.server.test_invoker import echo_tool, free_port
 
 DEADLINE = 30.0  # generous: a loaded 2-core machine
 

@@ -1,4 +1,4 @@
-"""server/identity.py: credentials bound to a document's origins, JWT scopes, audiences."""
+"""server/identity/: credentials bound to a document's origins, JWT scopes, audiences."""
 
 from __future__ import annotations
 
@@ -19,13 +19,9 @@ from catalog.errors import ConfigError
 from catalog.model import SchemeUse, SecurityPolicy, SecurityScheme
 from catalog.visibility import PUBLIC_KEY, Presented, Verdict, partition, visibility_key
 from examples.backend import DEMO_AUDIENCE, DEMO_ISSUER, DEMO_SECRET, demo_token
-from server.identity import (
-    EXCHANGE_MARK,
-    Caller,
-    Secrets,
-    caller_from_headers,
-    resolve_secrets,
-)
+from server.identity.caller import Caller, caller_from_headers
+from server.identity.credentials import EXCHANGE_MARK
+from server.identity.secrets import Secrets, resolve_secrets
 
 OAUTH = SecurityScheme(name="orders_auth", type="oauth2")
 API_KEY = SecurityScheme(name="key", type="apiKey", location="header", parameter="X-Api-Key")
@@ -100,7 +96,7 @@ def test_no_credential_sees_public_only() -> None:
     nobody = demo_caller({})
     assert verdicts(nobody) == (Verdict.HIDDEN,) * 3
     assert nobody.audience.verdict(PUBLIC_KEY) is Verdict.VISIBLE
-    assert nobody.outbound == {}
+    assert nobody.forwarded == {}
     assert nobody.id is None
 
 
@@ -138,7 +134,7 @@ def test_a_jwt_the_key_rejects_counts_as_not_presented(token: str) -> None:
     assert verdicts(caller) == (Verdict.HIDDEN,) * 3
     assert caller.id is None
     # it is still forwarded: the backend answers for itself
-    headers, _, _ = caller.outbound_for("orders.yaml", DEMO_ORIGIN).placed(READ)
+    headers, _, _ = caller.forwarded_for("orders.yaml", DEMO_ORIGIN).placed(READ)
     assert headers == (("Authorization", f"Bearer {token}"),)
 
 
@@ -202,7 +198,7 @@ def multi(config: Config, headers: dict[str, str]) -> Caller:
 
 def test_with_several_namespaces_nothing_is_forwarded_by_default() -> None:
     caller = multi(Config(), {"Authorization": "Bearer ghp_x", "X-Api-Key": "k"})
-    assert caller.outbound == {}
+    assert caller.forwarded == {}
     assert caller.presented == {}
     assert caller.audience.visible == {PUBLIC_KEY}
 
@@ -215,15 +211,15 @@ def test_forward_headers_route_credentials_to_one_namespace_only() -> None:
         }
     )
     caller = multi(config, {"Authorization": "Bearer ghp_x", "x-api-key": "k", "Cookie": "c=1"})
-    github = caller.outbound_for("github.json", ORIGINS["github.json"][0])
-    slack = caller.outbound_for("slack.yaml", ORIGINS["slack.yaml"][0])
+    github = caller.forwarded_for("github.json", ORIGINS["github.json"][0])
+    slack = caller.forwarded_for("slack.yaml", ORIGINS["slack.yaml"][0])
     assert github.placed(policy("github", OAUTH))[0] == (("Authorization", "Bearer ghp_x"),)
     assert slack.placed(policy("slack", API_KEY))[0] == (("X-Api-Key", "k"),)
-    assert caller.outbound_for("legacy.yaml", ORIGINS["legacy.yaml"][0]).placed(
+    assert caller.forwarded_for("legacy.yaml", ORIGINS["legacy.yaml"][0]).placed(
         policy("legacy", BASIC)
     ) == ((), (), ())
     # bound to the document's origin: another origin gets nothing
-    assert caller.outbound_for("github.json", ORIGINS["slack.yaml"][0]).placed(
+    assert caller.forwarded_for("github.json", ORIGINS["slack.yaml"][0]).placed(
         policy("github", OAUTH)
     ) == ((), (), ())
     assert set(caller.presented) == {"github", "slack"}
@@ -244,7 +240,7 @@ def test_credentials_name_the_inbound_header_and_the_scheme_places_it() -> None:
         policies={visibility_key(qpolicy): qpolicy},
         secrets=Secrets(),
     )
-    headers, query, _ = caller.outbound_for("svc.yaml", ORIGINS["svc.yaml"][0]).placed(qpolicy)
+    headers, query, _ = caller.forwarded_for("svc.yaml", ORIGINS["svc.yaml"][0]).placed(qpolicy)
     assert query == (("api_key", "s3cret"),)
     # The inbound header carries the scheme's credential, so it goes where the scheme
     # says and nowhere else (it used to be forwarded as a header as well: a credential
@@ -262,7 +258,7 @@ def test_an_api_key_whose_header_name_cannot_be_sent_is_not_presented(
     header: str, verdict: Verdict
 ) -> None:
     # The document names the header; one that is no RFC 9110 token refuses every call
-    # that would send it (server.invoke.build_request, naming it), so it unlocks nothing.
+    # that would send it (server.invoke.request.build_request, naming it), so it unlocks nothing.
     scheme = SecurityScheme(name="key", type="apiKey", location="header", parameter=header)
     config = Config(specs={"svc.yaml": SpecConfig(namespace="svc", credentials={"key": "X-Key"})})
     key_policy = policy("svc", scheme)
@@ -273,8 +269,8 @@ def test_an_api_key_whose_header_name_cannot_be_sent_is_not_presented(
         policies={visibility_key(key_policy): key_policy},
         secrets=Secrets(),
     )
-    outbound = caller.outbound_for("svc.yaml", ORIGINS["svc.yaml"][0])
-    assert (header, "s3cret") in outbound.placed(key_policy)[0]  # refused, not dropped
+    forwarded = caller.forwarded_for("svc.yaml", ORIGINS["svc.yaml"][0])
+    assert (header, "s3cret") in forwarded.placed(key_policy)[0]  # refused, not dropped
     assert caller.presented == (
         {"svc": {"key": Presented()}} if verdict is Verdict.UNCERTAIN else {}
     )
@@ -289,16 +285,16 @@ def test_basic_credential_is_uncertain() -> None:
 
 def test_header_values_with_line_breaks_are_dropped() -> None:
     caller = demo_caller({"Authorization": "Bearer a\r\nX-Evil: 1"})
-    assert caller.outbound == {}
+    assert caller.forwarded == {}
 
 
 def test_credentials_never_appear_in_repr() -> None:
     token = demo_token("alice")
     caller = demo_caller({"Authorization": f"Bearer {token}"})
     assert token not in repr(caller)
-    assert token not in repr(caller.outbound)
-    assert token not in str(caller.outbound_for("orders.yaml", DEMO_ORIGIN))
-    assert token not in repr(caller.outbound["orders.yaml"].credentials)
+    assert token not in repr(caller.forwarded)
+    assert token not in str(caller.forwarded_for("orders.yaml", DEMO_ORIGIN))
+    assert token not in repr(caller.forwarded["orders.yaml"].credentials)
     secrets = resolve_secrets(
         Config(specs={"a.yaml": SpecConfig(static_headers={"X-Team": "TEAM"})}),
         environ={"TEAM": "hush"},
@@ -462,14 +458,14 @@ def test_a_namespace_over_two_origins_routes_nothing_to_either_document() -> Non
         policies={visibility_key(shared): shared},
         secrets=Secrets(),
     )
-    assert caller.outbound == {}
+    assert caller.forwarded == {}
     assert caller.presented == {}
 
 
 def test_connection_bound_authorization_is_neither_forwarded_nor_presented() -> None:
     config = Config(specs={"orders.yaml": SpecConfig(namespace="")})
     caller = demo_caller({"Authorization": "Negotiate YIIBhgYGKwYBBQUCoII"}, config=config)
-    assert caller.outbound == {}
+    assert caller.forwarded == {}
     assert verdicts(caller) == (Verdict.HIDDEN,) * 3
 
 
@@ -558,7 +554,7 @@ def test_a_resource_server_token_reaches_a_backend_only_as_its_identity_says(
     )
     assert (caller.id, caller.rejected, caller.authenticated) == ("carol", False, True)
     assert caller.verified is not None
-    headers, _, _ = caller.outbound_for("orders.yaml", DEMO_ORIGIN).placed(READ)
+    headers, _, _ = caller.forwarded_for("orders.yaml", DEMO_ORIGIN).placed(READ)
     sent = dict(headers).get("Authorization")
     expected = {
         None: None,

@@ -1,4 +1,4 @@
-"""server/invoke.py: arguments, version pin, request building and results, on Structs only."""
+"""server/invoke/: arguments, version pin, request building and results, on Structs only."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from catalog.backends import origin_of
 from catalog.model import ParameterBinding, Route, ToolDefinition
 from server.errors import (
     BackendError,
@@ -22,20 +23,17 @@ from server.errors import (
     InvalidType,
     ToolChanged,
 )
-from server.invoke import (
+from server.invoke.answer import BackendResponse, interpret
+from server.invoke.arguments import (
     LIST_ALL_VALUES,
     MAX_LISTED_ERRORS,
     MAX_MESSAGE_CHARS,
     ArgumentValidator,
-    BackendResponse,
-    base_url_for,
-    build_request,
     check_version,
     coerce_arguments,
-    interpret,
-    origin_of,
-    requote,
 )
+from server.invoke.encoding import requote
+from server.invoke.request import base_url_for, build_request
 
 GET_ORDER = ToolDefinition(
     name="get_order",

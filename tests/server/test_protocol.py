@@ -29,6 +29,7 @@ from server.protocol import (
     render_listen_changed,
     render_listen_final,
     render_tools_list,
+    render_unread_error,
 )
 from server.tools import META_TOOLS
 
@@ -492,6 +493,16 @@ def test_internal_error_status_per_era() -> None:
     assert render_error(Era.MODERN, 1, -32603, "Internal error")[0] == 200
     assert render_error(Era.MODERN, 1, -32602, "bad")[0] == 400
     assert render_error(Era.LEGACY, 1, -32602, "bad")[0] == 200
+
+
+def test_an_unread_request_is_answered_with_a_null_id_and_its_code() -> None:
+    # What server/http.py answers before a request's id is known (too large, too slow,
+    # refused, a bug): the code is a named constant, the body JSON-RPC's own shape.
+    assert json.loads(render_unread_error(-32600, "Request body too large")) == {
+        "jsonrpc": "2.0",
+        "id": None,
+        "error": {"code": -32600, "message": "Request body too large"},
+    }
 
 
 def _frame(data: bytes) -> dict[str, Any]:

@@ -17,7 +17,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from catalog.config import Config, JwtConfig, SpecConfig, decode_config
 from examples.backend import DEMO_AUDIENCE, DEMO_ISSUER, DEMO_SECRET
 from server.app import create_app
-from server.identity import resolve_secrets
+from server.identity.secrets import resolve_secrets
 from tests.server.harness import serve
 from tests.server.loopback import JsonEndpoint, running
 

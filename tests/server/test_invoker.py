@@ -1,4 +1,4 @@
-"""server/proxy.py: the Invoker against real loopback backends (uvicorn and raw sockets).
+"""server/invoke/: the Invoker against real loopback backends (uvicorn and raw sockets).
 
 The catalog side is a table of real ``InvokeRecord``/``ToolDefinition`` records that
 applies ``catalog.visibility`` exactly as ``server.view.CatalogView.target`` does; the
@@ -41,10 +41,12 @@ from catalog.model import (
 )
 from catalog.visibility import Audience, Verdict, visibility_key
 from server.errors import ToolError, UnknownTool
-from server.identity import Caller, Credential, Outbound, Secrets, resolve_secrets
-from server.proxy import Invoker
+from server.identity.caller import Caller
+from server.identity.credentials import Credential, Forwarded
+from server.identity.secrets import Secrets, resolve_secrets
+from server.invoke.invoker import Invoker
 from tests.server.certs import certificate, write_pem
-from tests.server.test_outbound import raw_server, requests
+from tests.server.test_http_client import raw_server, requests
 
 OAUTH = SecurityScheme(name="orders_auth", type="oauth2")
 SECURED = SecurityPolicy(
@@ -97,7 +99,7 @@ def get_route(path: str, base: str, *bindings: ParameterBinding) -> Route:
 ALICE = Caller(
     audience=Audience(visible=frozenset({"public", SECURED_KEY})),
     id="alice",
-    outbound={"orders.yaml": Outbound(headers=(("Authorization", "Bearer alice-token"),))},
+    forwarded={"orders.yaml": Forwarded(headers=(("Authorization", "Bearer alice-token"),))},
 )
 NOBODY = Caller()
 
@@ -124,26 +126,26 @@ async def call(
 
 
 def bound(caller: Caller, table: Table) -> Caller:
-    """``caller`` with each Outbound written here without origins bound to the origins of
+    """``caller`` with each Forwarded written here without origins bound to the origins of
     the table's tools of its document, as server.identity binds them from the catalog
     (the backends' ports are only known once they run).
     """
-    outbound = {}
-    for source, out in caller.outbound.items():
+    forwarded = {}
+    for source, out in caller.forwarded.items():
         if not out.origins:
             origins = {
                 origin_of(record.route.base_url or "")
                 for _, record in table.tools.values()
                 if record.source == source
             }
-            out = Outbound(
+            out = Forwarded(
                 origins=frozenset(o for o in origins if o),
                 headers=out.headers,
                 credentials=out.credentials,
             )
-        outbound[source] = out
+        forwarded[source] = out
     return Caller(
-        audience=caller.audience, id=caller.id, outbound=outbound, presented=caller.presented
+        audience=caller.audience, id=caller.id, forwarded=forwarded, presented=caller.presented
     )
 
 
@@ -652,8 +654,8 @@ def test_header_strings_reach_the_backend_as_the_bytes_they_stand_for(
     )
     caller = Caller(
         audience=ALICE.audience,
-        outbound={
-            "orders.yaml": Outbound(
+        forwarded={
+            "orders.yaml": Forwarded(
                 headers=(("X-Caller", "caf\xe9"), ("X-Text", "k\u20ac")),
                 credentials=(
                     credential("query", "key", "caf\xe9"),
@@ -696,8 +698,8 @@ def test_a_credential_cookie_that_would_split_the_header_is_refused(
     )
     caller = Caller(
         audience=ALICE.audience,
-        outbound={
-            "orders.yaml": Outbound(credentials=(credential("cookie", "session_key", value),))
+        forwarded={
+            "orders.yaml": Forwarded(credentials=(credential("cookie", "session_key", value),))
         },
     )
     backend.expect(lambda r: Answer(204))
@@ -708,7 +710,7 @@ def test_a_credential_cookie_that_would_split_the_header_is_refused(
     assert backend.requests == []
     plain = Caller(
         audience=ALICE.audience,
-        outbound={"orders.yaml": Outbound(credentials=(credential("cookie", "k", "s3cr=t"),))},
+        forwarded={"orders.yaml": Forwarded(credentials=(credential("cookie", "k", "s3cr=t"),))},
     )
     assert outcome(invoker_for(), table, "x", {"theme": "a; b"}, caller=plain)["status"] == 204
     assert backend.requests[0].headers["cookie"] == "t=a%3B%20b; k=s3cr=t"
@@ -726,7 +728,7 @@ def test_a_header_name_that_is_no_token_refuses_the_call(backend: Recorder, sour
     caller = ALICE
     if source == "credential":  # an apiKey scheme's header, as the document names it
         caller = Caller(
-            audience=ALICE.audience, outbound={"orders.yaml": Outbound(headers=headers)}
+            audience=ALICE.audience, forwarded={"orders.yaml": Forwarded(headers=headers)}
         )
     secrets = Secrets(static_headers={"orders.yaml": headers} if source == "static" else {})
     arguments = {"note": "n"} if source == "parameter" else {}
@@ -759,13 +761,13 @@ def test_a_framing_header_from_any_source_refuses_the_call(
     if source == "apiKey":
         caller = Caller(
             audience=ALICE.audience,
-            outbound={
-                "orders.yaml": Outbound(credentials=(credential("header", name, "chunked"),))
+            forwarded={
+                "orders.yaml": Forwarded(credentials=(credential("header", name, "chunked"),))
             },
         )
     elif source == "forwarded":
         caller = Caller(
-            audience=ALICE.audience, outbound={"orders.yaml": Outbound(headers=headers)}
+            audience=ALICE.audience, forwarded={"orders.yaml": Forwarded(headers=headers)}
         )
     secrets = Secrets(static_headers={"orders.yaml": headers} if source == "static" else {})
     backend.expect(lambda r: Answer(204))
@@ -782,7 +784,7 @@ def test_backend_cookies_never_reach_another_caller(backend: Recorder) -> None:
     invoker = invoker_for()
     bob = Caller(
         audience=ALICE.audience,
-        outbound={"orders.yaml": Outbound(headers=(("Authorization", "Bearer bob-token"),))},
+        forwarded={"orders.yaml": Forwarded(headers=(("Authorization", "Bearer bob-token"),))},
     )
     table = get_order(backend.base)
 

@@ -1,8 +1,8 @@
-"""Sending invoke_tool's requests: where each one may go, and what its failures mean.
+"""Sending a backend request: where it may go, and what its failures mean.
 
-One keep-alive connection pool (``server.outbound``) per backend (origin and connection
-settings) per process, created on first use and closed by :meth:`Invoker.aclose`. Each
-pool has the timeouts, CA bundle, client certificate, outbound proxy and concurrency
+One keep-alive connection pool (``server/invoke/http_client.py``) per backend (origin and
+connection settings) per process, created on first use and closed with the invoker. Each
+pool has the timeouts, CA bundle, client certificate, HTTP proxy and concurrency
 limit of its spec's config. A redirect to the same origin is followed here (at most
 :data:`MAX_REDIRECTS`), one to any other origin is returned to the caller as the
 backend's answer, so credentials never leave the backend they were meant for. The
@@ -10,8 +10,6 @@ answer is read within ``max_response_bytes``.
 
 The pool's exceptions become ``ToolError`` values here, once, ``from exc``
 (docs/conventions.md §2.8).
-Every invoke writes one audit line on the ``sezzlee.audit`` logger: tool, version,
-outcome, status, latency and the caller id when known, never a credential.
 """
 
 from __future__ import annotations
@@ -19,48 +17,24 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import math
 import socket
 import ssl
-import time
 from collections.abc import AsyncIterator
-from typing import Any, Final, Protocol
+from typing import Final
 from urllib.parse import urldefrag, urljoin
 
 import msgspec
 
-from catalog.cards import truncate
-from catalog.config import Config, ExchangeConfig, SpecConfig
-from catalog.index_schema import InvokeRecord
-from catalog.model import ToolDefinition
-from catalog.naming import MAX_NAME_LENGTH
-from catalog.visibility import Audience
-from server.errors import (
-    BackendTimeout,
-    BackendUnreachable,
-    InvalidArguments,
-    ResponseTooLarge,
-    ToolError,
-)
-from server.exchange import Exchanger
-from server.identity import EXCHANGE_MARK, Caller, Secrets
-from server.invoke import (
-    ArgumentValidator,
-    BackendResponse,
-    OutboundRequest,
-    base_url_for,
-    build_request,
-    check_version,
-    coerce_arguments,
-    interpret,
-    origin_of,
-    requote,
-)
-from server.outbound import ACCEPT_ENCODING, AnswerTooLarge, ConnectionFailed, Pool
-from server.resource import Verified
-from server.tls import tls_context
+from catalog.backends import origin_of
+from server.errors import BackendTimeout, BackendUnreachable, ResponseTooLarge
+from server.identity.caller import Caller
+from server.invoke.answer import BackendResponse
+from server.invoke.encoding import requote
+from server.invoke.http_client import ACCEPT_ENCODING, AnswerTooLarge, ConnectionFailed, Pool
+from server.invoke.request import BackendRequest
+from server.invoke.tls import tls_context
 
-__all__ = ["MAX_REDIRECTS", "BackendSettings", "Invoker", "Proxy", "Targets", "holder_of"]
+__all__ = ["MAX_REDIRECTS", "BackendSender", "BackendSettings", "holder_of"]
 
 MAX_REDIRECTS: Final = 5
 _REDIRECTS: Final = frozenset({301, 302, 303, 307, 308})
@@ -69,15 +43,7 @@ _DEFAULT_HEADERS: Final = (
     ("Accept-Encoding", ACCEPT_ENCODING),
     ("User-Agent", "sezzlee"),
 )
-_AUDIT: Final = logging.getLogger("sezzlee.audit")
 _LOG: Final = logging.getLogger("sezzlee.invoke")
-
-
-def _shown(value: object) -> str:
-    """A caller's value as the audit line shows it: cut to a tool name's length, so a
-    4 MB name is not written to the log (a non-string is its type's name).
-    """
-    return truncate(value if isinstance(value, str) else type(value).__name__, MAX_NAME_LENGTH)
 
 
 class BackendSettings(msgspec.Struct, frozen=True, kw_only=True):
@@ -94,14 +60,7 @@ class BackendSettings(msgspec.Struct, frozen=True, kw_only=True):
     client_cert: str | None = None
     client_key: str | None = None
     proxy: str | None = None
-
-
-class Targets(Protocol):
-    """What the invoker reads a tool from: ``server.view.CatalogView`` in the server."""
-
-    def target(self, name: str, audience: Audience) -> tuple[ToolDefinition, InvokeRecord]:
-        """The definition and routing record; raises ``UnknownTool`` when hidden or absent."""
-        ...
+    """The HTTP proxy the pool connects through (the spec's ``proxy``), if any."""
 
 
 class _Backend:
@@ -163,8 +122,8 @@ def _tls(settings: BackendSettings) -> ssl.SSLContext | None:
     return tls_context(settings.ca_bundle, settings.client_cert, settings.client_key)
 
 
-class Proxy:
-    """Sends :class:`OutboundRequest` values over one connection pool per backend."""
+class BackendSender:
+    """Sends :class:`BackendRequest` values over one connection pool per backend."""
 
     def __init__(self) -> None:
         self._backends: dict[BackendSettings, _Backend] = {}
@@ -176,7 +135,7 @@ class Proxy:
         return backend
 
     async def send(
-        self, request: OutboundRequest, settings: BackendSettings, holder: str = ""
+        self, request: BackendRequest, settings: BackendSettings, holder: str = ""
     ) -> BackendResponse:
         """Send ``request`` to its backend and read the answer within the budget, in one
         of ``holder``'s slots (its share of the backend's ``max_concurrency``).
@@ -213,7 +172,7 @@ class Proxy:
                 f"the backend did not answer within {settings.timeout_seconds:g} s"
             ) from exc
 
-    async def _follow(self, backend: _Backend, request: OutboundRequest) -> BackendResponse:
+    async def _follow(self, backend: _Backend, request: BackendRequest) -> BackendResponse:
         origin = backend.settings.origin
         method, url, body = request.method, request.url, request.body
         headers = list(request.headers)
@@ -301,137 +260,3 @@ def _failure(exc: BaseException) -> str:
     if isinstance(exc, OSError) and "Connect call failed" in str(exc):
         return "connection refused"  # asyncio's summary of every address refusing
     return type(exc).__name__
-
-
-class Invoker:
-    """invoke_tool: resolve, check, build, send, interpret; one per server process.
-
-    Args:
-        config: the decoded config (``invoke`` defaults and per-spec settings).
-        secrets: static headers and JWT keys resolved at start-up.
-    """
-
-    def __init__(self, *, config: Config, secrets: Secrets) -> None:
-        self._config = config
-        self._secrets = secrets
-        self._proxy = Proxy()
-        self._validator = ArgumentValidator()
-        self._known: dict[tuple[str, str], BackendSettings] = {}
-        servers = {s.issuer: s for s in config.auth.authorization_servers}
-        self.exchanger = Exchanger(servers, secrets.client_secrets)
-
-    async def invoke(
-        self,
-        view: Targets,
-        *,
-        name: object,
-        arguments: object,
-        version: object,
-        caller: Caller,
-        client: str = "",
-    ) -> dict[str, Any]:
-        """Call tool ``name`` for ``caller`` (whose request came from address ``client``);
-        the success payload ``{"status", "body"}``.
-
-        Raises:
-            ToolError: ``unknown_tool`` (checked first), ``tool_changed``, ``invalid_type``,
-                ``invalid_arguments``, ``backend_not_configured``, ``backend_error``,
-                ``backend_unreachable``, ``backend_timeout``, ``response_too_large``,
-                ``token_exchange_failed``.
-        """
-        started = time.perf_counter()
-        shown_version = version if isinstance(version, str) else None
-        status: int | None = None
-        outcome = "ok"
-        try:
-            if not isinstance(name, str):
-                raise InvalidArguments(
-                    "name must be a string, exactly as search_tools returned it",
-                    errors=[{"path": "/name", "message": "expected a string"}],
-                )
-            definition, record = view.target(name, caller.audience)
-            shown_version = definition.version
-            check_version(definition, version)
-            args, rewritten = coerce_arguments(arguments)
-            if rewritten:
-                _LOG.info("invoke %s: arguments arrived as a JSON string; unwrapped", name)
-            self._validator.validate(definition, args)
-            spec = self._config.spec(record.source)
-            base = base_url_for(record.route, spec.base_url, tool=name)
-            # Bound to the document and the origin the call goes to, and only what this
-            # operation's security requirement asks for (docs/credentials.md).
-            outbound = caller.outbound_for(record.source, origin_of(base) or "")
-            headers, query, cookies = outbound.placed(record.security)
-            if caller.verified is not None and spec.exchange is not None:
-                headers = await self._exchanged(headers, caller.verified, spec.exchange)
-            static = self._secrets.static_headers.get(record.source, ())
-            request = build_request(
-                record.route,
-                args,
-                base_url=base,
-                headers=[*headers, *static],
-                query=query,
-                cookies=cookies,
-                max_body_bytes=self._config.invoke.max_request_bytes,
-            )
-            settings = self._settings(request.origin, record.source, spec)
-            response = await self._proxy.send(request, settings, holder_of(caller, client))
-            status = response.status
-            return interpret(response)
-        except ToolError as error:
-            outcome = error.code
-            raise
-        except Exception:
-            outcome = "internal_error"  # the server answers -32603 and logs the traceback
-            raise
-        finally:
-            _AUDIT.info(
-                "invoke tool=%s version=%s outcome=%s status=%s latency_ms=%.1f caller=%s",
-                _shown(name),
-                _shown(shown_version or "-"),
-                outcome,
-                status if status is not None else "-",
-                (time.perf_counter() - started) * 1000,
-                caller.id or "-",
-            )
-
-    async def _exchanged(
-        self, headers: tuple[tuple[str, str], ...], verified: Verified, exchange: ExchangeConfig
-    ) -> tuple[tuple[str, str], ...]:
-        """``headers`` with the exchange mark replaced by a token for this backend
-        (``server.exchange``); exchanged only when this operation's request carries it.
-        """
-        mark = f"Bearer {EXCHANGE_MARK}"
-        if not any(value == mark for _, value in headers):
-            return headers
-        token = await self.exchanger.token(verified, exchange)
-        return tuple((k, f"Bearer {token}" if v == mark else v) for k, v in headers)
-
-    def _settings(self, origin: str, source: str, spec: SpecConfig) -> BackendSettings:
-        settings = self._known.get((origin, source))
-        if settings is None:
-            settings = self._known[(origin, source)] = self._derive(origin, spec)
-        return settings
-
-    def _derive(self, origin: str, spec: SpecConfig) -> BackendSettings:
-        invoke = self._config.invoke
-        concurrency = spec.max_concurrency or invoke.max_concurrency
-        return BackendSettings(
-            origin=origin,
-            timeout_seconds=spec.timeout_seconds or invoke.timeout_seconds,
-            connect_timeout_seconds=min(
-                invoke.connect_timeout_seconds, spec.timeout_seconds or invoke.timeout_seconds
-            ),
-            max_concurrency=concurrency,
-            caller_slots=max(1, math.ceil(concurrency * invoke.caller_share)),
-            max_response_bytes=invoke.max_response_bytes,
-            ca_bundle=spec.ca_bundle,
-            client_cert=spec.client_cert,
-            client_key=spec.client_key,
-            proxy=spec.proxy,
-        )
-
-    async def aclose(self) -> None:
-        """Close the connection pools (the app's lifespan calls this on shutdown)."""
-        await self._proxy.aclose()
-        await self.exchanger.aclose()

@@ -1,9 +1,10 @@
-"""Outbound HTTP/1.1 to one backend: keep-alive connections on asyncio transports, answers
+"""The gateway's HTTP/1.1 client: keep-alive connections on asyncio transports, answers
 parsed by httptools (llhttp, the parser Node.js uses).
 
-The I/O edge of invoke_tool: ``server.proxy`` decides what may be sent and where; this
-module sends exactly that and reads the answer. One :class:`Pool` per backend origin and
-connection settings, per server process.
+The I/O edge of invoke_tool: ``server.invoke.sender`` decides what may be sent and where;
+this module sends exactly that and reads the answer. One :class:`Pool` per backend origin
+and connection settings, per server process. Token exchange (``server.exchange``) and the
+resource server's key and introspection reads (``server.resource``) use it too.
 
 Why not a client library: invoke_tool's overhead goal is 1 ms at p50, and at one caller
 a client session's per-request machinery (request and response objects, timers, cookie
@@ -33,7 +34,8 @@ from urllib.parse import unquote, urlsplit
 import httptools
 
 from catalog.model import has_control, header_name_problem
-from server.invoke import BackendResponse, requote
+from server.invoke.answer import BackendResponse
+from server.invoke.encoding import requote
 
 __all__ = ["ACCEPT_ENCODING", "IDLE_SECONDS", "AnswerTooLarge", "ConnectionFailed", "Pool"]
 
@@ -431,7 +433,7 @@ class Pool:
             lines.append(f"{name}: {value}")
         if body is not None or method in _WITH_BODY:
             lines.append(f"Content-Length: {len(body) if body else 0}")
-        # One byte per character: header strings stand for their bytes (server.invoke
+        # One byte per character: header strings stand for their bytes (server.invoke.encoding
         # puts an argument's text there as its UTF-8), so a caller's credential arrives
         # as the caller sent it. The target is ASCII, re-quoted above.
         return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")

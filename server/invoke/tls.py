@@ -1,6 +1,6 @@
 """TLS contexts for backends: the CA bundle and client certificate a spec's config names.
 
-Built once per backend pool (``server.proxy``), and once at start-up for every spec that
+Built once per backend pool (``server.invoke.sender``), and once at start-up for every spec that
 names TLS files (``server.__main__``), so that a missing or unreadable file stops the
 server with the spec and the reason named instead of failing its first call.
 """

@@ -1,4 +1,4 @@
-"""server/outbound.py: the keep-alive pool against raw loopback servers (real sockets).
+"""server/invoke/http_client.py: the keep-alive pool against raw loopback servers (real sockets).
 
 Each server here is a few lines of asyncio that answers exactly the bytes a case needs:
 framings (Content-Length, chunked, the close), codings, HEAD, interim answers, stale
@@ -21,9 +21,9 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from server import outbound
-from server.invoke import BackendResponse
-from server.outbound import AnswerTooLarge, ConnectionFailed, Pool
+from server.invoke import http_client
+from server.invoke.answer import BackendResponse
+from server.invoke.http_client import AnswerTooLarge, ConnectionFailed, Pool
 from tests.server.certs import certificate, write_pem
 
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
@@ -497,7 +497,7 @@ def test_a_stale_keep_alive_connection_is_retried_only_when_idempotent() -> None
 
 
 def test_a_connection_idle_too_long_is_not_reused(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(outbound, "IDLE_SECONDS", 0.05)
+    monkeypatch.setattr(http_client, "IDLE_SECONDS", 0.05)
     connections: list[int] = []
 
     async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
