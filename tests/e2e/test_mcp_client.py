@@ -136,14 +136,16 @@ def test_listen_ends_gracefully_on_shutdown(index_dir: Path) -> None:
             client.listen(tools_list_changed=True) as subscription,
             anyio.create_task_group() as group,
         ):
+            consuming = anyio.Event()
 
             async def consume() -> None:
+                consuming.set()  # the stream is acknowledged (listen() waited for it)
                 async for _event in subscription:
                     pass
                 ended.set()  # the loop ended without SubscriptionLost
 
             group.start_soon(consume)
-            await anyio.sleep(0.3)
+            await consuming.wait()
             seconds = await anyio.to_thread.run_sync(server.stop)
             with anyio.fail_after(5):
                 await ended.wait()

@@ -119,7 +119,14 @@ def test_every_open_stream_hears_the_reload_and_unasked_kinds_are_not_sent(tmp_p
         ):
             assert time.monotonic() < deadline
             time.sleep(0.05)
-        time.sleep(0.3)
+        # The close drains a change a stream has not taken from its queue yet, so first
+        # the quiet stream must have taken it (and, were it wrongly sent, written it):
+        # its loop waits on the queue for a keepalive's time only after taking it, so
+        # the second keepalive from now comes after that.
+        seen = len(received["quiet"])
+        while received["quiet"][seen:].count(": ping") < 2:
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
         server.close_listen_streams()  # what the shutdown signal does: graceful ends
         for thread in threads:
             thread.join(timeout=10)
