@@ -18,12 +18,13 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 
+from benchmarks.ports import free_port
 from examples.backend import DEMO_SECRET, DEMO_SECRET_ENV, demo_token
 from server.messages import GENERATION_KEY
 from tests.contract import SEARCH_TOOLS_SCHEMA
 from tests.e2e.conftest import ROOT, ServerProcess
 from tests.server.conftest import demo_tools
-from tests.server.harness import free_port, make_tool, write_index
+from tests.server.harness import make_tool, write_index
 
 MODES = [("2026-07-28", "2026-07-28"), ("legacy", "2025-11-25")]
 

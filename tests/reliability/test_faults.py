@@ -27,10 +27,10 @@ from typing import Any
 import httpx
 import pytest
 
+from benchmarks.ports import free_port
 from examples.backend import DEMO_SECRET, DEMO_SECRET_ENV
 from tests.e2e.conftest import ROOT, Agent, ServerProcess, run_indexer, write_config
 from tests.indexer.helpers import spec_yaml
-from tests.server.harness import free_port
 
 TIMEOUT_S = 1.0  # the orders backend's invoke timeout in these tests
 CONFIG = ROOT / "examples" / "sezzlee.toml"

@@ -8,7 +8,6 @@ real app (``server.app.create_app``) under uvicorn in a thread, on a free 127.0.
 from __future__ import annotations
 
 import asyncio
-import socket
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -20,6 +19,7 @@ import httpx
 import uvicorn
 from litestar import Litestar
 
+from benchmarks.ports import free_port
 from catalog.fingerprint import with_version
 from catalog.model import (
     Annotations,
@@ -39,7 +39,6 @@ __all__ = [
     "OPS_TOKEN",
     "TEST_HEAP_BYTES",
     "ServerThread",
-    "free_port",
     "make_tool",
     "serve",
     "write_index",
@@ -109,13 +108,6 @@ def write_index(
         index_dir, tools, broken=problems, unlisted=unlisted, heap_bytes=TEST_HEAP_BYTES
     )
     return plan.meta.fingerprint
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 class ServerThread:

@@ -17,11 +17,12 @@ from typing import Any
 
 import pytest
 
+from benchmarks.ports import free_port
 from catalog.config import Config, InvokeConfig, SpecConfig
 from server.errors import ToolError
 from server.identity import Caller, Secrets
 from server.proxy import Invoker
-from tests.server.test_proxy import echo_tool, free_port
+from tests.server.test_proxy import echo_tool
 
 DEADLINE = 30.0  # generous: a loaded 2-core machine
 
