@@ -24,7 +24,8 @@ from server.messages import GENERATION_KEY
 from tests.contract import SEARCH_TOOLS_SCHEMA
 from tests.e2e.conftest import ROOT, ServerProcess
 from tests.server.conftest import demo_tools
-from tests.server.harness import make_tool, write_index
+from tests.server.harness import write_index
+from tests.tools import make_tool
 
 MODES = [("2026-07-28", "2026-07-28"), ("legacy", "2025-11-25")]
 
@@ -106,7 +107,10 @@ def test_listen_receives_list_changed_after_a_reload(
         async with Client(server_process.url, mode="2026-07-28", cache=None) as client:
             async with client.listen(tools_list_changed=True) as subscription:
                 assert subscription.honored.tools_list_changed is True
-                changed = [*demo_tools(), make_tool("get_invoice", "Returns an order's invoice.")]
+                changed = [
+                    *demo_tools(),
+                    make_tool("get_invoice", "Returns an order's invoice.", namespace=""),
+                ]
                 written = time.monotonic()
                 write_index(index_dir, changed)
                 with anyio.fail_after(10):

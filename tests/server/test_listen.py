@@ -14,7 +14,8 @@ import httpx
 from server.app import create_app
 from server.protocol import MODERN_VERSION
 from tests.server.conftest import demo_tools
-from tests.server.harness import ServerThread, make_tool, serve, write_index
+from tests.server.harness import ServerThread, serve, write_index
+from tests.tools import make_tool
 
 META = {
     "io.modelcontextprotocol/protocolVersion": MODERN_VERSION,
@@ -66,7 +67,9 @@ def test_ack_first_then_keepalive_then_change(tmp_path: Path) -> None:
         assert ack["method"] == "notifications/subscriptions/acknowledged"
         assert ack["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"] == 7
         assert next(frames) == ": ping"
-        write_index(index_dir, [*demo_tools(), make_tool("get_invoice", "An invoice.")])
+        write_index(
+            index_dir, [*demo_tools(), make_tool("get_invoice", "An invoice.", namespace="")]
+        )
         changed = next(frame for frame in frames if isinstance(frame, dict))
         assert changed == {
             "jsonrpc": "2.0",
@@ -108,7 +111,9 @@ def test_every_open_stream_hears_the_reload_and_unasked_kinds_are_not_sent(tmp_p
         for thread in threads:
             thread.start()
         acked.wait(timeout=10)
-        write_index(index_dir, [*demo_tools(), make_tool("get_invoice", "An invoice.")])
+        write_index(
+            index_dir, [*demo_tools(), make_tool("get_invoice", "An invoice.", namespace="")]
+        )
         deadline = time.monotonic() + 10
         while not all(
             any(
