@@ -44,8 +44,9 @@ from typing import Any
 
 import aiohttp
 
-from benchmarks.bench_invoke import _free_port, _wait_ready
+from benchmarks.bench_invoke import _wait_ready
 from benchmarks.oauth_server import BACKEND_AUDIENCE, GATEWAY_SECRET, RESOURCE, AuthorizationServer
+from benchmarks.ports import free_port
 from catalog.backends import documents_of
 from catalog.config import ExchangeConfig, decode_config
 from catalog.model import SchemeUse, SecurityPolicy, SecurityScheme
@@ -251,7 +252,7 @@ async def _throughput(
     server: AuthorizationServer, workdir: Path, runs: int, seconds: float
 ) -> dict[str, Any]:
     """invoke_tool calls per second at ``CALLERS`` callers, token_exchange vs passthrough."""
-    backend_port = _free_port()
+    backend_port = free_port()
     backend = _start(
         [
             *(sys.executable, "-m", "granian", "--interface", "asgi", "--loop", "asyncio"),
@@ -288,7 +289,7 @@ async def _throughput(
             check=True,
             capture_output=True,
         )
-        port = _free_port()
+        port = free_port()
         gateway = _start(
             [
                 *(sys.executable, "-m", "server", "--index", str(index), "--config", str(config)),

@@ -32,7 +32,6 @@ import os
 import platform
 import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -43,6 +42,7 @@ from typing import Any
 
 import httpx
 
+from benchmarks.ports import free_port
 from catalog.index_schema import SCHEMA_VERSION
 
 HERE = Path(__file__).resolve().parent
@@ -79,13 +79,6 @@ OPS_TOKEN = "bench-operator"
 OPERATOR = {"authorization": f"Bearer {OPS_TOKEN}"}
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 def ensure_index(index: Path) -> None:
     """Build the APIs.guru index with the real indexer unless one is there."""
     if (index / "meta.json").is_file():
@@ -108,7 +101,7 @@ class Server:
     """
 
     def __init__(self, index: Path, workers: int, *, asgi: str = "granian") -> None:
-        self.port = _free_port()
+        self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         self.spawned = time.monotonic()
         # The operator token: /readyz tells the catalog's size to the operator only. The

@@ -33,7 +33,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -48,6 +47,7 @@ import httpx
 import jsonschema
 import msgspec
 
+from benchmarks.ports import free_port
 from catalog.backends import documents_of
 from catalog.config import decode_config
 from catalog.visibility import Audience
@@ -63,13 +63,6 @@ RESULTS = Path(__file__).resolve().parent / "results"
 SERVICE_MS = 5.0
 COMPARED = ("forwarder", "forwarder-raw", "forwarder-post", "uvicorn-post", "invoker", "mcp")
 """The paths measured against ``direct``, in the report's order."""
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def _wait_ready(process: subprocess.Popen[bytes], url: str, what: str) -> subprocess.Popen[bytes]:
@@ -204,13 +197,13 @@ async def _run(port: int, workdir: Path, seconds: float, rounds: int) -> dict[st
         config, environ={DEMO_SECRET_ENV: DEMO_SECRET}, read_file=lambda n: b""
     )
     namespaces = documents_of(view.meta.files, view.meta.origins, config)
-    gateway_port = _free_port()
+    gateway_port = free_port()
     gateway = _start_gateway(gateway_port, index, config_path)
-    forwarder_port = _free_port()
+    forwarder_port = free_port()
     forwarder = _start_forwarder(forwarder_port, base, "aiohttp")
-    raw_port = _free_port()
+    raw_port = free_port()
     raw_forwarder = _start_forwarder(raw_port, base, "raw")
-    uvicorn_port = _free_port()
+    uvicorn_port = free_port()
     uvicorn_forwarder = _start_forwarder(uvicorn_port, base, "raw", server="uvicorn")
     mcp_url = f"http://127.0.0.1:{gateway_port}/mcp"
     token = demo_token("alice")
@@ -434,7 +427,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=6.0, help="per side and level")
     parser.add_argument("--rounds", type=int, default=3, help="alternations per level")
     args = parser.parse_args(argv)
-    port = _free_port()
+    port = free_port()
     backend = _start_backend(port)
     try:
         with tempfile.TemporaryDirectory() as tmp:

@@ -44,7 +44,6 @@ import random
 import re
 import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -56,6 +55,7 @@ from typing import Any
 import aiohttp
 import httpx
 
+from benchmarks.ports import free_port
 from catalog.index_schema import SCHEMA_VERSION
 from examples.backend import DEMO_SECRET, DEMO_SECRET_ENV, demo_token
 
@@ -126,13 +126,6 @@ def write_config(path: Path, backend_port: int) -> None:
 
 
 # -- processes ----------------------------------------------------------------------------------
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def spawn(args: Sequence[str], log: Path) -> subprocess.Popen[bytes]:

@@ -30,7 +30,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -45,6 +44,7 @@ from typing import Any
 import httpx
 import msgspec
 
+from benchmarks.ports import free_port
 from catalog.config import SpecConfig, default_namespace
 from catalog.load import convert_document
 
@@ -65,13 +65,6 @@ MAX_PATTERNS = 24
 ROUNDS = 3
 """Each hostile request is sent this many times; its stall is the median, so that a spike
 from another process on a shared machine is not charged to it (the maximum is kept too)."""
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def _patterns(root: Path) -> dict[str, str]:
@@ -325,7 +318,7 @@ def main() -> int:
         )
         some_tool = json.loads(attacks[0].frame)["params"]["arguments"]["name"]
         attacks += _other_attacks(some_tool)
-        port = _free_port()
+        port = free_port()
         url = f"http://127.0.0.1:{port}/mcp"
         server = subprocess.Popen(
             [

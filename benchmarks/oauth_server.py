@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
 import tempfile
 from pathlib import Path
@@ -19,6 +18,8 @@ from typing import Any
 
 import httpx
 import jwt
+
+from benchmarks.ports import free_port
 
 __all__ = [
     "BACKEND_AUDIENCE",
@@ -84,13 +85,6 @@ def node22() -> Path:
     return bin_dir
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 class AuthorizationServer:
     """oidc-provider on a loopback port; ``issuer`` is its URL. Clients: ``CALLERS``,
     ``agent-none`` (scope ``tools:admin`` only) and ``sezzlee`` (the gateway). Resources:
@@ -106,7 +100,7 @@ class AuthorizationServer:
         self._workdir = Path(tempfile.mkdtemp(prefix="sezzlee-oauth-"))
         shutil.copy(SCRIPT, self._workdir / "as.mjs")
         (self._workdir / "node_modules").symlink_to(modules)
-        self.port = _free_port()
+        self.port = free_port()
         self.issuer = f"http://127.0.0.1:{self.port}"
         config = {
             "clients": [

@@ -49,14 +49,8 @@ from typing import Any, Final, NamedTuple
 
 import msgspec
 
-from catalog.normalize import (
-    ANNOTATIONS,
-    Direction,
-    Normalizer,
-    Ref,
-    TemplateDict,
-    TemplateList,
-)
+from catalog.keywords import ANNOTATIONS, BRANCHES, SCHEMA_LISTS, SCHEMA_MAPS, SUBSCHEMA
+from catalog.normalize import Direction, Normalizer, Ref, TemplateDict, TemplateList
 from catalog.refs import unescape_token
 
 __all__ = [
@@ -96,25 +90,6 @@ _READS_NEIGHBOURS: Final = frozenset(
     )
 )
 """Keywords whose meaning depends on other keywords of the same schema object."""
-
-# Where subschemas sit in a schema object (every other keyword's value is data).
-_SUBSCHEMA: Final = frozenset(
-    (
-        "items",
-        "additionalProperties",
-        "not",
-        "if",
-        "then",
-        "else",
-        "contains",
-        "propertyNames",
-        "unevaluatedItems",
-        "unevaluatedProperties",
-    )
-)
-_SCHEMA_LISTS: Final = frozenset(("allOf", "anyOf", "oneOf", "prefixItems"))
-_SCHEMA_MAPS: Final = frozenset(("properties", "patternProperties", "dependentSchemas", "$defs"))
-_BRANCHES: Final = ("allOf", "anyOf", "oneOf")
 
 _REF_BYTES: Final = 60
 """What a reference costs where it is written, beyond its name: the longest of its forms
@@ -191,14 +166,14 @@ def _measure(node: Any, refs: list[str]) -> tuple[int, int]:
         if key == "examples":
             full += entry + len(_encode(value))
             continue
-        if key in _SUBSCHEMA:
+        if key in SUBSCHEMA:
             f, le = _measure(value, refs)
-        elif key in _SCHEMA_LISTS and isinstance(value, list):
+        elif key in SCHEMA_LISTS and isinstance(value, list):
             f = le = 2
             for item in value:
                 a, b = _measure(item, refs)
                 f, le = f + a + 1, le + b + 1
-        elif key in _SCHEMA_MAPS and isinstance(value, dict):
+        elif key in SCHEMA_MAPS and isinstance(value, dict):
             f = le = 2
             for name, sub in value.items():
                 a, b = _measure(sub, refs)
@@ -240,7 +215,7 @@ def _spine(node: Any, depth: int, roots: list[tuple[str, int]], members: list[An
             if item.extra is not None:
                 stack.append(item.extra)
         elif kind is TemplateDict:
-            for keyword in _BRANCHES:
+            for keyword in BRANCHES:
                 branches = item.get(keyword)
                 if type(branches) is TemplateList:
                     stack.extend(reversed(branches))
@@ -263,7 +238,7 @@ def _member_refs(node: Any) -> list[str]:
             if item.extra is not None:
                 stack.append(item.extra)
         elif type(item) is TemplateDict:
-            for keyword in _BRANCHES:
+            for keyword in BRANCHES:
                 branches = item.get(keyword)
                 if type(branches) is TemplateList and (keyword == "allOf" or len(branches) <= 2):
                     stack.extend(reversed(branches))
@@ -296,12 +271,12 @@ def _lean(schema: Any) -> Any:
 
 def _lean_at(key: str, value: Any) -> Any:
     """The value of keyword ``key`` of a plain schema, without examples."""
-    if key in _SUBSCHEMA:
+    if key in SUBSCHEMA:
         return _lean(value)
-    if key in _SCHEMA_LISTS and type(value) is list:
+    if key in SCHEMA_LISTS and type(value) is list:
         items = [_lean(item) for item in value]
         return value if all(a is b for a, b in zip(items, value, strict=True)) else items
-    if key in _SCHEMA_MAPS and type(value) is dict:
+    if key in SCHEMA_MAPS and type(value) is dict:
         members = {name: _lean(sub) for name, sub in value.items()}
         return value if all(members[n] is value[n] for n in value) else members
     return value
@@ -325,9 +300,9 @@ def _trimmed(schema: Any) -> Any:
         elif key == "default":
             if len(_encode(value)) <= _TEXT_CAP:
                 out[key] = value
-        elif key in _SUBSCHEMA or key in _SCHEMA_LISTS:
+        elif key in SUBSCHEMA or key in SCHEMA_LISTS:
             out[key] = _trimmed(value)
-        elif key in _SCHEMA_MAPS and isinstance(value, dict):
+        elif key in SCHEMA_MAPS and isinstance(value, dict):
             out[key] = {name: _trimmed(sub) for name, sub in value.items()}
         else:
             out[key] = value
@@ -342,11 +317,11 @@ def _subschemas(schema: Any, path: tuple[int, ...], found: list[Any]) -> None:
         return
     below = (*path, id(schema))
     for key, value in schema.items():
-        if key in _SUBSCHEMA:
+        if key in SUBSCHEMA:
             slots: list[tuple[Any, Any]] = [(schema, key)]
-        elif key in _SCHEMA_LISTS and isinstance(value, list):
+        elif key in SCHEMA_LISTS and isinstance(value, list):
             slots = [(value, i) for i in range(len(value))]
-        elif key in _SCHEMA_MAPS and isinstance(value, dict):
+        elif key in SCHEMA_MAPS and isinstance(value, dict):
             slots = [(value, name) for name in value]
         else:
             continue
@@ -397,6 +372,9 @@ def _squeezed(schema: Any, budget: int) -> Any:
 
 # -- compacting -------------------------------------------------------------------------
 
+_BodySlot = tuple[str, Direction, bool]  # a target's key, the direction, examples dropped
+_Emitted = tuple[Any, tuple[tuple[str, str], ...]]  # the body, the decisions below it
+
 
 class Compactor:
     """Compacts the schemas of one document's operations; holds the document-wide caches.
@@ -405,7 +383,7 @@ class Compactor:
         normalizer: the document's normalizer (holds the referenced templates).
     """
 
-    __slots__ = ("_bare", "_cores", "_cut", "_needs", "_normalizer", "_shapes", "bodies", "target")
+    __slots__ = ("_bare", "_bodies", "_cores", "_cut", "_needs", "_normalizer", "_shapes", "target")
 
     def __init__(self, normalizer: Normalizer) -> None:
         self._normalizer = normalizer
@@ -415,10 +393,19 @@ class Compactor:
         self._needs: dict[tuple[str, Direction], int] = {}
         self._cut: dict[tuple[str, Direction, int], tuple[Any, int]] = {}
         self._bare: dict[tuple[str, Direction], tuple[Any, int, int]] = {}
-        self.bodies: dict[tuple[str, Direction, bool], tuple[Any, tuple[tuple[str, str], ...]]]
-        self.bodies = {}
-        """Emitted bodies of referenced schemas (with or without examples) and the
-        decisions about the references below them."""
+        # Emitted bodies of referenced schemas (with or without examples) and the
+        # decisions about the references below them (see emitted()).
+        self._bodies: dict[_BodySlot, _Emitted] = {}
+
+    def emitted(self, slot: _BodySlot) -> _Emitted | None:
+        """The body a referenced target (key, direction, examples dropped) was emitted
+        as earlier in this document, with the decision about each reference below it.
+        """
+        return self._bodies.get(slot)
+
+    def keep_emitted(self, slot: _BodySlot, emitted: _Emitted) -> None:
+        """Remember an emitted body for :meth:`emitted`."""
+        self._bodies[slot] = emitted
 
     def schemas(
         self, arguments: Any, output: Any | None, budget: int
@@ -783,9 +770,9 @@ class _Run:
                 continue
             if type(value) not in _TEMPLATES:
                 out[key] = _lean_at(key, value)
-            elif key in _SCHEMA_MAPS and type(value) is TemplateDict:
+            elif key in SCHEMA_MAPS and type(value) is TemplateDict:
                 out[key] = {name: self.emit(sub) for name, sub in value.items()}
-            elif key in _SCHEMA_LISTS and type(value) is TemplateList:
+            elif key in SCHEMA_LISTS and type(value) is TemplateList:
                 out[key] = [self.emit(sub) for sub in value]
             else:
                 out[key] = self.emit(value)
@@ -796,9 +783,8 @@ class _Run:
         the document's earlier emission when every reference below it is decided the same
         way here (the result is then identical to emitting it again).
         """
-        cache = self._compactor.bodies
         slot = (key, self._direction, self.lean)
-        hit = cache.get(slot)
+        hit = self._compactor.emitted(slot)
         if hit is not None:
             body, below = hit
             decision = self._decision
@@ -811,7 +797,7 @@ class _Run:
         met = self._trail.pop()
         if self._trail:
             self._trail[-1].update(met)
-        cache[slot] = (body, tuple(met.items()))
+        self._compactor.keep_emitted(slot, (body, tuple(met.items())))
         return body
 
     def emit_all(self, root: Any) -> Any:

@@ -56,7 +56,19 @@ from catalog.normalize import Normalizer, Ref, TemplateDict
 from catalog.openapi import Document
 from catalog.refs import Resolver, escape_token
 
-__all__ = ["HTTP_METHODS", "DocumentConverter", "choose_status", "method_annotations"]
+__all__ = [
+    "ANNOTATIONS_IGNORED",
+    "EXTENSION_INVALID",
+    "HTTP_METHODS",
+    "OPERATION_MALFORMED",
+    "OPERATION_NOT_OBJECT",
+    "OPERATION_SKIPPED",
+    "PATH_ITEM_NOT_OBJECT",
+    "SECURITY_SCHEME_UNKNOWN",
+    "DocumentConverter",
+    "choose_status",
+    "method_annotations",
+]
 
 HTTP_METHODS: Final = frozenset(
     ("get", "put", "post", "delete", "options", "head", "patch", "trace")
@@ -65,6 +77,22 @@ HTTP_METHODS: Final = frozenset(
 reached because only ``paths`` is walked."""
 
 ANNOTATIONS_EXTENSION: Final = "x-sezzlee-annotations"
+
+# The warning codes of the operation walk (catalog/spec/schema-conversion.md, Problems).
+PATH_ITEM_NOT_OBJECT: Final = "path-item-not-object"
+"""Warning code: a path item that is not an object; none of its operations converts."""
+OPERATION_NOT_OBJECT: Final = "operation-not-object"
+"""Warning code: an operation that is not an object; skipped."""
+OPERATION_SKIPPED: Final = "operation-skipped"
+"""Warning code: a problem confined to one operation skipped it (the reason says which)."""
+OPERATION_MALFORMED: Final = "operation-malformed"
+"""Warning code: an operation of a shape no rule expects; skipped."""
+EXTENSION_INVALID: Final = "extension-invalid"
+"""Warning code: an operation's ``x-sezzlee`` extension cannot be applied; skipped."""
+ANNOTATIONS_IGNORED: Final = "annotations-ignored"
+"""Warning code: ``x-sezzlee-annotations`` (or one hint of it) is malformed; ignored."""
+SECURITY_SCHEME_UNKNOWN: Final = "security-scheme-unknown"
+"""Warning code: a security requirement names a scheme the document does not declare."""
 SEARCH_TERMS_EXTENSION: Final = "x-sezzlee-search-terms"
 
 _PARAMETER_ORDER: Final[tuple[Location, ...]] = ("path", "query", "header", "cookie")
@@ -285,7 +313,7 @@ class DocumentConverter:
         """Other files the converted operations referenced, sorted."""
         return tuple(sorted(self._resolver.dependencies))
 
-    def warn(self, location: str, reason: str, code: str = "") -> None:
+    def warn(self, location: str, reason: str, code: str) -> None:
         self.warnings.append(
             Problem(
                 file=self._source, location=location, reason=reason, severity="warning", code=code
@@ -312,14 +340,18 @@ class DocumentConverter:
             item_pointer = "/paths/" + escape_token(path)
             item, item_base = self._resolver.follow(raw_item, self._source)
             if not isinstance(item, dict):
-                self.warn(item_pointer, "the path item is not an object; skipped")
+                self.warn(
+                    item_pointer, "the path item is not an object; skipped", PATH_ITEM_NOT_OBJECT
+                )
                 continue
             for method, operation in item.items():
                 if method not in HTTP_METHODS:
                     continue
                 pointer = f"{item_pointer}/{method}"
                 if not isinstance(operation, dict):
-                    self.warn(pointer, "the operation is not an object; skipped")
+                    self.warn(
+                        pointer, "the operation is not an object; skipped", OPERATION_NOT_OBJECT
+                    )
                     continue
                 tool = self._guarded(path, method, item, item_base, operation, pointer)
                 if tool is not None and EXTENSION in operation:
@@ -339,7 +371,7 @@ class DocumentConverter:
         try:
             published = apply_extension(tool, raw, file=self._source)
         except SpecError as exc:
-            self.warn(exc.location, f"operation skipped: {exc.reason}")
+            self.warn(exc.location, f"operation skipped: {exc.reason}", EXTENSION_INVALID)
             return []
         own = tool.definition.name
         out: list[CatalogTool] = []
@@ -386,11 +418,17 @@ class DocumentConverter:
         except RefError:
             raise
         except SpecError as exc:
-            self.warn(exc.location or pointer, f"operation skipped: {exc.reason}")
+            self.warn(
+                exc.location or pointer, f"operation skipped: {exc.reason}", OPERATION_SKIPPED
+            )
         except (TypeError, ValueError, KeyError, AttributeError, RecursionError) as exc:
             # A malformed document reaches shapes no rule expects; it costs this
             # operation only, never the document: a broken part never costs the catalog more.
-            self.warn(pointer, f"operation skipped: malformed ({type(exc).__name__}: {exc})")
+            self.warn(
+                pointer,
+                f"operation skipped: malformed ({type(exc).__name__}: {exc})",
+                OPERATION_MALFORMED,
+            )
         return None
 
     # -- one operation ----------------------------------------------------------
@@ -780,13 +818,18 @@ class DocumentConverter:
         override = operation.get(ANNOTATIONS_EXTENSION)
         if override is not None:
             if not isinstance(override, dict):
-                self.warn(f"{pointer}/{ANNOTATIONS_EXTENSION}", "must be an object; ignored")
+                self.warn(
+                    f"{pointer}/{ANNOTATIONS_EXTENSION}",
+                    "must be an object; ignored",
+                    ANNOTATIONS_IGNORED,
+                )
             else:
                 for hint, value in override.items():
                     if hint not in _HINTS or not isinstance(value, bool):
                         self.warn(
                             f"{pointer}/{ANNOTATIONS_EXTENSION}/{escape_token(str(hint))}",
                             f"expected one of {', '.join(_HINTS)} with a boolean; ignored",
+                            ANNOTATIONS_IGNORED,
                         )
                     elif value:
                         hints.add(hint)
@@ -837,7 +880,11 @@ class DocumentConverter:
                     # Fail closed: an undeclared scheme is one no caller can present, like a
                     # client certificate only the gateway holds. Dropping the alternative
                     # instead could leave none and publish a protected operation as public.
-                    self.warn(f"{pointer}/security", f"unknown security scheme {scheme_name!r}")
+                    self.warn(
+                        f"{pointer}/security",
+                        f"unknown security scheme {scheme_name!r}",
+                        SECURITY_SCHEME_UNKNOWN,
+                    )
                     scheme = SecurityScheme(name=scheme_name, type="mutualTLS")
                 uses.append(
                     SchemeUse(

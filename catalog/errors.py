@@ -34,7 +34,12 @@ class SpecError(CatalogError):
     ``dependencies`` are the other files the conversion had tried to read by then (set by
     :func:`catalog.load.convert_document`): a missing or broken one may be what failed
     it, so its arrival or repair must convert the document again.
+
+    ``code`` names the kind for the problem the indexer records (one per class,
+    ``catalog/spec/schema-conversion.md``, Problems).
     """
+
+    code: str = "document-invalid"
 
     def __init__(self, file: str, location: str, reason: str) -> None:
         self.file = file
@@ -49,9 +54,13 @@ class NotADocument(SpecError):
     its own. The indexer treats it as a fragment when other documents ``$ref`` it.
     """
 
+    code = "not-a-document"
+
 
 class RefError(SpecError):
     """A ``$ref`` that cannot be resolved."""
+
+    code = "ref-unresolved"
 
 
 class ConfigError(CatalogError):
@@ -77,7 +86,12 @@ class InvalidSearchArguments(CatalogError):
 
 
 class CurationError(CatalogError):
-    """A curation rule that cannot be applied to the operations it matches."""
+    """A curation rule that cannot be applied to the operations it matches.
+
+    ``code`` names the kind for the problem the indexer records.
+    """
+
+    code: str = "curation-failed"
 
     def __init__(self, rule: str, reason: str) -> None:
         self.rule = rule

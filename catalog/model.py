@@ -268,9 +268,10 @@ class CatalogTool(msgspec.Struct, frozen=True, kw_only=True):
 class Problem(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     """A problem found in a document: where (file and line or JSON pointer) and why.
 
-    ``code`` names the kind of a warning the conversion itself decided on (a clash
-    suffix, a schema repair; ``catalog/spec/schema-conversion.md`` lists them), so that a
-    program tells kinds apart without matching ``reason``, which is prose for people.
+    ``code`` names the kind of problem (``catalog/spec/schema-conversion.md``, Problems,
+    lists them all), so that a program tells kinds apart without matching ``reason``,
+    which is prose for people. Every problem the conversion and the indexer raise has
+    one; the default is for records written before codes were.
     """
 
     file: str

@@ -29,16 +29,16 @@ repair is a warning (:attr:`Normalizer.problems`) at the schema's place in the d
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, Final, Literal, TypeAlias
 
+from catalog.keywords import ANNOTATIONS, SCHEMA_LISTS, SCHEMA_MAPS, SUBSCHEMA
 from catalog.model import Problem
 from catalog.openapi import OpenAPIVersion
 from catalog.refs import Resolver, escape_token, split_key
 from catalog.repair import PATTERN_DROPPED, SUSPECT, Repair, repair, valid_regex
 
 __all__ = [
-    "ANNOTATIONS",
     "Direction",
     "Normalizer",
     "Ref",
@@ -50,44 +50,13 @@ __all__ = [
 Direction: TypeAlias = Literal["in", "out"]
 
 _TYPES: Final = frozenset(("string", "number", "integer", "boolean", "array", "object", "null"))
-_SUBSCHEMA: Final = frozenset(
-    (
-        "not",
-        "if",
-        "then",
-        "else",
-        "contains",
-        "propertyNames",
-        "unevaluatedItems",
-        "unevaluatedProperties",
-    )
-)
-_SCHEMA_LISTS: Final = frozenset(("allOf", "anyOf", "oneOf", "prefixItems"))
-_SCHEMA_MAPS: Final = frozenset(("patternProperties", "dependentSchemas"))
-_COUNTS: Final = frozenset(
-    (
-        "minLength",
-        "maxLength",
-        "minItems",
-        "maxItems",
-        "minProperties",
-        "maxProperties",
-        "minContains",
-        "maxContains",
-    )
-)
-_NUMBERS: Final = frozenset(("minimum", "maximum"))
-_FLAGS: Final = frozenset(("uniqueItems", "readOnly", "writeOnly", "deprecated"))
 _STRINGS: Final = frozenset(
     ("title", "description", "format", "contentMediaType", "contentEncoding")
 )
-_ANY: Final = frozenset(("const", "default"))
-ANNOTATIONS: Final = frozenset(
-    ("title", "description", "deprecated", "readOnly", "writeOnly", "default", "examples")
-)
-"""Keywords that only describe: they never refuse a value."""
 _FLAG_OF: Final[dict[str, str]] = {"in": "readOnly", "out": "writeOnly"}
 _NOTES: Final = ("title", "description")
+_GONE: Final = object()
+"""What a keyword rule gives for a value it does not keep."""
 
 
 class Ref:
@@ -178,6 +147,157 @@ def _walk(root: Any) -> Iterator[tuple[Any, str]]:
 
 def _bad_key(pattern: str) -> Repair:
     return Repair(PATTERN_DROPPED, f"patternProperties key {pattern!r} does not compile; dropped")
+
+
+# -- the keywords whose values are data ------------------------------------------------
+# Each rule takes the value as written and gives what is kept of it, or _GONE.
+
+
+def _type(value: Any) -> Any:
+    if isinstance(value, str):
+        if value == "file":
+            # Swagger 2.0 file upload: a binary string (OpenAPI 3 idiom).
+            return "string"
+        return value if value in _TYPES else None
+    if isinstance(value, list):
+        kinds = [k for k in dict.fromkeys(value) if isinstance(k, str) and k in _TYPES]
+        return kinds or None
+    return None
+
+
+def _keep_type(value: Any) -> Any:
+    kind = _type(value)
+    return _GONE if kind is None else kind
+
+
+def _keep_string(value: Any) -> Any:
+    # A pattern too: catalog.repair unwraps or drops what re cannot read.
+    return value if isinstance(value, str) else _GONE
+
+
+def _keep_names(value: Any) -> Any:
+    # The metaschema wants the names unique.
+    if not isinstance(value, list):
+        return _GONE
+    return list(dict.fromkeys(n for n in value if isinstance(n, str)))
+
+
+def _keep_count(value: Any) -> Any:
+    count = _count(value)
+    return _GONE if count is None else count
+
+
+def _keep_number(value: Any) -> Any:
+    return value if _is_number(value) else _GONE
+
+
+def _keep_divisor(value: Any) -> Any:
+    return value if _is_number(value) and value > 0 else _GONE
+
+
+def _keep_flag(value: Any) -> Any:
+    return value if isinstance(value, bool) else _GONE
+
+
+def _keep_enum(value: Any) -> Any:
+    if not isinstance(value, list):
+        return _GONE
+    if not is_json_value(value):
+        # A member JSON cannot hold matches no argument or response: the others accept
+        # exactly what the document's enum accepts of JSON.
+        value = [member for member in value if is_json_value(member)]
+    return value if value else _GONE
+
+
+def _keep_examples(value: Any) -> Any:
+    if not isinstance(value, list):
+        return _GONE
+    return value if is_json_value(value) else [v for v in value if is_json_value(v)]
+
+
+def _keep_json(value: Any) -> Any:
+    return value if is_json_value(value) else _GONE
+
+
+def _keep_dependent_names(value: Any) -> Any:
+    if not isinstance(value, dict):
+        return _GONE
+    # The metaschema wants each list's names unique (as in "required").
+    return {
+        name: list(dict.fromkeys(n for n in names if isinstance(n, str)))
+        for name, names in value.items()
+        if isinstance(names, list)
+    }
+
+
+_DataRule: TypeAlias = Callable[[Any], Any]
+_DATA: Final[dict[str, _DataRule]] = {
+    "type": _keep_type,
+    "required": _keep_names,
+    "pattern": _keep_string,
+    **dict.fromkeys(
+        (
+            "minLength",
+            "maxLength",
+            "minItems",
+            "maxItems",
+            "minProperties",
+            "maxProperties",
+            "minContains",
+            "maxContains",
+        ),
+        _keep_count,
+    ),
+    **dict.fromkeys(("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"), _keep_number),
+    "multipleOf": _keep_divisor,
+    **dict.fromkeys(("uniqueItems", "readOnly", "writeOnly", "deprecated"), _keep_flag),
+    "enum": _keep_enum,
+    "examples": _keep_examples,
+    **dict.fromkeys(("const", "default"), _keep_json),
+    "dependentRequired": _keep_dependent_names,
+}
+_DATA_RULES: Final[dict[str, dict[str, _DataRule]]] = {
+    # The direction's own flag has done its work (the members it marks are gone); what
+    # it still marks, a parameter or an array's items, is part of the direction all the
+    # same, so it goes.
+    d: {key: rule for key, rule in _DATA.items() if key != flag}
+    for d, flag in _FLAG_OF.items()
+}
+"""The rules of the data keywords, per direction."""
+
+
+def _settle(raw: dict[str, Any], out: dict[str, Any], absent: frozenset[str] | set[str]) -> None:
+    """What a converted object needs once all its keywords are in: the 2.0/3.0 idioms
+    rewritten, the members left out for its direction (``absent``) no longer required,
+    a lone ``example`` as ``examples``, an empty ``required`` gone.
+    """
+    if (
+        "exclusiveMinimum" in raw
+        or "exclusiveMaximum" in raw
+        or ("format" not in out and raw.get("type") == "file")
+    ):
+        _legacy_idioms(raw, out)
+    if absent and "required" in out:
+        # A member left out for its direction (readOnly in, writeOnly out) is not
+        # required either.
+        out["required"] = [n for n in out["required"] if n not in absent]
+    if "examples" not in out and "example" in raw and is_json_value(raw["example"]):
+        out["examples"] = [raw["example"]]
+    if "required" in out and not out["required"]:
+        del out["required"]
+
+
+def _legacy_idioms(raw: dict[str, Any], out: dict[str, Any]) -> None:
+    if raw.get("type") == "file" and "format" not in out:
+        out["format"] = "binary"
+    for bound, limit in (("exclusiveMinimum", "minimum"), ("exclusiveMaximum", "maximum")):
+        flag = raw.get(bound)
+        if isinstance(flag, bool):
+            # 2.0/3.0: a boolean modifier of minimum/maximum; 2020-12: the bound.
+            if flag and limit in out:
+                out[bound] = out.pop(limit)
+            else:
+                out.pop(bound, None)
 
 
 class Normalizer:
@@ -326,125 +446,12 @@ class Normalizer:
     def _norm_dict(
         self, raw: dict[str, Any], base: str, d: Direction, absent: frozenset[str] = frozenset()
     ) -> tuple[Any, bool]:
-        out: dict[str, Any] = {}
-        has = False
-        dropped: set[str] = set()
         if isinstance(raw.get("allOf"), list):
             # All branches describe one object: a member one of them (or this schema)
             # leaves out cannot be required by another, or no valid call would exist.
             absent = absent | self._absent(raw, base, _FLAG_OF[d], set())
-        for key, value in raw.items():
-            # Most frequent keywords first: this loop is the conversion's hot path.
-            if key in _STRINGS:
-                if isinstance(value, str):
-                    out[key] = value
-            elif key == "type":
-                kind = self._type(value)
-                if kind is not None:
-                    out["type"] = kind
-            elif key == "properties":
-                members = self._properties(value, base, d)
-                if members is not None:
-                    out["properties"], sub_has, dropped = members
-                    has = has or sub_has
-            elif key[:2] == "x-":
-                continue
-            elif key in _SUBSCHEMA or key == "additionalProperties":
-                if isinstance(value, dict | bool):
-                    node, sub_has = self._norm(value, base, d)
-                    out[key] = node
-                    has = has or sub_has
-            elif key == "items":
-                if isinstance(value, dict | bool):
-                    node, sub_has = self._norm(value, base, d)
-                    out["items"] = node
-                    has = has or sub_has
-                elif isinstance(value, list) and value:
-                    # Draft 4 tuple form → 2020-12 prefixItems (which must not be empty:
-                    # an empty tuple constrains nothing and is dropped).
-                    result = self._norm_list(value, base, d)
-                    if result is not None:
-                        out["prefixItems"], sub_has = result
-                        has = has or sub_has
-            elif key in _SCHEMA_LISTS:
-                result = self._norm_list(value, base, d, absent if key == "allOf" else frozenset())
-                if result is not None and result[0]:
-                    out[key], sub_has = result
-                    has = has or sub_has
-            elif key in _SCHEMA_MAPS:
-                if key == "patternProperties" and isinstance(value, dict):
-                    # Each key is a regex: one re cannot read goes, as an invalid pattern does.
-                    kept = {name: sub for name, sub in value.items() if valid_regex(name)}
-                    if len(kept) < len(value):
-                        self._noted(raw, base, [_bad_key(n) for n in value if n not in kept])
-                    value = kept
-                result = self._norm_map(value, base, d)
-                if result is not None:
-                    out[key], sub_has = result
-                    has = has or sub_has
-            elif key == "required":
-                if isinstance(value, list):
-                    names = [n for n in value if isinstance(n, str)]
-                    out["required"] = list(dict.fromkeys(names))
-            elif key == "pattern":
-                if isinstance(value, str):
-                    out[key] = value  # catalog.repair unwraps or drops what re cannot read
-            elif key in _COUNTS:
-                count = _count(value)
-                if count is not None:
-                    out[key] = count
-            elif key in _NUMBERS:
-                if _is_number(value):
-                    out[key] = value
-            elif key == "multipleOf":
-                if _is_number(value) and value > 0:
-                    out[key] = value
-            elif key in ("exclusiveMinimum", "exclusiveMaximum"):
-                if _is_number(value):
-                    out[key] = value
-            elif key in _FLAGS:
-                if isinstance(value, bool) and key != _FLAG_OF[d]:
-                    # The direction's own flag has done its work (the members it marks are
-                    # gone); what it still marks here, a parameter or an array's items, is
-                    # part of the direction all the same.
-                    out[key] = value
-            elif key == "enum":
-                if isinstance(value, list) and not is_json_value(value):
-                    # A member JSON cannot hold matches no argument or response: the
-                    # others accept exactly what the document's enum accepts of JSON.
-                    value = [member for member in value if is_json_value(member)]
-                if isinstance(value, list) and value:
-                    out["enum"] = value
-            elif key == "examples":
-                if isinstance(value, list):
-                    out["examples"] = (
-                        value if is_json_value(value) else [v for v in value if is_json_value(v)]
-                    )
-            elif key in _ANY:
-                if is_json_value(value):
-                    out[key] = value
-            elif key == "dependentRequired" and isinstance(value, dict):
-                # The metaschema wants each list's names unique (as in "required").
-                out[key] = {
-                    name: list(dict.fromkeys(n for n in names if isinstance(n, str)))
-                    for name, names in value.items()
-                    if isinstance(names, list)
-                }
-        if (
-            "exclusiveMinimum" in raw
-            or "exclusiveMaximum" in raw
-            or ("format" not in out and raw.get("type") == "file")
-        ):
-            self._legacy_idioms(raw, out)
-        dropped |= absent
-        if dropped and "required" in out:
-            # A member left out for its direction (readOnly in, writeOnly out) is not
-            # required either.
-            out["required"] = [n for n in out["required"] if n not in dropped]
-        if "examples" not in out and "example" in raw and is_json_value(raw["example"]):
-            out["examples"] = [raw["example"]]
-        if "required" in out and not out["required"]:
-            del out["required"]
+        out, has, dropped = self._keywords(raw, base, d, absent)
+        _settle(raw, out, dropped | absent)
         if not SUSPECT.isdisjoint(out):
             notes = repair(out, (TemplateDict, TemplateList), self._declared)
             if notes:
@@ -453,12 +460,133 @@ class Normalizer:
             out, has = self._nullable(out, has)
         return (TemplateDict(out) if has else out), has
 
+    def _keywords(
+        self, raw: dict[str, Any], base: str, d: Direction, absent: frozenset[str]
+    ) -> tuple[dict[str, Any], bool, frozenset[str] | set[str]]:
+        """The keywords of a schema object each converted by its rule, in the order
+        written: (them, holds a reference, the members ``properties`` left out).
+        """
+        out: dict[str, Any] = {}
+        has = False
+        dropped: frozenset[str] | set[str] = frozenset()
+        data = _DATA_RULES[d]
+        for key, value in raw.items():
+            # This loop is the conversion's hot path: the most frequent keywords (texts)
+            # are kept inline, the others found by one lookup each; x- extensions and
+            # unknown keywords have no rule and go.
+            if key in _STRINGS:
+                if isinstance(value, str):
+                    out[key] = value
+                continue
+            keep = data.get(key)
+            if keep is not None:
+                kept = keep(value)
+                if kept is not _GONE:
+                    out[key] = kept
+            elif key == "properties":
+                members = self._properties(value, base, d)
+                if members is not None:
+                    out["properties"], sub_has, dropped = members
+                    has = has or sub_has
+            else:
+                walk = _SCHEMA_RULES.get(key)
+                if walk is not None and walk(self, out, key, value, raw, base, d, absent):
+                    has = True
+        return out, has, dropped
+
+    def _one_schema(
+        self,
+        out: dict[str, Any],
+        key: str,
+        value: Any,
+        raw: dict[str, Any],
+        base: str,
+        d: Direction,
+        absent: frozenset[str],
+    ) -> bool:
+        if not isinstance(value, dict | bool):
+            return False
+        out[key], has = self._norm(value, base, d)
+        return has
+
+    def _items(
+        self,
+        out: dict[str, Any],
+        key: str,
+        value: Any,
+        raw: dict[str, Any],
+        base: str,
+        d: Direction,
+        absent: frozenset[str],
+    ) -> bool:
+        if isinstance(value, dict | bool):
+            out["items"], has = self._norm(value, base, d)
+            return has
+        if isinstance(value, list) and value:
+            # Draft 4 tuple form → 2020-12 prefixItems (which must not be empty: an
+            # empty tuple constrains nothing and is dropped).
+            result = self._norm_list(value, base, d)
+            if result is not None:
+                out["prefixItems"], has = result
+                return has
+        return False
+
+    def _schema_list(
+        self,
+        out: dict[str, Any],
+        key: str,
+        value: Any,
+        raw: dict[str, Any],
+        base: str,
+        d: Direction,
+        absent: frozenset[str],
+    ) -> bool:
+        result = self._norm_list(value, base, d, absent if key == "allOf" else frozenset())
+        if result is None or not result[0]:
+            return False
+        out[key], has = result
+        return has
+
+    def _schema_map(
+        self,
+        out: dict[str, Any],
+        key: str,
+        value: Any,
+        raw: dict[str, Any],
+        base: str,
+        d: Direction,
+        absent: frozenset[str],
+    ) -> bool:
+        result = self._norm_map(value, base, d)
+        if result is None:
+            return False
+        out[key], has = result
+        return has
+
+    def _pattern_map(
+        self,
+        out: dict[str, Any],
+        key: str,
+        value: Any,
+        raw: dict[str, Any],
+        base: str,
+        d: Direction,
+        absent: frozenset[str],
+    ) -> bool:
+        if isinstance(value, dict):
+            # Each key is a regex: one re cannot read goes, as an invalid pattern does.
+            kept = {name: sub for name, sub in value.items() if valid_regex(name)}
+            if len(kept) < len(value):
+                self._noted(raw, base, [_bad_key(n) for n in value if n not in kept])
+            value = kept
+        return self._schema_map(out, key, value, raw, base, d, absent)
+
     def _declared(self, node: Any) -> list[str] | None:
         """The types the target of the reference marker ``node`` declares, as written."""
         if type(node) is not Ref:
             return None
         target = self._resolver.node(node.key)
-        kind = self._type(target.get("type")) if isinstance(target, dict) else None
+        kind = _type(target.get("type")) if isinstance(target, dict) else None
         if kind is None:
             return None
         kinds = [kind] if isinstance(kind, str) else list(kind)
@@ -537,29 +665,6 @@ class Normalizer:
             has = has or sub_has
         return (TemplateDict(out) if has else out), has, dropped
 
-    def _type(self, value: Any) -> Any:
-        if isinstance(value, str):
-            if value == "file":
-                # Swagger 2.0 file upload: a binary string (OpenAPI 3 idiom).
-                return "string"
-            return value if value in _TYPES else None
-        if isinstance(value, list):
-            kinds = [k for k in dict.fromkeys(value) if isinstance(k, str) and k in _TYPES]
-            return kinds or None
-        return None
-
-    def _legacy_idioms(self, raw: dict[str, Any], out: dict[str, Any]) -> None:
-        if raw.get("type") == "file" and "format" not in out:
-            out["format"] = "binary"
-        for bound, limit in (("exclusiveMinimum", "minimum"), ("exclusiveMaximum", "maximum")):
-            flag = raw.get(bound)
-            if isinstance(flag, bool):
-                # 2.0/3.0: a boolean modifier of minimum/maximum; 2020-12: the bound.
-                if flag and limit in out:
-                    out[bound] = out.pop(limit)
-                else:
-                    out.pop(bound, None)
-
     def _nullable(self, out: dict[str, Any], has: bool) -> tuple[dict[str, Any], bool]:
         kind = out.get("type")
         if isinstance(kind, str):
@@ -582,3 +687,20 @@ class Normalizer:
         if isinstance(enum, list) and None not in enum:
             out["enum"] = [*enum, None]
         return out, has
+
+
+_SchemaRule: TypeAlias = Callable[
+    [Normalizer, dict[str, Any], str, Any, dict[str, Any], str, Direction, frozenset[str]], bool
+]
+_SCHEMA_RULES: Final[dict[str, _SchemaRule]] = {
+    **dict.fromkeys(SUBSCHEMA, Normalizer._one_schema),
+    **dict.fromkeys(SCHEMA_LISTS, Normalizer._schema_list),
+    **dict.fromkeys(SCHEMA_MAPS - {"properties", "$defs"}, Normalizer._schema_map),
+    "items": Normalizer._items,
+    "patternProperties": Normalizer._pattern_map,
+}
+"""The rule of each keyword whose value holds subschemas: it writes what it keeps into
+the converted object and says whether that holds a reference. ``properties`` has its own
+step (:meth:`Normalizer._properties`: it also says which members its direction leaves
+out); ``$defs`` has none: its schemas are reached through references, each converted on
+its own."""

@@ -30,7 +30,7 @@ from catalog.backends import documents_of, route_conflicts
 from catalog.config import Config, decode_config, missing_files, with_files_from
 from catalog.errors import ConfigError
 from catalog.index_schema import SCHEMA_VERSION
-from catalog.model import CatalogTool, Problem
+from catalog.model import CatalogTool
 from indexer.build import Converter, cpu_workers
 from indexer.conversion import Conversion
 from indexer.errors import IndexerError
@@ -39,7 +39,7 @@ from indexer.manifest import FileState, Manifest
 from indexer.names import apply_names, assign_names
 from indexer.plan import make_plan
 from indexer.report import Reporter
-from indexer.scan import ScanResult, scan
+from indexer.scan import ScanResult, scan, unlisted_problem
 from indexer.session import Session
 
 __all__ = ["main"]
@@ -360,7 +360,7 @@ def _check(
             reporter.problem(problem)
     # A directory that cannot be listed fails the check: its documents went unchecked.
     for directory, reason in listing.unlisted.items():
-        reporter.problem(Problem(file=directory, location="", reason=reason))
+        reporter.problem(unlisted_problem(directory, reason))
     broken = sorted(
         [
             s

@@ -59,6 +59,15 @@ POOL_THRESHOLD: Final = 8
 """Batches of fewer files convert in-process: a watch change must not pay the pool's
 inter-process hop (or its start-up) on the way to a sub-300 ms commit."""
 
+# The codes of the problems a conversion fails with besides those its error carries
+# (SpecError.code, CurationError.code): catalog/spec/schema-conversion.md, Problems.
+FILE_UNREADABLE: Final = "file-unreadable"
+"""Problem code: the document's file cannot be read."""
+DOCUMENT_TOO_DEEP: Final = "document-too-deep"
+"""Problem code: the document nests deeper than the conversion can follow."""
+INTERNAL_ERROR: Final = "internal-error"
+"""Problem code: the conversion failed on a fault of its own (a bug to report)."""
+
 _CANONICAL: Final = msgspec.json.Encoder(order="sorted")
 _MSGPACK: Final = msgspec.msgpack.Encoder()
 _CONVERSION: Final = msgspec.msgpack.Decoder(Conversion)
@@ -132,7 +141,9 @@ def convert_file(
     try:
         data = (root / source).read_bytes()
     except OSError as exc:
-        problem = Problem(file=source, location="", reason=f"cannot read: {exc.strerror}")
+        problem = Problem(
+            file=source, location="", reason=f"cannot read: {exc.strerror}", code=FILE_UNREADABLE
+        )
         conv = Conversion(
             source=source,
             content_hash="",
@@ -151,11 +162,13 @@ def convert_file(
             result = msgspec.structs.replace(result, tools=curate(result.tools, curation))
         conv = summarize(result, content_hash, chash, namespace, payload=payload)
     except CurationError as exc:
-        problem = Problem(file=source, location=exc.rule, reason=exc.reason)
+        problem = Problem(file=source, location=exc.rule, reason=exc.reason, code=exc.code)
         failed = _failed(source, content_hash, chash, namespace, problem)
         return _MSGPACK.encode(msgspec.structs.replace(failed, curation_error=True))
     except SpecError as exc:
-        problem = Problem(file=exc.file or source, location=exc.location, reason=exc.reason)
+        problem = Problem(
+            file=exc.file or source, location=exc.location, reason=exc.reason, code=exc.code
+        )
         failed = _failed(source, content_hash, chash, namespace, problem)
         dependencies = tuple(sorted(set(exc.dependencies) - {source}))
         failed = msgspec.structs.replace(
@@ -163,11 +176,16 @@ def convert_file(
         )
         return _MSGPACK.encode(failed)
     except RecursionError:
-        problem = Problem(file=source, location="", reason="document nested too deeply")
+        problem = Problem(
+            file=source, location="", reason="document nested too deeply", code=DOCUMENT_TOO_DEEP
+        )
         return _MSGPACK.encode(_failed(source, content_hash, chash, namespace, problem))
     except Exception as exc:
         problem = Problem(
-            file=source, location="", reason=f"internal error while converting: {exc!r}"
+            file=source,
+            location="",
+            reason=f"internal error while converting: {exc!r}",
+            code=INTERNAL_ERROR,
         )
         return _MSGPACK.encode(_failed(source, content_hash, chash, namespace, problem))
     if spool_dir and conv.fields:

@@ -18,13 +18,17 @@ from typing import Final
 
 import msgspec
 
+from catalog.model import Problem
+
 __all__ = [
+    "DIRECTORY_UNLISTED",
     "SPEC_EXTENSIONS",
     "UNREADABLE",
     "ScanResult",
     "ScannedFile",
     "hash_bytes",
     "scan",
+    "unlisted_problem",
 ]
 
 SPEC_EXTENSIONS: Final = (".json", ".yaml", ".yml")
@@ -138,6 +142,18 @@ def _enter(
     if (st.st_dev, st.st_ino) not in seen:
         seen.add((st.st_dev, st.st_ino))
         _walk(entry.path, prefix, seen, found, unlisted)
+
+
+DIRECTORY_UNLISTED: Final = "directory-unlisted"
+"""Problem code: a directory of the specs tree cannot be listed (catalog/spec/schema-conversion.md,
+Problems)."""
+
+
+def unlisted_problem(directory: str, reason: str) -> Problem:
+    """The problem reported for a directory that cannot be listed: its documents went
+    unread.
+    """
+    return Problem(file=directory, location="", reason=reason, code=DIRECTORY_UNLISTED)
 
 
 def _cannot_list(unlisted: dict[str, str], prefix: str, exc: OSError) -> None:

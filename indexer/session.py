@@ -41,7 +41,6 @@ import msgspec
 from catalog.backends import documents_of, route_conflicts
 from catalog.config import Config
 from catalog.index_schema import SCHEMA_VERSION, IndexMeta, payload_count
-from catalog.model import Problem
 from indexer.build import POOL_THRESHOLD, Converter, FieldsSpool, config_hash
 from indexer.carry import Carried, indexed_entry, stored_documents
 from indexer.conversion import Conversion
@@ -61,7 +60,7 @@ from indexer.names import NamePlan, apply_names, assign_names
 from indexer.ordinals import NameIndex, OrdinalsExhausted
 from indexer.plan import IndexPlan, dirty_sources, make_plan
 from indexer.report import Reporter
-from indexer.scan import UNREADABLE, ScannedFile, scan
+from indexer.scan import UNREADABLE, ScannedFile, scan, unlisted_problem
 from indexer.writer import WRITER_HEAP_BYTES, IndexStore
 
 __all__ = ["SPOOL_DIR", "Session", "SyncResult"]
@@ -249,7 +248,7 @@ class Session:
         """
         for directory, reason in unlisted.items():
             if self.unlisted.get(directory) != reason:
-                self.reporter.problem(Problem(file=directory, location="", reason=reason))
+                self.reporter.problem(unlisted_problem(directory, reason))
         self.unlisted = dict(unlisted)
 
     def _sync(

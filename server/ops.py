@@ -164,6 +164,8 @@ def readyz(request: Request[Any, Any, Any]) -> Response[bytes]:
     operator = _operator(request)
     if operator and status.problem is not None:
         body["problem"] = status.problem
+    if operator:
+        body["checks"] = status.checks
     if operator and meta is not None:
         body["operations"] = meta.operations
         body["fingerprint"] = meta.fingerprint

@@ -62,6 +62,9 @@ class IndexStatus(msgspec.Struct, frozen=True, kw_only=True):
     ready: bool
     generation: int
     reloads: int
+    checks: int = 0
+    """Times the index was checked for a new commit since start-up: a test or an operator
+    waits on it to know the reader has looked since a change (or a failed one)."""
     problem: str | None = None
     meta: IndexMeta | None = None
 
@@ -76,6 +79,7 @@ class Reader:
         """The current catalog; read it once per request."""
         self.generation = 0
         self.reloads = 0
+        self.checks = 0
         self.problem: str | None = "index not opened yet"
         self._index: tantivy.Index | None = None
         self._listeners: list[Callable[[CatalogView], None]] = []
@@ -95,6 +99,7 @@ class Reader:
             ready=view is not None and self.problem is None,
             generation=self.generation,
             reloads=self.reloads,
+            checks=self.checks,
             problem=self.problem,
             meta=self._meta if view is not None else None,
         )
@@ -109,6 +114,8 @@ class Reader:
             self._index = None  # reopen next time: the directory may have been rebuilt
             self._not_ready(f"cannot read the index: {exc}")
             return None
+        finally:
+            self.checks += 1
 
     def _check(self) -> CatalogView | None:
         stamp = _commit_stamp(self.index_dir / "meta.json")

@@ -1923,6 +1923,7 @@ def test_malformed_documents_give_tools_warnings_or_a_spec_error(
     for warning in result.warnings:
         assert warning.file == "m.json"
         assert warning.location.startswith("/")
+        assert warning.code  # a program tells kinds apart by it, never by the reason
 
 
 # -- the spec file itself -------------------------------------------------------------

@@ -8,7 +8,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from catalog.cards import card_for
 from catalog.config import (
     AnnotationsOverride,
     CurationConfig,
@@ -26,12 +25,9 @@ from catalog.load import convert_document
 from catalog.model import (
     Annotations,
     CatalogTool,
-    Route,
-    SearchFields,
-    SecurityPolicy,
     SpecResult,
-    ToolDefinition,
 )
+from tests.tools import make_tool
 
 OUTPUT = {
     "type": "object",
@@ -39,7 +35,7 @@ OUTPUT = {
 }
 
 
-def make_tool(
+def repos_get(
     name: str = "github.repos_get",
     *,
     method: str = "GET",
@@ -49,37 +45,31 @@ def make_tool(
     deprecated: bool = False,
     properties: dict[str, Any] | None = None,
 ) -> CatalogTool:
+    """GitHub's "Get a repository", the operation these tests curate, as converted."""
     props = properties or {"owner": {"type": "string"}, "repo": {"type": "string"}}
-    definition = with_version(
-        ToolDefinition(
-            name=name,
-            description="Get a repository",
-            input_schema={
-                "type": "object",
-                "properties": props,
-                "required": sorted(props),
-                "additionalProperties": False,
-            },
-            output_schema=OUTPUT,
-            annotations=Annotations(read_only_hint=True, idempotent_hint=True),
-        )
-    )
-    return CatalogTool(
-        namespace=name.split(".")[0],
+    return make_tool(
+        name,
+        "Get a repository",
         source="github.json",
-        pointer="/paths/~1repos~1{owner}~1{repo}/get",
+        method=method,
+        path=path,
+        base_url="https://api.github.com",
+        tags=tags,
+        input_schema={
+            "type": "object",
+            "properties": props,
+            "required": sorted(props),
+            "additionalProperties": False,
+        },
+        output_schema=OUTPUT,
+        annotations=Annotations(read_only_hint=True, idempotent_hint=True),
         operation_id=operation_id,
-        definition=definition,
-        card=card_for(definition, summary="Get a repository", description=None),
-        route=Route(method=method, path=path, base_url="https://api.github.com"),
-        security=SecurityPolicy(namespace="github"),
-        search=SearchFields(name=name, description="Get a repository", tags=tags),
         deprecated=deprecated,
     )
 
 
 def test_match_conditions_all_hold() -> None:
-    tool = make_tool()
+    tool = repos_get()
     assert matches(Match(operation_id="repos/*"), tool)
     assert matches(Match(namespace="github", methods=("get",), tag="REPOS"), tool)
     assert not matches(Match(namespace="github", methods=("POST",)), tool)
@@ -90,7 +80,7 @@ def test_match_conditions_all_hold() -> None:
 
 
 def test_exclude_deprecated_and_include_filter() -> None:
-    tools = [make_tool(), make_tool("github.old", operation_id="old", deprecated=True)]
+    tools = [repos_get(), repos_get("github.old", operation_id="old", deprecated=True)]
     kept = curate(tools, CurationConfig(exclude=(Match(deprecated=True),)))
     assert [t.definition.name for t in kept] == ["github.repos_get"]
     only_old = curate(tools, CurationConfig(include=(Match(operation_id="old"),)))
@@ -99,7 +89,7 @@ def test_exclude_deprecated_and_include_filter() -> None:
 
 def test_rename_tag_is_case_and_accent_insensitive_and_traced() -> None:
     (tool,) = curate(
-        [make_tool(tags=("Repos", "other"))], CurationConfig(rename_tags={"répos": "Repositories"})
+        [repos_get(tags=("Repos", "other"))], CurationConfig(rename_tags={"répos": "Repositories"})
     )
     assert tool.search.tags == ("Repositories", "other")
     assert tool.curation
@@ -107,7 +97,7 @@ def test_rename_tag_is_case_and_accent_insensitive_and_traced() -> None:
 
 
 def test_override_changes_exactly_what_it_names_and_the_version() -> None:
-    original = make_tool()
+    original = repos_get()
     rules = CurationConfig(
         override=(
             Override(
@@ -132,9 +122,9 @@ def test_override_changes_exactly_what_it_names_and_the_version() -> None:
 
 
 def test_untouched_tools_keep_their_version() -> None:
-    other = make_tool("github.orgs_get", operation_id="orgs/get", path="/orgs/{org}")
+    other = repos_get("github.orgs_get", operation_id="orgs/get", path="/orgs/{org}")
     rules = CurationConfig(override=(Override(match=Match(operation_id="repos/get"), name="x"),))
-    _, kept = curate([make_tool(), other], rules)
+    _, kept = curate([repos_get(), other], rules)
     assert kept == other
 
 
@@ -159,7 +149,7 @@ def test_variants_fix_and_default_arguments() -> None:
             ),
         )
     )
-    original = make_tool()
+    original = repos_get()
     octocat, mine = curate([original], rules)
     assert "owner" not in octocat.definition.input_schema["properties"]
     assert octocat.definition.input_schema["required"] == ["repo"]
@@ -185,11 +175,11 @@ def test_variant_of_unknown_argument_is_a_clear_error() -> None:
         )
     )
     with pytest.raises(CurationError, match=r"curation\.variants\[0\].*'ownr' is not an argument"):
-        curate([make_tool()], rules)
+        curate([repos_get()], rules)
 
 
 def test_fixed_value_must_fit_the_argument_schema() -> None:
-    tool = make_tool(properties={"count": {"type": "integer"}})
+    tool = repos_get(properties={"count": {"type": "integer"}})
     rules = CurationConfig(
         variants=(
             VariantRule(
@@ -263,7 +253,7 @@ def test_variants_on_boolean_argument_schemas(with_defs: bool) -> None:
     # OpenAPI 3.1 allows the schemas true and false; merging a default into one (or
     # adding the root's $defs to check a value) raised TypeError: the whole document
     # failed as an internal error.
-    tool = make_tool(properties={"q": True, "r": False})
+    tool = repos_get(properties={"q": True, "r": False})
     if with_defs:
         schema = {**tool.definition.input_schema, "$defs": {"s": {"type": "string"}}}
         definition = msgspec.structs.replace(tool.definition, input_schema=schema)
@@ -287,7 +277,7 @@ def test_variants_on_boolean_argument_schemas(with_defs: bool) -> None:
 
 
 def test_document_extension_excludes_overrides_and_declares_variants() -> None:
-    tool = make_tool()
+    tool = repos_get()
     assert apply_extension(tool, {"exclude": True}, file="github.json") == ()
     (renamed,) = apply_extension(
         tool, {"name": "github.repo", "search-terms": ["project"]}, file="github.json"
@@ -320,9 +310,9 @@ def test_document_extension_excludes_overrides_and_declares_variants() -> None:
 def test_curated_name_stays_in_the_namespace_and_is_usable(name: str, reason: str) -> None:
     rules = CurationConfig(override=(Override(match=Match(operation_id="repos/get"), name=name),))
     with pytest.raises(CurationError, match=rf"curation\.override\[0\]: .*{reason}"):
-        curate([make_tool()], rules)
+        curate([repos_get()], rules)
     (tool,) = curate(
-        [make_tool()],
+        [repos_get()],
         CurationConfig(override=(msgspec.structs.replace(rules.override[0], name="repo"),)),
     )
     assert tool.definition.name == "github.repo"
@@ -355,7 +345,7 @@ owners = st.text(
 
 @given(st.lists(owners, min_size=1, max_size=4, unique=True))
 def test_every_variant_publishes_the_operations_output_schema(fixed_owners: list[str]) -> None:
-    original = make_tool()
+    original = repos_get()
     rule = VariantRule(
         match=Match(operation_id="repos/get"),
         tools=tuple(
@@ -506,7 +496,7 @@ def test_overrides_and_variants_never_reach_the_output_schema(
     fixed: list[object], description: str | None, tags: tuple[str, ...] | None
 ) -> None:
     # "payload" has no type: any JSON value is a valid fixed or default value for it.
-    original = make_tool(properties={"payload": {}, "repo": {"type": "string"}})
+    original = repos_get(properties={"payload": {}, "repo": {"type": "string"}})
     override = Override(
         match=Match(operation_id="repos/get"),
         description=description,

@@ -25,7 +25,7 @@ from catalog.naming import (
     snake_case,
 )
 from tests.catalog.conftest import convert, openapi
-from tests.catalog.test_curation import make_tool
+from tests.catalog.test_curation import repos_get
 
 _MCP_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
 
@@ -173,7 +173,7 @@ def test_the_azure_document_has_no_clash_from_the_cut(apis_guru_dir: Path) -> No
 
 
 def test_a_rename_reversions_the_definition_and_renames_the_card() -> None:
-    tool = make_tool("github.repos_get")
+    tool = repos_get()
     definition, card = renamed_records(tool.definition, tool.card, "github.repos_get_2")
     assert definition.name == card.name == "github.repos_get_2"
     assert definition.version == fingerprint(definition) != tool.definition.version
@@ -185,7 +185,7 @@ def test_a_rename_reversions_the_definition_and_renames_the_card() -> None:
 
 
 def test_a_renamed_tool_stays_searchable_by_its_old_name() -> None:
-    tool = make_tool("github.repos_get")
+    tool = repos_get()
     moved = renamed(tool, "github.repo")
     assert (moved.definition, moved.card) == renamed_records(
         tool.definition, tool.card, "github.repo"
@@ -196,7 +196,7 @@ def test_a_renamed_tool_stays_searchable_by_its_old_name() -> None:
 
 def test_a_curated_name_is_the_one_rename() -> None:
     # Curation renamed by hand once; now it must give what the converter's rename gives.
-    tool = make_tool("github.repos_get")
+    tool = repos_get()
     rules = CurationConfig(
         override=(Override(match=Match(operation_id="repos/get"), name="octo_repo"),)
     )

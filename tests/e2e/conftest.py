@@ -17,10 +17,11 @@ import httpx
 import pytest
 
 from benchmarks.oauth_server import node22 as install_node22
+from benchmarks.ports import free_port
 from catalog.config import Config, decode_config
 from examples.backend import DEMO_SECRET, DEMO_SECRET_ENV, demo_token
 from tests.server.conftest import demo_tools
-from tests.server.harness import free_port, write_index
+from tests.server.harness import write_index
 from tests.server.loopback import JsonEndpoint, running
 
 ROOT = Path(__file__).resolve().parents[2]

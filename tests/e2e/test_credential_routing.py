@@ -19,12 +19,13 @@ from typing import Any
 
 import pytest
 
+from benchmarks.ports import free_port
 from catalog.config import decode_config
 from server.app import create_app
 from server.identity.secrets import resolve_secrets
 from server.invoke.invoker import Invoker
 from tests.e2e.conftest import Agent, Recording, run_indexer
-from tests.server.harness import ServerThread, free_port, serve
+from tests.server.harness import ServerThread, serve
 
 ROOT = Path(__file__).resolve().parents[2]
 SECRET = "Bearer secret-for-backend-a"

@@ -18,12 +18,14 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 
+from benchmarks.ports import free_port
 from examples.backend import DEMO_SECRET, DEMO_SECRET_ENV, demo_token
 from server.messages import GENERATION_KEY
 from tests.contract import SEARCH_TOOLS_SCHEMA
 from tests.e2e.conftest import ROOT, ServerProcess
 from tests.server.conftest import demo_tools
-from tests.server.harness import free_port, make_tool, write_index
+from tests.server.harness import write_index
+from tests.tools import make_tool
 
 MODES = [("2026-07-28", "2026-07-28"), ("legacy", "2025-11-25")]
 
@@ -105,7 +107,10 @@ def test_listen_receives_list_changed_after_a_reload(
         async with Client(server_process.url, mode="2026-07-28", cache=None) as client:
             async with client.listen(tools_list_changed=True) as subscription:
                 assert subscription.honored.tools_list_changed is True
-                changed = [*demo_tools(), make_tool("get_invoice", "Returns an order's invoice.")]
+                changed = [
+                    *demo_tools(),
+                    make_tool("get_invoice", "Returns an order's invoice.", namespace=""),
+                ]
                 written = time.monotonic()
                 write_index(index_dir, changed)
                 with anyio.fail_after(10):
@@ -136,14 +141,16 @@ def test_listen_ends_gracefully_on_shutdown(index_dir: Path) -> None:
             client.listen(tools_list_changed=True) as subscription,
             anyio.create_task_group() as group,
         ):
+            consuming = anyio.Event()
 
             async def consume() -> None:
+                consuming.set()  # the stream is acknowledged (listen() waited for it)
                 async for _event in subscription:
                     pass
                 ended.set()  # the loop ended without SubscriptionLost
 
             group.start_soon(consume)
-            await anyio.sleep(0.3)
+            await consuming.wait()
             seconds = await anyio.to_thread.run_sync(server.stop)
             with anyio.fail_after(5):
                 await ended.wait()

@@ -29,6 +29,7 @@ from benchmarks.oauth_server import (
     RESOURCE,
     AuthorizationServer,
 )
+from benchmarks.ports import free_port
 from catalog.config import ExchangeConfig, decode_config
 from server.app import create_app
 from server.identity.secrets import resolve_secrets
@@ -36,7 +37,7 @@ from server.invoke.invoker import Invoker
 from server.resource import Verified
 from tests.e2e.conftest import LEGACY, ROOT, Agent, Recording, ServerProcess, run_indexer
 from tests.e2e.test_credential_routing import build, document
-from tests.server.harness import ServerThread, free_port, serve
+from tests.server.harness import ServerThread, serve
 
 OAUTH = {
     "oauth": {

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import httpx
 
+from benchmarks.ports import free_port
 from tests.e2e.conftest import ROOT, Agent
-from tests.server.harness import free_port
 
 
 def _ready(url: str, process: subprocess.Popen[bytes], log: Path) -> None:

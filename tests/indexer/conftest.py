@@ -1,4 +1,4 @@
-"""Fixtures for the indexer: hand-built tools, a quiet reporter, reading a real index."""
+"""Fixtures for the indexer: a quiet reporter, reading a real index."""
 
 from __future__ import annotations
 
@@ -7,14 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from catalog.model import CatalogTool
 from indexer.report import Reporter
-from tests.indexer.helpers import IndexView, make_tool, read_index
-
-
-@pytest.fixture
-def tool_factory() -> Callable[..., CatalogTool]:
-    return make_tool
+from tests.indexer.helpers import IndexView, read_index
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""Helpers for the indexer tests: hand-built tools, small spec files, reading a real index."""
+"""Helpers for the indexer tests: conversions, small spec files, reading a real index."""
 
 from __future__ import annotations
 
@@ -15,8 +15,6 @@ import pytest
 import tantivy
 
 import indexer.session
-from catalog.cards import card_for
-from catalog.fingerprint import with_version
 from catalog.index_schema import (
     META_ID,
     PAYLOAD,
@@ -28,19 +26,12 @@ from catalog.index_schema import (
 )
 from catalog.model import (
     CatalogTool,
-    Route,
-    SchemeUse,
-    SearchFields,
-    SecurityPolicy,
-    SecurityScheme,
     SpecResult,
-    ToolDefinition,
 )
 from indexer.build import summarize
 from indexer.conversion import Conversion
 from indexer.manifest import PENDING_NAME
 
-BEARER = SecurityScheme(name="bearer", type="http", scheme="bearer")
 NO_DAC: Final = ("setpriv", "--bounding-set", "-dac_override,-dac_read_search")
 """As root, only without these capabilities do file permissions stop a read."""
 
@@ -56,45 +47,6 @@ def permissions_bind() -> tuple[str, ...]:
     if probe.returncode != 0:
         pytest.skip(f"running as root and setpriv cannot drop CAP_DAC_OVERRIDE: {probe.stderr}")
     return NO_DAC
-
-
-def make_tool(
-    name: str,
-    *,
-    source: str = "a.yaml",
-    namespace: str = "a",
-    description: str = "Does a thing",
-    tags: Sequence[str] = (),
-    secured: bool = False,
-    path: str | None = None,
-) -> CatalogTool:
-    """A converted tool as ``catalog.load`` would produce it (versioned, with a card)."""
-    definition = with_version(
-        ToolDefinition(
-            name=name,
-            description=description,
-            input_schema={"type": "object", "properties": {"id": {"type": "string"}}},
-        )
-    )
-    alternatives = ((SchemeUse(scheme=BEARER, scopes=("read",)),),) if secured else ()
-    route_path = path or f"/{name.replace('.', '/')}"
-    return CatalogTool(
-        namespace=namespace,
-        source=source,
-        pointer=f"/paths/{route_path.replace('/', '~1')}/get",
-        operation_id=name,
-        definition=definition,
-        card=card_for(definition, summary=description, description=None),
-        route=Route(method="GET", path=route_path, base_url="https://api.example"),
-        security=SecurityPolicy(namespace=namespace, alternatives=alternatives),
-        search=SearchFields(
-            name=name,
-            description=description,
-            route=f"GET {route_path}",
-            arguments=("id",),
-            tags=tuple(tags),
-        ),
-    )
 
 
 def make_conversion(

@@ -23,7 +23,8 @@ from indexer.converted import ConvertedBuild, write_converted
 from indexer.fields import decode_tools
 from indexer.report import Reporter
 from indexer.session import Session
-from tests.indexer.helpers import make_tool, read_index, spec_yaml
+from tests.indexer.helpers import read_index, spec_yaml
+from tests.tools import make_tool
 
 _CONVERSION = msgspec.msgpack.Decoder(Conversion)
 
@@ -122,7 +123,7 @@ def test_a_document_is_added_once(tmp_path: Path) -> None:
 
 
 def _tools(source: str, *prefixes: str) -> list[CatalogTool]:
-    return [make_tool(f"{p}op", source=source, namespace="") for p in prefixes]
+    return [make_tool(f"{p}op", namespace="", source=source) for p in prefixes]
 
 
 def test_a_document_added_broken_keeps_its_last_good_tools(tmp_path: Path) -> None:

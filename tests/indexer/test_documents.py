@@ -33,7 +33,8 @@ from catalog.index_schema import (
 from catalog.visibility import visibility_hash
 from indexer.fields import encode_fields, file_documents
 from indexer.ordinals import MAX_ORDINAL
-from tests.indexer.helpers import make_tool
+from tests.tools import make_tool
+from tests.tools import secured as bearer_policy
 
 _FIELDS = (*FIELD_BOOSTS, "exact", "any", "pairs", "whole", "acts", "tags", "vis", "id", "source")
 
@@ -95,7 +96,13 @@ def test_json_documents_index_as_documents_built_field_by_field(
 ) -> None:
     root = tmp_path_factory.mktemp("docs")
     tools = [
-        make_tool(f"op{i}Get_{i}", description=d, tags=tags, secured=secured)
+        make_tool(
+            f"op{i}Get_{i}",
+            d,
+            namespace="a",
+            tags=tags,
+            security=bearer_policy("a", "read") if secured else None,
+        )
         for i, d in enumerate(descriptions)
     ]
     keys = [f"key{i % 2}" for i in range(len(tools))]
@@ -143,7 +150,7 @@ def test_json_documents_index_as_documents_built_field_by_field(
 
 @given(sources=st.lists(st.sampled_from("abc"), max_size=3 * PAYLOAD_GROUP))
 def test_payload_groups_never_span_files_nor_exceed_the_size(sources: list[str]) -> None:
-    tools = [make_tool(f"op{i}") for i in range(len(sources))]
+    tools = [make_tool(f"op{i}", namespace="a") for i in range(len(sources))]
     every = [
         msgspec.structs.replace(tool_fields(t, visibility_key="k"), source=f"{s}.json")
         for t, s in zip(tools, sorted(sources), strict=True)

@@ -12,7 +12,8 @@ from catalog.model import Problem
 from catalog.naming import NAME_CLASH_ACROSS
 from indexer.fields import file_documents
 from indexer.names import apply_names
-from tests.indexer.helpers import make_conversion, make_tool
+from tests.indexer.helpers import make_conversion
+from tests.tools import make_tool
 
 
 @settings(max_examples=30, deadline=None)
@@ -29,7 +30,7 @@ def test_a_rename_without_payload_gives_what_the_payload_gives(
     # fields, entries and problems must be those of the rename from the payload.
     tools = []
     for i in range(len(renamed)):
-        tool = make_tool(f"op{i}", description=description, tags=("Things", description))
+        tool = make_tool(f"op{i}", description, namespace="a", tags=("Things", description))
         schema = {**tool.definition.input_schema, "maximum": limit}
         definition = msgspec.structs.replace(tool.definition, input_schema=schema)
         tools.append(msgspec.structs.replace(tool, definition=with_version(definition)))
@@ -58,7 +59,9 @@ def test_a_rename_replaces_clash_warnings_by_their_code_not_their_text() -> None
         reason="tool name 'x' is already used by an earlier document, says the document",
         severity="warning",
     )
-    conv = msgspec.structs.replace(make_conversion("a.yaml", [make_tool("get")]), problems=(own,))
+    conv = msgspec.structs.replace(
+        make_conversion("a.yaml", [make_tool("get", namespace="a")]), problems=(own,)
+    )
     clash = Problem(
         file="a.yaml", location="get", reason="r", severity="warning", code=NAME_CLASH_ACROSS
     )

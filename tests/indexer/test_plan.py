@@ -11,7 +11,8 @@ from indexer.manifest import FileEntry, FileState, Manifest
 from indexer.names import apply_names, assign_names
 from indexer.ordinals import ORDINAL_GAP
 from indexer.plan import IndexPlan, dirty_sources, make_plan
-from tests.indexer.helpers import make_conversion, make_tool
+from tests.indexer.helpers import make_conversion
+from tests.tools import make_tool, secured
 
 EMPTY = Manifest(schema_version=SCHEMA_VERSION)
 
@@ -42,7 +43,7 @@ def _plan(
 
 def test_full_build_spaces_ordinals_in_name_order() -> None:
     a = make_conversion("a.yaml", [make_tool("a.zeta"), make_tool("a.alpha")])
-    b = make_conversion("b.yaml", [make_tool("b.mid", source="b.yaml", namespace="b")])
+    b = make_conversion("b.yaml", [make_tool("b.mid", namespace="b", source="b.yaml")])
     plan = _plan(EMPTY, b, a, full=True)
     ordinals = {t.name: t.ordinal for e in plan.manifest.files.values() for t in e.tools}
     assert ordinals == {"a.alpha": ORDINAL_GAP, "a.zeta": 2 * ORDINAL_GAP, "b.mid": 3 * ORDINAL_GAP}
@@ -94,7 +95,7 @@ def test_a_directory_that_cannot_be_listed_is_recorded_in_a_commit() -> None:
 
 def test_version_change_changes_fingerprint_and_commits() -> None:
     first = _plan(EMPTY, make_conversion("a.yaml", [make_tool("a.x")]), full=True)
-    changed = make_conversion("a.yaml", [make_tool("a.x", description="Other")], content="v2")
+    changed = make_conversion("a.yaml", [make_tool("a.x", "Other")], content="v2")
     second = _plan(first.manifest, changed)
     assert second.commit_needed
     assert second.meta.fingerprint != first.meta.fingerprint
@@ -137,7 +138,7 @@ def test_deleted_file_tools_are_removed() -> None:
     first = _plan(
         EMPTY,
         make_conversion("a.yaml", [make_tool("a.x")]),
-        make_conversion("b.yaml", [make_tool("b.y", source="b.yaml", namespace="b")]),
+        make_conversion("b.yaml", [make_tool("b.y", namespace="b", source="b.yaml")]),
         full=True,
     )
     second = _plan(first.manifest, deleted=("b.yaml",))
@@ -170,9 +171,9 @@ def test_dirty_sources_follow_refs_transitively() -> None:
 
 
 def test_clash_in_shared_namespace_gets_a_suffix_by_source_order() -> None:
-    a = make_conversion("a.yaml", [make_tool("get", namespace="")], namespace="")
-    b = make_conversion("b.yaml", [make_tool("get", source="b.yaml", namespace="")], namespace="")
-    c = make_conversion("c.yaml", [make_tool("c.get", source="c.yaml", namespace="c")])
+    a = make_conversion("a.yaml", [make_tool("get", namespace="", source="a.yaml")], namespace="")
+    b = make_conversion("b.yaml", [make_tool("get", namespace="", source="b.yaml")], namespace="")
+    c = make_conversion("c.yaml", [make_tool("c.get", namespace="c", source="c.yaml")])
     plan = _plan(EMPTY, b, c, a, full=True)
     names = {s: [t.name for t in e.tools] for s, e in plan.manifest.files.items()}
     assert names == {"a.yaml": ["get"], "b.yaml": ["get_2"], "c.yaml": ["c.get"]}
@@ -192,16 +193,16 @@ def test_clash_in_shared_namespace_gets_a_suffix_by_source_order() -> None:
 
 
 def test_removing_the_first_clasher_renames_only_its_namespace() -> None:
-    a = make_conversion("a.yaml", [make_tool("get", namespace="")], namespace="")
-    b = make_conversion("b.yaml", [make_tool("get", source="b.yaml", namespace="")], namespace="")
-    c = make_conversion("c.yaml", [make_tool("c.get", source="c.yaml", namespace="c")])
+    a = make_conversion("a.yaml", [make_tool("get", namespace="", source="a.yaml")], namespace="")
+    b = make_conversion("b.yaml", [make_tool("get", namespace="", source="b.yaml")], namespace="")
+    c = make_conversion("c.yaml", [make_tool("c.get", namespace="c", source="c.yaml")])
     first = _plan(EMPTY, a, b, c, full=True)
     names = assign_names(first.manifest.files, {}, ["a.yaml"])
     assert names.reconvert == {"b.yaml"}  # b's tool becomes plain "get"
     assert names.finals["b.yaml"] == ("get",)
     assert "c.yaml" not in names.finals
     # Adding a document elsewhere never touches the shared namespace.
-    d = make_conversion("d.yaml", [make_tool("d.get", source="d.yaml", namespace="d")])
+    d = make_conversion("d.yaml", [make_tool("d.get", namespace="d", source="d.yaml")])
     names = assign_names(first.manifest.files, {"d.yaml": d}, [])
     assert names.reconvert == frozenset()
     assert set(names.finals) == {"d.yaml"}
@@ -212,7 +213,7 @@ def test_meta_lists_policies_and_tags_per_visibility_key() -> None:
         "a.yaml",
         [
             make_tool("a.open", tags=["Crème Brûlée"]),
-            make_tool("a.closed", tags=["X"], secured=True),
+            make_tool("a.closed", tags=["X"], security=secured("a", "read")),
         ],
     )
     plan = _plan(EMPTY, conv, full=True)

@@ -91,6 +91,7 @@ def test_an_unreadable_file_is_reported_and_its_last_good_tools_kept(
     status = view.meta.files["pets.yaml"]
     assert status.state == "broken_kept_last_good"
     assert "cannot read" in status.problems[0].reason
+    assert status.problems[0].code == "file-unreadable"
 
 
 def test_an_index_under_the_spec_directory_is_not_a_spec(

@@ -27,10 +27,10 @@ from typing import Any
 import httpx
 import pytest
 
+from benchmarks.ports import free_port
 from examples.backend import DEMO_SECRET, DEMO_SECRET_ENV
 from tests.e2e.conftest import ROOT, Agent, ServerProcess, run_indexer, write_config
 from tests.indexer.helpers import spec_yaml
-from tests.server.harness import free_port
 
 TIMEOUT_S = 1.0  # the orders backend's invoke timeout in these tests
 CONFIG = ROOT / "examples" / "sezzlee.toml"
@@ -279,7 +279,10 @@ def test_indexer_killed_mid_commit_keeps_the_served_catalog_and_the_next_run_rec
         proc.wait(timeout=30)
         proc.stderr.close()
         assert killed, "the build ended before it could be killed"
-        time.sleep(0.5)  # several reader polls
+        # The reader has looked at the index several times since the kill: what it
+        # serves now is what it decided about the killed build's leftovers.
+        checked = readyz(server)[1]["checks"]
+        wait_for(lambda: readyz(server)[1]["checks"] >= checked + 3, "reader checks")
         status, after = readyz(server)
         assert status == 200, after
         assert after["fingerprint"] == before["fingerprint"]
@@ -454,7 +457,8 @@ def test_a_spec_broken_and_fixed_under_watch_loses_no_operation(tmp_path: Path) 
 
         wait_for(lambda: "orders.yaml" in failed_file(), "the broken spec to be reported")
         assert failed_file()["orders.yaml"]["state"] == "broken_kept_last_good"
-        time.sleep(0.3)
+        searched = len(totals)  # the catalog is searched while the file is broken
+        wait_for(lambda: len(totals) >= searched + 5, "searches while the spec is broken")
         spec.write_text(good.replace("Says whether", "Tells whether", 1))
         wait_for(lambda: "orders.yaml" not in failed_file(), "the fixed spec to be indexed")
         wait_for(
@@ -463,7 +467,8 @@ def test_a_spec_broken_and_fixed_under_watch_loses_no_operation(tmp_path: Path) 
             ),
             "the fixed spec to be served",
         )
-        time.sleep(0.5)
+        searched = len(totals)  # and after the fixed one is served
+        wait_for(lambda: len(totals) >= searched + 5, "searches after the fix")
         stop.set()
         poller.join(timeout=10)
         assert not failures, failures[:5]

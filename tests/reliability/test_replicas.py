@@ -23,9 +23,9 @@ from typing import Any
 import httpx
 import pytest
 
+from benchmarks.ports import free_port
 from examples.backend import DEMO_SECRET, DEMO_SECRET_ENV
 from tests.e2e.conftest import ROOT, ServerProcess, backend_port, run_indexer, write_config
-from tests.server.harness import free_port
 
 __all__ = ["backend_port"]  # the demo backend fixture (tests/e2e/conftest.py)
 

@@ -124,13 +124,20 @@ def test_a_2_mb_query_is_cut_and_answered(live: ServerProcess) -> None:
     assert "cut to its first 1,000 characters" in payload["notice"]
 
 
+def _log(live: ServerProcess) -> str:
+    return Path(live.log).read_text(encoding="utf-8", errors="replace")
+
+
 def test_a_3_mb_tool_name_is_neither_echoed_nor_logged(live: ServerProcess) -> None:
     name = "create_repository" + "x" * 3_000_000
+    before = _log(live).count("outcome=unknown_tool")
     payload, elapsed = _call(live.url, "invoke_tool", {"name": name, "arguments": {}})
     assert elapsed < BOUND, elapsed
     assert payload["error"]["code"] == "unknown_tool"
     assert len(payload["error"]["message"]) < 400
-    time.sleep(0.2)  # the audit line reaches the log
-    log = Path(live.log).read_text(encoding="utf-8", errors="replace")
+    deadline = time.monotonic() + 5
+    while (log := _log(live)).count("outcome=unknown_tool") == before:  # this call's audit line
+        assert time.monotonic() < deadline, "the call was never audited"
+        time.sleep(0.02)
     assert "outcome=unknown_tool" in log
     assert max(len(line) for line in log.splitlines()) < 2_000

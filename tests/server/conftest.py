@@ -8,22 +8,33 @@ from pathlib import Path
 import pytest
 
 from catalog.config import Config, ServerConfig
-from catalog.model import CatalogTool
+from catalog.model import Annotations, CatalogTool
 from server.app import create_app
-from tests.server.harness import OPS_TOKEN, ServerThread, make_tool, serve, write_index
+from tests.server.harness import OPS_TOKEN, ServerThread, serve, write_index
+from tests.tools import make_tool
 
 
 def demo_tools() -> list[CatalogTool]:
-    """The contract's orders example, as public tools."""
+    """The contract's orders example, as public tools of the namespace ``""``."""
+    by_id = {"id": {"type": "integer"}}
+    order = {"item": {"type": "string"}, "quantity": {"type": "integer"}}
     return [
-        make_tool("get_order", "Fetches one order by id.", tags=["orders"]),
         make_tool(
-            "create_order",
-            "Creates a new order.",
-            tags=["orders", "billing"],
-            properties={"item": {"type": "string"}, "quantity": {"type": "integer"}},
-        ),
-        make_tool("list_orders", "Lists the caller's orders.", tags=["orders"]),
+            name,
+            summary,
+            namespace="",
+            source="orders.yaml",
+            path=f"/{name}",
+            base_url="http://127.0.0.1:1",
+            tags=tags,
+            input_schema={"type": "object", "properties": properties},
+            annotations=Annotations(read_only_hint=True, idempotent_hint=True),
+        )
+        for name, summary, tags, properties in (
+            ("get_order", "Fetches one order by id.", ["orders"], by_id),
+            ("create_order", "Creates a new order.", ["orders", "billing"], order),
+            ("list_orders", "Lists the caller's orders.", ["orders"], by_id),
+        )
     ]
 
 

@@ -8,7 +8,6 @@ real app (``server.app.create_app``) under uvicorn in a thread, on a free 127.0.
 from __future__ import annotations
 
 import asyncio
-import socket
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -20,16 +19,10 @@ import httpx
 import uvicorn
 from litestar import Litestar
 
-from catalog.fingerprint import with_version
+from benchmarks.ports import free_port
 from catalog.model import (
-    Annotations,
-    Card,
     CatalogTool,
     Problem,
-    Route,
-    SearchFields,
-    SecurityPolicy,
-    ToolDefinition,
 )
 from indexer.converted import write_converted
 from server.notify import Notifier
@@ -39,8 +32,6 @@ __all__ = [
     "OPS_TOKEN",
     "TEST_HEAP_BYTES",
     "ServerThread",
-    "free_port",
-    "make_tool",
     "serve",
     "write_index",
 ]
@@ -52,43 +43,6 @@ OPERATOR = {"authorization": f"Bearer {OPS_TOKEN}"}
 TEST_HEAP_BYTES = 20_000_000
 """The writer's heap for test indexes (the minimum is 15 MB): parallel workers build
 many small indexes at once."""
-
-
-def make_tool(
-    name: str,
-    description: str,
-    *,
-    tags: Sequence[str] = (),
-    source: str = "orders.yaml",
-    properties: dict[str, Any] | None = None,
-) -> CatalogTool:
-    """A public GET tool with the given name, description and tags."""
-    props = properties if properties is not None else {"id": {"type": "integer"}}
-    definition = with_version(
-        ToolDefinition(
-            name=name,
-            description=description,
-            input_schema={"type": "object", "properties": props},
-            annotations=Annotations(read_only_hint=True, idempotent_hint=True),
-        )
-    )
-    return CatalogTool(
-        namespace="",
-        source=source,
-        pointer=f"/paths/~1{name}/get",
-        operation_id=name,
-        definition=definition,
-        card=Card(name=name, description=description, parameters="id: integer"),
-        route=Route(method="GET", path=f"/{name}", base_url="http://127.0.0.1:1"),
-        security=SecurityPolicy(namespace=""),
-        search=SearchFields(
-            name=name,
-            description=description,
-            route=f"GET /{name}",
-            arguments=tuple(props),
-            tags=tuple(tags),
-        ),
-    )
 
 
 def write_index(
@@ -109,13 +63,6 @@ def write_index(
         index_dir, tools, broken=problems, unlisted=unlisted, heap_bytes=TEST_HEAP_BYTES
     )
     return plan.meta.fingerprint
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 class ServerThread:

@@ -17,12 +17,13 @@ from typing import Any
 
 import pytest
 
+from benchmarks.ports import free_port
 from catalog.config import Config, InvokeConfig, SpecConfig
 from server.errors import ToolError
 from server.identity.caller import Caller
 from server.identity.secrets import Secrets
 from server.invoke.invoker import Invoker
-from tests.server.test_invoker import echo_tool, free_port
+from tests.server.test_invoker import echo_tool
 
 DEADLINE = 30.0  # generous: a loaded 2-core machine
 

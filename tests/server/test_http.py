@@ -14,7 +14,8 @@ from catalog.config import Config, ServerConfig
 from server.app import create_app
 from server.messages import GENERATION_KEY
 from server.protocol import MODERN_VERSION
-from tests.server.harness import OPERATOR, OPS_TOKEN, ServerThread, make_tool, serve, write_index
+from tests.server.harness import OPERATOR, OPS_TOKEN, ServerThread, serve, write_index
+from tests.tools import make_tool
 
 ACCEPT = "application/json, text/event-stream"
 META = {
@@ -332,7 +333,7 @@ def test_not_ready_until_the_first_commit_then_generation_1(tmp_path: Path) -> N
         assert failed is True
         assert early["error"]["code"] == "catalog_unavailable"
         assert early["error"]["retryable"] is True
-        write_index(index_dir, [make_tool("get_order", "Fetches one order by id.")])
+        write_index(index_dir, [make_tool("get_order", "Fetches one order by id.", namespace="")])
         ready = server.wait_ready(timeout=5)
         assert ready["generation"] == 1
         found, failed = payload(
@@ -344,7 +345,7 @@ def test_not_ready_until_the_first_commit_then_generation_1(tmp_path: Path) -> N
 
 def test_reload_bumps_generation_only_on_a_changed_fingerprint(tmp_path: Path) -> None:
     index_dir = tmp_path / "index"
-    tools = [make_tool("get_order", "Fetches one order by id.")]
+    tools = [make_tool("get_order", "Fetches one order by id.", namespace="")]
     write_index(index_dir, tools)
     with serve(create_app(index_dir, ops_token=OPS_TOKEN)) as server:
         assert server.wait_ready()["generation"] == 0
@@ -357,7 +358,9 @@ def test_reload_bumps_generation_only_on_a_changed_fingerprint(tmp_path: Path) -
             time.sleep(0.02)
         assert ready["generation"] == 0
         started = time.monotonic()
-        write_index(index_dir, [*tools, make_tool("get_invoice", "Returns an invoice.")])
+        write_index(
+            index_dir, [*tools, make_tool("get_invoice", "Returns an invoice.", namespace="")]
+        )
         while httpx.get(server.base + "/readyz").json()["generation"] != 1:
             assert time.monotonic() - started < 5
             time.sleep(0.02)
@@ -374,7 +377,7 @@ def test_reload_bumps_generation_only_on_a_changed_fingerprint(tmp_path: Path) -
 
 def test_a_corrupt_index_keeps_the_last_good_catalog(tmp_path: Path) -> None:
     index_dir = tmp_path / "index"
-    write_index(index_dir, [make_tool("get_order", "Fetches one order by id.")])
+    write_index(index_dir, [make_tool("get_order", "Fetches one order by id.", namespace="")])
     with serve(create_app(index_dir, ops_token=OPS_TOKEN)) as server:
         assert server.wait_ready()["generation"] == 0
         (index_dir / "meta.json").write_text("{ not json")
@@ -393,7 +396,7 @@ def test_a_corrupt_index_keeps_the_last_good_catalog(tmp_path: Path) -> None:
         (index_dir / "meta.json").unlink()
         for leftover in index_dir.iterdir():
             leftover.unlink()
-        write_index(index_dir, [make_tool("get_invoice", "Returns an invoice.")])
+        write_index(index_dir, [make_tool("get_invoice", "Returns an invoice.", namespace="")])
         while httpx.get(server.base + "/readyz").json()["generation"] != 1:
             assert time.monotonic() < deadline + 5
             time.sleep(0.05)

@@ -27,6 +27,7 @@ from hypothesis import strategies as st
 from litestar import Litestar, Request, post
 from litestar.datastructures import UploadFile
 
+from benchmarks.ports import free_port
 from catalog.backends import origin_of
 from catalog.config import Config, InvokeConfig, SpecConfig
 from catalog.index_schema import InvokeRecord
@@ -916,13 +917,6 @@ class EchoApp:
         headers = [(b"content-type", content_type.encode())]
         await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": body})
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 @pytest.fixture(scope="module")

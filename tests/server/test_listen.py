@@ -14,7 +14,8 @@ import httpx
 from server.app import create_app
 from server.protocol import MODERN_VERSION
 from tests.server.conftest import demo_tools
-from tests.server.harness import ServerThread, make_tool, serve, write_index
+from tests.server.harness import ServerThread, serve, write_index
+from tests.tools import make_tool
 
 META = {
     "io.modelcontextprotocol/protocolVersion": MODERN_VERSION,
@@ -66,7 +67,9 @@ def test_ack_first_then_keepalive_then_change(tmp_path: Path) -> None:
         assert ack["method"] == "notifications/subscriptions/acknowledged"
         assert ack["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"] == 7
         assert next(frames) == ": ping"
-        write_index(index_dir, [*demo_tools(), make_tool("get_invoice", "An invoice.")])
+        write_index(
+            index_dir, [*demo_tools(), make_tool("get_invoice", "An invoice.", namespace="")]
+        )
         changed = next(frame for frame in frames if isinstance(frame, dict))
         assert changed == {
             "jsonrpc": "2.0",
@@ -108,7 +111,9 @@ def test_every_open_stream_hears_the_reload_and_unasked_kinds_are_not_sent(tmp_p
         for thread in threads:
             thread.start()
         acked.wait(timeout=10)
-        write_index(index_dir, [*demo_tools(), make_tool("get_invoice", "An invoice.")])
+        write_index(
+            index_dir, [*demo_tools(), make_tool("get_invoice", "An invoice.", namespace="")]
+        )
         deadline = time.monotonic() + 10
         while not all(
             any(
@@ -119,7 +124,14 @@ def test_every_open_stream_hears_the_reload_and_unasked_kinds_are_not_sent(tmp_p
         ):
             assert time.monotonic() < deadline
             time.sleep(0.05)
-        time.sleep(0.3)
+        # The close drains a change a stream has not taken from its queue yet, so first
+        # the quiet stream must have taken it (and, were it wrongly sent, written it):
+        # its loop waits on the queue for a keepalive's time only after taking it, so
+        # the second keepalive from now comes after that.
+        seen = len(received["quiet"])
+        while received["quiet"][seen:].count(": ping") < 2:
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
         server.close_listen_streams()  # what the shutdown signal does: graceful ends
         for thread in threads:
             thread.join(timeout=10)

@@ -7,6 +7,7 @@ generation and request counts.
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import httpx
@@ -60,3 +61,14 @@ def test_with_no_token_configured_nobody_is_the_operator(index_dir: Path) -> Non
         for value in ("Bearer", "Bearer None", "Bearer null", OPERATOR["authorization"]):
             ready = httpx.get(thread.base + "/readyz", headers={"authorization": value})
             assert set(ready.json()) == PUBLIC_READY
+
+
+def test_the_operator_sees_the_reader_check_the_index(server: ServerThread) -> None:
+    # What a test (or an operator) waits on to know the reader has looked at the index
+    # since a change that must not reload it: a count, not a guess at the poll interval.
+    first = httpx.get(server.base + "/readyz", headers=OPERATOR).json()["checks"]
+    assert first >= 1  # the start-up load
+    deadline = time.monotonic() + 5
+    while httpx.get(server.base + "/readyz", headers=OPERATOR).json()["checks"] < first + 2:
+        assert time.monotonic() < deadline, "the reader stopped checking the index"
+        time.sleep(0.02)
