@@ -37,7 +37,8 @@ KEY_CLIENT_CAPABILITIES: Final = "io.modelcontextprotocol/clientCapabilities"
 KEY_SERVER_INFO: Final = "io.modelcontextprotocol/serverInfo"
 KEY_SUBSCRIPTION_ID: Final = "io.modelcontextprotocol/subscriptionId"
 GENERATION_KEY: Final = "sezzlee/catalogGeneration"
-"""The catalog generation stamp on each listed tool and every tools/call result (seed)."""
+"""The catalog generation stamp on each listed tool and every tools/call result
+(docs/contract.md, Sessions)."""
 
 RequestId = int | str
 
