@@ -38,7 +38,7 @@ KEY_SERVER_INFO: Final = "io.modelcontextprotocol/serverInfo"
 KEY_SUBSCRIPTION_ID: Final = "io.modelcontextprotocol/subscriptionId"
 GENERATION_KEY: Final = "sezzlee/catalogGeneration"
 """The catalog generation stamp on each listed tool and every tools/call result
-(docs/contract.md, Sessions)."""
+(docs/contract.md, Three tools)."""
 
 RequestId = int | str
 
