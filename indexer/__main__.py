@@ -221,6 +221,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         if result.config_error and not args.watch:
             return 1
+        if not args.watch:
+            # A build's tool vectors are part of its work (a watch fills them in the
+            # background); waited for in short steps, so a signal still stops it.
+            while not session.wait_for_vectors(0.5):
+                pass
         if args.watch:
             from indexer.watch import watch
 
