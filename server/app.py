@@ -18,6 +18,7 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
+import anyio.to_thread
 import msgspec
 from litestar import Litestar
 from litestar.datastructures import State
@@ -30,6 +31,7 @@ from server.limits import ClientLimits
 from server.notify import DEFAULT_KEEPALIVE, Notifier
 from server.ops import Metrics, healthz, metrics, protected_resource, readyz
 from server.protocol import Guard
+from server.query_vectors import QueryVectors, shared_query_vectors
 from server.reader import Reader
 
 if TYPE_CHECKING:
@@ -73,6 +75,8 @@ class ServerState:
         )
         self.documents: tuple[CatalogView, Mapping[str, Document]] | None = None
         """The current view's documents (namespace, origins), computed once per view."""
+        self.query_vectors: QueryVectors | None = None
+        """The query encoder, loaded at start-up when ``[search] semantic`` is on."""
 
 
 _SHUTDOWN_SIGNALS: Final = (signal.SIGINT, signal.SIGTERM)
@@ -133,7 +137,10 @@ def create_app(
             worker's connection limit, ``server.limits.worker_limits``).
         ops_token: the operator token ``/readyz`` and ``/metrics`` detail needs.
     """
-    reader = Reader(Path(index_dir), interval=config.server.reload_interval_seconds)
+    semantic = config.search.semantic
+    reader = Reader(
+        Path(index_dir), interval=config.server.reload_interval_seconds, semantic=semantic
+    )
     notifier = Notifier(
         keepalive=keepalive,
         limit=config.server.max_listen_streams if listen_limit is None else listen_limit,
@@ -158,6 +165,10 @@ def create_app(
             # Keys from a URL before the first request; then on a timer, never per request.
             await resource.load()
             refresher = asyncio.create_task(resource.refresh_forever(), name="sezzlee-jwks")
+        if semantic:  # before the first request; in a thread: the loop keeps turning
+            state.query_vectors = await anyio.to_thread.run_sync(
+                shared_query_vectors, config.search.query_threads
+            )
         await reader.start()
         # The imported modules and the loaded catalog live as long as the process: moved
         # out of the collector's view, a full collection no longer walks them (in process,
