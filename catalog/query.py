@@ -8,7 +8,8 @@ Pure: no I/O (tantivy ``Query`` objects are values). Normative in
   dropping a tag widens the answer), ``query`` cut to ``MAX_QUERY_CHARS`` with a
   ``notice``. A ``query`` or ``tags`` no clamp can repair raise
   :class:`InvalidSearchArguments`.
-* ``keywords``: the query folded by :func:`catalog.fold.fold_words` (the index-time
+* ``keywords``: the query without its addresses (``operation_text``: e-mail addresses,
+  URLs' scheme and host) folded by :func:`catalog.fold.fold_words` (the index-time
   function), English stop words dropped when anything else remains, each word lightly
   stemmed (a shorter prefix only widens what it matches) and cut to ``MAX_GRAM``; the
   first ``MAX_KEYWORDS`` only.
@@ -25,6 +26,9 @@ Pure: no I/O (tantivy ``Query`` objects are values). Normative in
   (``WHOLE_BOOST``), and its words under the method its request verb implies
   (``ACT_BOOST``). Ties are broken by catalog order in the view (``server.view``), not
   here.
+* ``search_words``: the words step of the search pipeline (``server/view.py``):
+  keywords with the lookup rule (``with_lookup``), and ``phrases``; ``query_terms``
+  lists every boosted term they add up (the rank query's, and ``--explain-search``'s).
 * ``phrases``: the query's phrase words (:func:`catalog.english.phrase_words`, the
   function that made the titles'), as pair, whole-title and method terms.
 
@@ -78,14 +82,19 @@ __all__ = [
     "Keyword",
     "Phrases",
     "SearchRequest",
+    "Term",
+    "Words",
     "clamp_request",
     "filter_query",
     "folded_tags",
     "keyword_terms",
     "keywords",
+    "operation_text",
     "phrase_terms",
     "phrases",
+    "query_terms",
     "rank_query",
+    "search_words",
     "stem",
     "value_words",
     "with_lookup",
@@ -126,6 +135,9 @@ VERB_EXACT_BOOST: Final = 6.0
 """Weight of BM25 of a group verb's whole-word match (times ``VERB_WEIGHT``)."""
 
 _RUN: Final = re.compile(r"[^\W_]+")  # the runs fold_words splits a text into
+_ADDRESS: Final = re.compile(r"\S*@\S*\.\S+|\S*://[^/\s]+")
+"""An e-mail address, or a URL's scheme and host (its path is kept: ``/hooks/stripe``).
+Whole from the whitespace before it, so no word is left cut in two."""
 
 PAIR_BOOST: Final = 2.0
 """Weight of BM25 of a pair of adjacent query words said, in order, by a tool's title."""
@@ -184,6 +196,24 @@ class Keyword(msgspec.Struct, frozen=True):
     word: str
     prefix: str
     alternatives: tuple[str, ...] = ()
+
+
+class Words(msgspec.Struct, frozen=True):
+    """What a query says, as the rank query reads it: its keywords (with :data:`LOOKUP`
+    when it names a value the catalog has no word for) and its phrase evidence.
+    """
+
+    keywords: tuple[Keyword, ...] = ()
+    phrases: Phrases = Phrases()
+
+
+def search_words(query: str, known: Callable[[str], bool]) -> Words:
+    """The words step of the search pipeline: :func:`keywords` with :func:`with_lookup`
+    (``known`` says whether a word of the caller's visible catalog starts with a prefix),
+    and :func:`phrases`.
+    """
+    found = with_lookup(keywords(query), known, values=value_words(query))
+    return Words(keywords=found, phrases=phrases(query))
 
 
 def _clamp_limit(value: Any) -> int:
@@ -293,8 +323,21 @@ def keywords(query: str) -> tuple[Keyword, ...]:
     return _keywords(query, limit=MAX_KEYWORDS)
 
 
+def operation_text(query: str) -> str:
+    """``query`` without the addresses it names: e-mail addresses and URLs' scheme and
+    host (:data:`_ADDRESS`).
+
+    An address names a value, never an operation (like an all-digit word), and its words
+    are the commonest of examples in descriptions: ``jane@example.com`` made
+    ``example`` and ``com`` rank every tool whose description shows an example address.
+    A query that is nothing but addresses is kept whole: its words are all it says.
+    """
+    stripped = _ADDRESS.sub(" ", query)
+    return stripped if _RUN.search(stripped) else query
+
+
 def _keywords(query: str, *, limit: int) -> tuple[Keyword, ...]:
-    words = list(dict.fromkeys(fold_words(query)))
+    words = list(dict.fromkeys(fold_words(operation_text(query))))
     content = [w for w in words if w not in STOP_WORDS and len(w) > 1 and not w.isdigit()]
     if content:
         words = content
@@ -314,7 +357,7 @@ def phrases(query: str) -> Phrases:
     """The pair and whole-title terms of ``query``, made by the function that made the
     titles' (:func:`catalog.english.phrase_words`), without duplicates.
     """
-    folded = fold_words(query)
+    folded = fold_words(operation_text(query))
     words = phrase_words(folded)
     methods = intent_methods(folded, within=VERB_WITHIN)
     acts = dict.fromkeys(f"{m} {w}" for m in methods for w in words)
@@ -400,31 +443,56 @@ def filter_query(
     return tantivy.Query.boolean_query(clauses)
 
 
-def _term(schema: tantivy.Schema, field: str, value: str, boost: float) -> tantivy.Query:
-    option = "basic" if field in ("any", WHOLE, ACTS) else "freq"
-    term = tantivy.Query.term_query(schema, field, value, index_option=option)
-    return tantivy.Query.boost_query(term, boost)
+class Term(msgspec.Struct, frozen=True, array_like=True):
+    """One boosted term query of the rank query, and the query word it stands for (for
+    ``--explain-search``): ``field``'s ``value`` times ``boost``.
+    """
+
+    field: str
+    value: str
+    boost: float
+    word: str  # the keyword, or the phrase term itself
 
 
-def keyword_terms(schema: tantivy.Schema, keyword: Keyword) -> list[tantivy.Query]:
-    """The boosted term queries one keyword adds up (search-semantics.md §5)."""
-    terms = [_term(schema, field, keyword.prefix, boost) for field, boost in FIELD_BOOSTS.items()]
-    terms.append(_term(schema, "any", keyword.prefix, COORDINATION))
-    terms.append(_term(schema, "exact", keyword.word, EXACT_BOOST))
+def _term(schema: tantivy.Schema, term: Term) -> tantivy.Query:
+    option = "basic" if term.field in ("any", WHOLE, ACTS) else "freq"
+    query = tantivy.Query.term_query(schema, term.field, term.value, index_option=option)
+    return tantivy.Query.boost_query(query, term.boost)
+
+
+def _keyword_terms(keyword: Keyword) -> list[Term]:
+    word = keyword.word
+    terms = [Term(field, keyword.prefix, boost, word) for field, boost in FIELD_BOOSTS.items()]
+    terms.append(Term("any", keyword.prefix, COORDINATION, word))
+    terms.append(Term("exact", keyword.word, EXACT_BOOST, word))
     terms.extend(
-        _term(schema, "exact", verb, VERB_WEIGHT * VERB_EXACT_BOOST)
-        for verb in keyword.alternatives
+        Term("exact", verb, VERB_WEIGHT * VERB_EXACT_BOOST, word) for verb in keyword.alternatives
     )
     return terms
 
 
+def _phrase_terms(evidence: Phrases) -> list[Term]:
+    terms = [Term(PAIRS, pair, PAIR_BOOST, pair) for pair in evidence.pairs]
+    terms += [Term(PAIRS, pair, NEAR_BOOST, pair) for pair in evidence.near]
+    terms += [Term(WHOLE, span, WHOLE_BOOST, span) for span in evidence.spans]
+    terms += [Term(ACTS, act, ACT_BOOST, act) for act in evidence.acts]
+    return terms
+
+
+def query_terms(words: Words) -> tuple[Term, ...]:
+    """Every boosted term the words add up, keywords first (search-semantics.md §5)."""
+    terms = [t for k in words.keywords for t in _keyword_terms(k)]
+    return tuple(terms + _phrase_terms(words.phrases))
+
+
+def keyword_terms(schema: tantivy.Schema, keyword: Keyword) -> list[tantivy.Query]:
+    """The boosted term queries one keyword adds up (search-semantics.md §5)."""
+    return [_term(schema, t) for t in _keyword_terms(keyword)]
+
+
 def phrase_terms(schema: tantivy.Schema, evidence: Phrases) -> list[tantivy.Query]:
     """The boosted term queries of a query's phrase evidence (search-semantics.md §5)."""
-    terms = [_term(schema, PAIRS, pair, PAIR_BOOST) for pair in evidence.pairs]
-    terms += [_term(schema, PAIRS, pair, NEAR_BOOST) for pair in evidence.near]
-    terms += [_term(schema, WHOLE, span, WHOLE_BOOST) for span in evidence.spans]
-    terms += [_term(schema, ACTS, act, ACT_BOOST) for act in evidence.acts]
-    return terms
+    return [_term(schema, t) for t in _phrase_terms(evidence)]
 
 
 def rank_query(
@@ -441,9 +509,8 @@ def rank_query(
     every match, so block-max WAND never applies.) ``filters`` is None when nothing is
     filtered (the ``__meta__`` document has no searchable words).
     """
-    terms = [q for k in words for q in keyword_terms(schema, k)]
-    if evidence is not None:
-        terms += phrase_terms(schema, evidence)
+    found = Words(keywords=words, phrases=evidence if evidence is not None else Phrases())
+    terms = [_term(schema, t) for t in query_terms(found)]
     group = tantivy.Query.boolean_query([(tantivy.Occur.Should, q) for q in terms])
     if filters is None:
         return group

@@ -1,11 +1,12 @@
 """The server's command line: read flags, config and environment once, serve with granian.
 
 ``python -m server --index DIR [--config FILE] [--host H] [--port P] [--workers N]``
-(also the ``sezzlee-server`` console script). granian imports the app in each worker
-process from an import string, so the parent hands the flags to the workers through
-``SEZZLEE_*`` environment variables and :func:`app_from_env` (a granian factory) reads
-them there. This module is the only place in ``server/`` that reads files, flags or the
-environment (docs/conventions.md §2.9).
+(also the ``sezzlee-server`` console script). ``--explain-search QUERY`` prints why a
+search ranks what it ranks (``server/explain.py``) instead of serving. granian imports
+the app in each worker process from an import string, so the parent hands the flags to
+the workers through ``SEZZLEE_*`` environment variables and :func:`app_from_env` (a
+granian factory) reads them there. This module is the only place in ``server/`` that
+reads files, flags or the environment (docs/conventions.md §2.9).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from catalog.config import (
     with_files_from,
 )
 from catalog.errors import ConfigError
+from catalog.visibility import PUBLIC_KEY, Audience
 from server.identity import resolve_secrets
 from server.limits import worker_limits
 from server.tls import tls_problems
@@ -213,12 +215,55 @@ def _parser() -> argparse.ArgumentParser:
         choices=["debug", "info", "warning", "error"],
         help="level of the JSON logs on stderr (info logs every request)",
     )
+    parser.add_argument(
+        "--explain-search",
+        metavar="QUERY",
+        help="print each top result of QUERY with its lexical rank and score, dense rank,"
+        " fused score and matched words, as a caller presenting no credentials sees the"
+        " catalog under --config; then exit",
+    )
+    parser.add_argument(
+        "--limit", type=int, default=10, help="results --explain-search shows (default 10)"
+    )
+    parser.add_argument(
+        "--all-tools",
+        action="store_true",
+        help="with --explain-search: as a caller who may see every tool",
+    )
     return parser
+
+
+def _explain(args: argparse.Namespace, config: Config) -> int:
+    """``--explain-search``: open the index as a worker would, search, print the evidence."""
+    from catalog.query import clamp_request
+    from catalog.visibility import partition
+    from server.explain import format_explanation
+    from server.reader import Reader
+
+    reader = Reader(Path(args.index), interval=0)
+    view = reader.load_once()
+    if view is None:
+        print(f"sezzlee-server: {args.index}: {reader.problem}", file=sys.stderr)
+        return 2
+    audience = partition(view.meta.policies, {}, missing=config.visibility.missing_credentials)
+    if args.all_tools:
+        keys = {PUBLIC_KEY, *view.meta.policies, *view.meta.tags}  # every key a tool carries
+        audience = Audience(visible=frozenset(keys))
+    request = clamp_request({"query": args.explain_search, "limit": args.limit})
+    total, rows = view.explain(request, audience)
+    print(format_explanation(request.query, rows, total=total), end="")
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the server until interrupted."""
     args = _parser().parse_args(argv)
+    if args.explain_search is not None:  # reads the index and config only: no secrets
+        try:
+            return _explain(args, _load_config(args.config))
+        except (ConfigError, OSError) as exc:
+            print(f"sezzlee-server: {exc}", file=sys.stderr)
+            return 2
     try:  # fail at start-up, in the parent, with the file and key named
         config = _load_config(args.config)
         problems = missing_files(config, exists=os.path.isfile)  # as --check names them

@@ -5,6 +5,12 @@ catalogs (the reader swaps views atomically on reload). The view answers search_
 and load_tool, and hands invoke_tool its target; it applies visibility through the
 caller's :class:`catalog.visibility.Audience`.
 
+A search is one pipeline, read top to bottom in :meth:`CatalogView.search`: scope (the
+filters and ``total``) → words (keywords, phrase evidence, lookup) → lexical candidates
+(visible, best first, scored) → fusion with the semantic side's candidates, when there
+are any (``catalog/fusion.py``) → page (the top ``limit``, padded in catalog order) →
+card bytes. Each step is one method; the rest of this module is their machinery.
+
 Theory of operation (search-semantics.md is normative):
 
 * Visibility filters on the shorter list: the caller's keys, or everything but the hidden
@@ -32,13 +38,14 @@ Theory of operation (search-semantics.md is normative):
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import Final, NamedTuple
 
 import msgspec
 import tantivy
 
 from catalog.cards import truncate
+from catalog.fusion import Candidate, fuse
 from catalog.index_schema import (
     META_ID,
     PAYLOAD,
@@ -54,18 +61,24 @@ from catalog.model import ToolDefinition
 from catalog.naming import MAX_NAME_LENGTH
 from catalog.query import (
     SearchRequest,
+    Words,
     filter_query,
     folded_tags,
-    keywords,
-    phrases,
     rank_query,
-    value_words,
-    with_lookup,
+    search_words,
 )
 from catalog.visibility import PUBLIC_KEY, Audience, Verdict, visibility_hash
 from server.errors import ResponseTooLarge, UnknownTool
+from server.explain import Explained, matched_words
 
-__all__ = ["TAG_VOCABULARY_CAP", "CatalogView", "read_index_meta", "read_meta"]
+__all__ = [
+    "LEXICAL_DEPTH",
+    "TAG_VOCABULARY_CAP",
+    "CatalogView",
+    "Hit",
+    "read_index_meta",
+    "read_meta",
+]
 
 TAG_VOCABULARY_CAP: Final = 100
 """Above this many tags the vocabulary is omitted, never shortened (docs/decisions.md, Search)."""
@@ -75,6 +88,9 @@ _PREFIX_CACHE: Final = 65_536  # keyword prefixes remembered per view; cleared b
 _TARGET_CACHE: Final = 4_096  # decoded definitions remembered per view; cleared beyond
 _UNFILTERED_CAP: Final = 2_048  # unfiltered hits read before the filtered query takes over
 _QUOTED: Final = 200  # characters of the query a response_too_large message quotes
+LEXICAL_DEPTH: Final = 50
+"""Lexical candidates read for fusion (at least ``limit``): a tool the dense side ranks
+high can be lifted above ones the keywords found, not only appended after them."""
 _UNCERTAIN: Final = b',"authUncertain":true}'
 _DEFINITION: Final = msgspec.json.Decoder(ToolDefinition)
 _JSON: Final = msgspec.json.Encoder()
@@ -89,6 +105,36 @@ class _Seen(NamedTuple):
     deny: tuple[str, ...]
     vocabulary: bytes  # the JSON array of tags, or b"" to omit it
     hashes: frozenset[int]  # visibility_hash of every key seen
+
+
+class Hit(NamedTuple):
+    """A ranked card document: where it is, its catalog ordinal, its score."""
+
+    address: tantivy.DocAddress
+    ord: int
+    score: float
+
+    @property
+    def candidate(self) -> Candidate:
+        """The hit as fusion takes it (:mod:`catalog.fusion`)."""
+        return Candidate(self.ord, self.score)
+
+
+class _Scope(NamedTuple):
+    """What the caller's filters alone decide (the pipeline's first step)."""
+
+    state: _Seen
+    filters: tantivy.Query | None  # None: a tag nobody can carry, so nothing may appear
+    total: int  # the tools the caller may see that pass the tags, whatever the query
+    everything: bool  # nothing filtered: the caller sees the whole catalog, no tags
+    unfiltered: bool  # only visibility, part of the catalog: rank unfiltered, keep by visk
+
+
+def _depth(limit: int, total: int, dense: Sequence[Candidate] | None) -> int:
+    """How many lexical candidates to read: the page, or :data:`LEXICAL_DEPTH` when
+    fusion may reorder them (never more than there are tools).
+    """
+    return min(limit if dense is None else max(limit, LEXICAL_DEPTH), total)
 
 
 def _stored(doc: tantivy.Document, field: str) -> bytes:
@@ -189,36 +235,148 @@ class CatalogView:
         """The meta document's address: it carries no visibility key, and an absent
         name's key is read from it (see :meth:`_may_see`)."""
 
-    # -- search_tools -------------------------------------------------------------------
+    # -- search_tools: the pipeline --------------------------------------------------------
 
-    def search(self, request: SearchRequest, audience: Audience, *, budget: int) -> bytes:
+    def search(
+        self,
+        request: SearchRequest,
+        audience: Audience,
+        *,
+        budget: int,
+        dense: Sequence[Candidate] | None = None,
+    ) -> bytes:
         """The search_tools result as JSON bytes (``{"total", "tags"?, "notice"?, "results"}``;
         ``notice`` says how the query was cut, when it was).
+
+        The pipeline, one step per method: the caller's :meth:`_scope` (filters and
+        ``total``, from the filters alone) → :meth:`_words` → :meth:`_lexical` candidates
+        (visible, best first, with their scores) → :meth:`_fused` with the ``dense``
+        candidates, when given → :meth:`_page` (the top ``limit``, padded in catalog
+        order) → :meth:`_answer` (card bytes, budget).
+
+        ``dense`` is the semantic side's ranking, best first: :class:`catalog.fusion.Candidate`
+        values, each a tool's catalog ordinal (the card's ``ord`` fast field) and its
+        similarity. Only those passing the caller's filters count (:meth:`_admitted`).
+        None (no semantic side) ranks lexically, exactly as without fusion.
 
         Raises:
             ResponseTooLarge: the answer exceeds ``budget`` bytes; the message names
                 ``detail``, ``query`` and ``limit``.
         """
+        scope = self._scope(request.tags, audience)
+        page: list[tantivy.DocAddress] = []
+        if scope.total:
+            words = self._words(request.query, scope.state)
+            ranked = self._lexical(words, scope, _depth(request.limit, scope.total, dense))
+            if dense is not None:
+                ranked = self._fused(ranked, dense, scope)
+            page = self._page(ranked, scope, min(request.limit, scope.total))
+        return self._answer(page, request, audience, scope, budget=budget)
+
+    def _scope(self, tags: tuple[str, ...], audience: Audience) -> _Scope:
+        """Step 1: what the filters alone decide — which tools may appear and how many."""
         # The same frozenset object when nothing is uncertain: its hash is cached.
         seen = audience.visible | audience.uncertain if audience.uncertain else audience.visible
-        tags = folded_tags(request.tags)
-        total = 0
-        page: list[tantivy.DocAddress] = []
         state = self._state(seen)
+        folded = folded_tags(tags)
+        if folded is None:  # a tag nobody can carry: nothing, never everything
+            return _Scope(state=state, filters=None, total=0, everything=False, unfiltered=False)
         allow, deny = state.allow, state.deny
-        if tags is not None:
-            filters = filter_query(self.schema, tags, allow=allow, deny=deny)
-            total = self._total(allow, deny, tags, filters)
-            if total:
-                everything = allow is None and not deny and not tags
-                unfiltered = not tags and not everything
-                page = self._page(
-                    filters, request, total, state, everything=everything, unfiltered=unfiltered
-                )
+        filters = filter_query(self.schema, folded, allow=allow, deny=deny)
+        everything = allow is None and not deny and not folded
+        return _Scope(
+            state=state,
+            filters=filters,
+            total=self._total(allow, deny, folded, filters),
+            everything=everything,
+            unfiltered=not folded and not everything,
+        )
+
+    def _words(self, query: str, state: _Seen) -> Words:
+        """Step 2: the query's keywords and phrase evidence, a lookup judged against the
+        caller's visible catalog only (:meth:`_known_to`).
+        """
+        return search_words(query, self._known_to(state))
+
+    def _lexical(self, words: Words, scope: _Scope, depth: int) -> list[Hit]:
+        """Step 3: the best ``depth`` visible tools matching any keyword, best first, ties
+        in catalog order; none when the query has no keyword.
+        """
+        if not words.keywords or scope.filters is None:
+            return []
+        if scope.unfiltered:
+            share = max(1, self._tool_count()) / scope.total  # tools per visible one
+            ranking = rank_query(self.schema, None, words.keywords, words.phrases)
+            hits = self._ranked_visible(ranking, depth, scope.state.hashes, share)
+            if hits is not None:
+                return hits
+        filters = None if scope.everything else scope.filters
+        return self._ranked(rank_query(self.schema, filters, words.keywords, words.phrases), depth)
+
+    def _fused(self, lexical: list[Hit], dense: Sequence[Candidate], scope: _Scope) -> list[Hit]:
+        """Step 4: the lexical and the admitted dense candidates as one ranking
+        (:func:`catalog.fusion.fuse`), each hit scored by its fused score.
+        """
+        admitted = self._admitted(dense, scope)
+        fused = fuse([h.candidate for h in lexical], [h.candidate for h in admitted])
+        addresses = {h.ord: h.address for h in (*lexical, *admitted)}
+        return [Hit(addresses[f.ord], f.ord, f.score) for f in fused]
+
+    def _admitted(self, dense: Sequence[Candidate], scope: _Scope) -> list[Hit]:
+        """The ``dense`` candidates that pass the caller's filters (visibility and tags),
+        in their order, with their addresses: a candidate the caller may not see, or one
+        the ``tags`` exclude, is dropped before fusion ranks anything.
+        """
+        if not dense or scope.filters is None:
+            return []
+        wanted = tantivy.Query.term_set_query(self.schema, "ord", [c.ord for c in dense])
+        query = tantivy.Query.boolean_query(
+            [(tantivy.Occur.Must, scope.filters), (tantivy.Occur.Must, wanted)]
+        )
+        hits = self.searcher.search(query, len(dense), count=False).hits
+        found = [address for _, address in hits]
+        ords = self.searcher.fast_field_values("ord", found)
+        addresses = {int(o): a for o, a in zip(ords, found, strict=True) if o is not None}
+        admitted: dict[int, Hit] = {}
+        for candidate in dense:
+            address = addresses.get(candidate.ord)
+            if address is not None and candidate.ord not in admitted:
+                admitted[candidate.ord] = Hit(address, candidate.ord, candidate.score)
+        return list(admitted.values())
+
+    def _page(self, ranked: list[Hit], scope: _Scope, limit: int) -> list[tantivy.DocAddress]:
+        """Step 5: the first ``limit`` ranked tools, then the other tools passing the
+        filters in catalog order until ``limit`` (keywords rank, never filter).
+        """
+        page = [hit.address for hit in ranked[:limit]]
+        if len(page) < limit and scope.filters is not None:
+            taken = {_key(a) for a in page}
+            listing = self._listing(scope.filters, limit + len(page), everything=scope.everything)
+            for address in listing:
+                if len(page) == limit:
+                    break
+                if _key(address) not in taken:
+                    page.append(address)
+        return page
+
+    def _answer(
+        self,
+        page: list[tantivy.DocAddress],
+        request: SearchRequest,
+        audience: Audience,
+        scope: _Scope,
+        *,
+        budget: int,
+    ) -> bytes:
+        """Step 6: the answer's bytes, each result spliced from its stored JSON.
+
+        Raises:
+            ResponseTooLarge: over ``budget`` bytes.
+        """
         schema = request.detail == "schema"
-        parts = [b'{"total":', str(total).encode()]
-        if state.vocabulary:
-            parts += [b',"tags":', state.vocabulary]
+        parts = [b'{"total":', str(scope.total).encode()]
+        if scope.state.vocabulary:
+            parts += [b',"tags":', scope.state.vocabulary]
         if request.notice:
             parts += [b',"notice":', msgspec.json.encode(request.notice)]
         parts.append(b',"results":[')
@@ -241,6 +399,54 @@ class CatalogView:
         if len(answer) > budget:
             raise _too_large(len(answer), budget, request)
         return answer
+
+    def explain(
+        self,
+        request: SearchRequest,
+        audience: Audience,
+        *,
+        dense: Sequence[Candidate] | None = None,
+        unvectored: Collection[int] = (),
+    ) -> tuple[int, list[Explained]]:
+        """``total`` and the evidence behind each result of :meth:`search`'s page: the
+        same steps, keeping what they computed (``server/explain.py`` prints it).
+
+        ``unvectored`` holds the ordinals of tools the semantic side has no vector for.
+        """
+        scope = self._scope(request.tags, audience)
+        if not scope.total:
+            return 0, []
+        limit = min(request.limit, scope.total)
+        words = self._words(request.query, scope.state)
+        lexical = self._lexical(words, scope, _depth(request.limit, scope.total, dense))
+        admitted = self._admitted(dense or (), scope)
+        fused = fuse([h.candidate for h in lexical], [h.candidate for h in admitted])
+        by_ord = {f.ord: f for f in fused}
+        ranked = self._fused(lexical, dense, scope) if dense is not None else lexical
+        page = self._page(ranked, scope, limit)
+        ords = [int(o or 0) for o in self.searcher.fast_field_values("ord", page)]
+        matched = matched_words(self.searcher, self.schema, words, ords)
+        scores = {h.ord: h.score for h in lexical}
+        rows = []
+        for position, (address, order) in enumerate(zip(page, ords, strict=True), 1):
+            name = self.searcher.doc(address).get_first("id")
+            found = by_ord.get(order)
+            note = "off" if dense is None else ("no vector" if order in unvectored else "")
+            rows.append(
+                Explained(
+                    position=position,
+                    name=name if isinstance(name, str) else "?",
+                    lexical_rank=found.lexical_rank if found else None,
+                    lexical_score=scores.get(order),
+                    dense_rank=found.dense_rank if found else None,
+                    dense=note,
+                    fused_score=found.score if found else None,
+                    matched=matched.get(order, ()),
+                )
+            )
+        return scope.total, rows
+
+    # -- search_tools: the steps' machinery ----------------------------------------------
 
     def _state(self, seen: frozenset[str]) -> _Seen:
         """Visibility lists and tag vocabulary of a caller seeing the keys ``seen``.
@@ -290,43 +496,6 @@ class CatalogView:
             count = _count(self.searcher.search(query, 1, count=True))
             self._key_counts[key] = count
         return count
-
-    def _page(
-        self,
-        filters: tantivy.Query,
-        request: SearchRequest,
-        total: int,
-        state: _Seen,
-        *,
-        everything: bool,
-        unfiltered: bool,
-    ) -> list[tantivy.DocAddress]:
-        limit = min(request.limit, total)
-        evidence = phrases(request.query)
-        words = with_lookup(
-            keywords(request.query),
-            self._known_to(state),
-            values=value_words(request.query),
-        )
-        page: list[tantivy.DocAddress] | None = None
-        if not words:
-            page = []
-        elif unfiltered:
-            share = max(1, self._tool_count()) / total  # tools per visible one
-            page = self._ranked_visible(
-                rank_query(self.schema, None, words, evidence), limit, state.hashes, share
-            )
-        if page is None:
-            ranking = rank_query(self.schema, None if everything else filters, words, evidence)
-            page = self._ranked(ranking, limit)
-        if len(page) < limit:
-            taken = {_key(a) for a in page}
-            for address in self._listing(filters, limit + len(page), everything=everything):
-                if len(page) == limit:
-                    break
-                if _key(address) not in taken:
-                    page.append(address)
-        return page
 
     def _listing(
         self, filters: tantivy.Query, count: int, *, everything: bool
@@ -406,7 +575,7 @@ class CatalogView:
 
         return known
 
-    def _ranked(self, query: tantivy.Query, limit: int) -> list[tantivy.DocAddress]:
+    def _ranked(self, query: tantivy.Query, limit: int) -> list[Hit]:
         """The best ``limit`` hits by score, then catalog order, whatever the segments."""
         want = limit + 1
         while True:
@@ -419,7 +588,7 @@ class CatalogView:
 
     def _ranked_visible(
         self, query: tantivy.Query, limit: int, hashes: frozenset[int], share: float
-    ) -> list[tantivy.DocAddress] | None:
+    ) -> list[Hit] | None:
         """:meth:`_ranked` of ``query`` restricted to the documents whose ``visk`` is in
         ``hashes``, or None when more than ``_UNFILTERED_CAP`` unfiltered hits would be needed.
 
@@ -450,15 +619,19 @@ class CatalogView:
             want *= 4
         return None
 
-    def _in_order(
-        self, hits: list[tuple[float, tantivy.DocAddress]], limit: int
-    ) -> list[tantivy.DocAddress]:
+    def _in_order(self, hits: list[tuple[float, tantivy.DocAddress]], limit: int) -> list[Hit]:
         """The first ``limit`` of ``hits`` by score, then catalog order."""
         if not hits:
             return []
         ords = self.searcher.fast_field_values("ord", [a for _, a in hits])
-        ranked = sorted(zip(hits, ords, strict=True), key=lambda h: (-h[0][0], h[1] or 0))
-        return [address for (_, address), _ in ranked[:limit]]
+        ranked = sorted(
+            (
+                Hit(address, int(order or 0), score)
+                for (score, address), order in zip(hits, ords, strict=True)
+            ),
+            key=lambda h: (-h.score, h.ord),
+        )
+        return ranked[:limit]
 
     # -- load_tool and invoke_tool ------------------------------------------------------
 

@@ -23,6 +23,8 @@ from catalog.query import (
     clamp_request,
     folded_tags,
     keywords,
+    operation_text,
+    phrases,
     stem,
     value_words,
     with_lookup,
@@ -210,6 +212,28 @@ def test_one_letter_and_digit_keywords_are_dropped_unless_alone() -> None:
     assert found == ["today", "attachments", "project"]
     assert [k.word for k in keywords("404")] == ["404"]
     assert [k.word for k in keywords("v2")] == ["v2"]
+
+
+def test_addresses_name_values_not_operations() -> None:
+    # An e-mail address and a URL's host add no keyword; a URL's path words do.
+    found = [k.prefix for k in keywords("look up the customer with email jane@example.com")]
+    assert found == ["look", "up", "customer", "email"]
+    found = [k.prefix for k in keywords("register Zoë (zoe.m@example.de) for the meeting")]
+    assert found == ["register", "zoe", "meet"]
+    found = [k.prefix for k in keywords("our webhook at https://api.acme.io/hooks/stripe")]
+    assert found == ["webhook", "hook", "stripe"]  # "our", "at": stop words
+    evidence = phrases("update the email jane@example.com")
+    assert evidence.pairs == ("update email",)
+    assert not any("example" in span for span in evidence.spans)
+    # A query that is nothing but an address keeps its words: they are all it says.
+    assert [k.prefix for k in keywords("jane@example.com")] == ["jane", "example", "com"]
+    assert operation_text("no address here") == "no address here"
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.sampled_from("ab é@.:/ \u0301-("), max_size=30))
+def test_dropping_addresses_never_cuts_a_word(query: str) -> None:
+    assert set(fold_words(operation_text(query))) <= set(fold_words(query))
 
 
 def test_value_words_are_capitalised_runs_after_the_first() -> None:

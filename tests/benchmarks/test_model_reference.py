@@ -1,0 +1,42 @@
+"""The int8 export semantic search serves agrees with the upstream fp32 weights, and the
+check would notice if it did not."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from benchmarks import model_reference
+from catalog.embedding import Encoder, tool_text
+
+TEXTS = [
+    tool_text(
+        title="List pull requests",
+        name="pulls/list",
+        path="/repos/{owner}/{repo}/pulls",
+        tags=["pulls"],
+        description="Lists pull requests in a specified repository.",
+    ),
+    tool_text(
+        title="Create a refund",
+        name="PostRefunds",
+        path="/v1/refunds",
+        tags=["Refunds"],
+        description="When you create a new refund, you must specify a Charge to create it on.",
+    ),
+    "cancel tomorrow's standup meeting",
+    "¿Cómo listo los miembros de un canal?",
+]
+
+
+def test_the_int8_export_is_the_upstream_model() -> None:
+    cosines = model_reference.agreement(TEXTS)
+    assert cosines.min() >= 0.99, cosines
+
+
+def test_the_reference_notices_other_weights() -> None:
+    weights, tok = model_reference.upstream()
+    name = "encoder.layer.2.intermediate.dense.weight"
+    weights[name] = np.random.default_rng(0).permutation(weights[name])
+    served = Encoder(threads=1).embed(TEXTS)
+    cosines = (model_reference.embed(TEXTS, weights, tok) * served).sum(axis=1)
+    assert cosines.min() < 0.99, cosines
