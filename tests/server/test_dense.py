@@ -113,7 +113,7 @@ def test_a_request_finds_the_tool_that_does_it(semantic_index: Path, queries: Qu
         ("email the bill to the client", "invoices_send"),
     ]:
         best = dense.candidates(queries.embed(request), visible=None, k=3)
-        assert best[0] == ords[expected][0], (request, best)
+        assert best[0].ord == ords[expected][0], (request, best)
 
 
 def test_a_hidden_tool_is_never_a_candidate_and_hiding_moves_no_visible_rank(
@@ -130,11 +130,11 @@ def test_a_hidden_tool_is_never_a_candidate_and_hiding_moves_no_visible_rank(
         everything = dense.candidates(query, visible=None, k=len(ords))
         for k in (1, 3, 5, len(ords)):
             seen = dense.candidates(query, visible=public, k=k)
-            assert not hidden & set(seen)
-            assert seen == [o for o in everything if o not in hidden][:k]
+            assert not hidden & {c.ord for c in seen}
+            assert seen == [c for c in everything if c.ord not in hidden][:k]
             # Showing the admin tools to another caller changes nothing for this one...
             more = dense.candidates(query, visible=public | {admin}, k=len(ords))
-            assert [o for o in more if o not in hidden][:k] == seen
+            assert [c for c in more if c.ord not in hidden][:k] == seen
             # ...and neither do hidden rows at all: an index without them ranks the same.
             rows = np.isin(dense.visk, np.array(list(public), dtype=np.uint64))
             alone = DenseIndex(
