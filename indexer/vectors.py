@@ -11,7 +11,7 @@ Embedding a whole catalog takes minutes, so it never holds up a commit or the wa
 * The cache (``vectors/cache-v1.bin``) is an append-only file of (16-byte text key, int8
   vector) records, kept across rebuilds and restarts: a tool whose text did not change is
   never embedded again, whatever its ordinal or commit. It is rewritten with the live keys
-  only once it holds more than twice as many records as the current commit uses.
+  only once it holds half as many records again as the current commit uses.
 * :class:`VectorWorker` runs :func:`fill_vectors` in a thread. A newer commit supersedes
   the job in progress within one chunk; what it embedded stays in the cache. The
   sidecars of commits other than the current one and the one before are deleted.
@@ -148,10 +148,10 @@ class VectorCache:
         self._put(keys, vectors)
 
     def compact(self, live: set[bytes]) -> bool:
-        """Rewrite the file with the ``live`` keys' records only, when it holds more than
-        twice as many records (and at least a few thousand); whether it was rewritten.
+        """Rewrite the file with the ``live`` keys' records only, when it holds half as
+        many again (and at least a few thousand); whether it was rewritten.
         """
-        if self._records <= max(_COMPACT_MIN, 2 * len(live)):
+        if self._records <= max(_COMPACT_MIN, len(live) * 3 // 2):
             return False
         kept = [k for k in self._rows if k in live]
         rows = np.array([self._rows[k] for k in kept], dtype=np.int64)
