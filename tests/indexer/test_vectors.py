@@ -266,3 +266,30 @@ def test_with_the_semantic_side_off_the_session_writes_no_vectors(
     assert encoder.texts == 0
     assert not (index / VECTORS_DIR).exists()
     assert tantivy.Index.open(str(index)).searcher().num_docs > 0
+
+
+def test_a_newer_commit_supersedes_a_fill_and_nothing_is_embedded_twice(
+    tmp_path: Path, quiet_reporter: Reporter, encoder: CountingEncoder
+) -> None:
+    specs, index = tmp_path / "specs", tmp_path / "index"
+    specs.mkdir()
+    ops = [f"op{i}Things" for i in range(2 * EMBED_CHUNK)]
+    (specs / "bulk.yaml").write_text(spec_yaml("Bulk", ops))
+    session = Session(
+        specs, index, Config(), quiet_reporter, workers=1, heap_bytes=HEAP, encoder=lambda: encoder
+    )
+    try:
+        first = session.sync()
+        (specs / "shop.yaml").write_text(spec_yaml("Shop", ["listOrders", "cancelOrder"]))
+        second = session.sync()  # while the first commit's vectors are being filled
+        assert session.wait_for_vectors(120)
+    finally:
+        session.close()
+    assert second.commit == first.commit + 1
+    rows = _sidecar(index)
+    assert len(rows) == len(ops) + 2
+    # Whatever the first fill embedded before it was superseded stayed in the cache.
+    assert encoder.texts == len(ops) + 2
+    view = read_index(index)
+    assert view.meta is not None
+    assert sidecar_path(index, view.meta.commit_id).is_file()
