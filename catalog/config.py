@@ -153,7 +153,8 @@ class SearchConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fie
     (``catalog/embedding.py``) and the server embeds each query that has keywords, and
     the tools nearest in meaning are fused with the keyword ranking. The model must be
     installed (``make install``): the indexer and the server refuse to start without it.
-    false: nothing loads the model, and the ranking is exactly the keyword one."""
+    false: nothing loads the model, and the ranking is exactly the keyword one. Read at
+    start-up: a change takes effect when the indexer and the servers restart."""
     query_threads: int = 2
     """onnxruntime threads each server worker embeds a query with (a second thread
     roughly halves a query's embedding time)."""

@@ -132,7 +132,8 @@ class IndexMeta(msgspec.Struct, frozen=True, kw_only=True):
     commit: int  # counts the indexer's commits on this index
     # Names this commit alone, among every index ever written: the tool vectors of a
     # commit are bound to it (docs/semantic.md), and a count can repeat after a rebuild.
-    commit_id: str
+    # Empty only in a record of an older format, which is rebuilt (and never vectored).
+    commit_id: str = ""
     committed_at: float  # unix time
     operations: int
     files: dict[str, FileStatus]

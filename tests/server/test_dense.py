@@ -13,6 +13,7 @@ import pytest
 import tantivy
 
 from catalog.embedding import Encoder
+from catalog.index_schema import IndexMeta, decode_meta
 from catalog.model import CatalogTool
 from catalog.vectors import VECTORS_DIR, sidecar_path
 from catalog.visibility import PUBLIC_KEY, visibility_hash, visibility_key
@@ -186,3 +187,14 @@ def test_load_dense_reads_nothing_for_a_commit_without_a_sidecar(tmp_path: Path)
     assert load_dense(tmp_path, "0123456789abcdef") is None
     with pytest.raises(ValueError, match="not a commit id"):
         sidecar_path(tmp_path, "../../etc/passwd")
+
+
+def test_a_meta_record_of_an_older_format_is_refused_by_version_not_by_decoding(
+    tmp_path: Path,
+) -> None:
+    old = b'{"schema_version":17,"fingerprint":"f","commit":3,"committed_at":0.0,'
+    old += b'"operations":0,"files":{},"policies":{},"tags":{}}'
+    meta = decode_meta(old)
+    assert isinstance(meta, IndexMeta)
+    assert (meta.schema_version, meta.commit_id) == (17, "")
+    assert load_dense(tmp_path, meta.commit_id) is None  # no commit id: no file is read
