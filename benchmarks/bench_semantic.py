@@ -33,10 +33,14 @@ from typing import Any
 import numpy as np
 
 from catalog.embedding import DIMENSIONS, quantize
+from catalog.query import clamp_request
 from catalog.vectors import VECTORS_DIR
+from catalog.visibility import Audience
 from scripts.corpora import github_spec
 from server.dense import DenseIndex
 from server.query_vectors import QueryVectors
+from server.reader import Reader
+from server.semantic import Semantic
 
 RESULTS = Path(__file__).resolve().parent / "results"
 ROOT = Path(__file__).resolve().parents[1]
@@ -82,13 +86,51 @@ def build() -> dict[str, Any]:
         on.write_text("[search]\nsemantic = true\n")
         off.write_text("[search]\nsemantic = false\n")
         cold = _build(specs, work / "cold", on)
+        searches = search(work / "cold")
         warm_index = work / "warm"
         (warm_index / VECTORS_DIR).mkdir(parents=True)
         shutil.copy(work / "cold" / VECTORS_DIR / "cache-v1.bin", warm_index / VECTORS_DIR)
         warm = _build(specs, warm_index, on)
         lexical = _build(specs, work / "lexical", off)
     cold["texts_per_second"] = round(cold["embedded"] / max(cold["vector_seconds"], 1e-9), 1)
-    return {"cold": cold, "warm": warm, "lexical": lexical}
+    return {"cold": cold, "warm": warm, "lexical": lexical, "search": searches}
+
+
+def _queries() -> list[str]:
+    texts = (ROOT / "benchmarks" / "queries.txt").read_text().splitlines()
+    return [t for t in dict.fromkeys(texts) if t.strip()]
+
+
+SEARCHES = ("lexical", "semantic, vector remembered", "semantic, query embedded")
+
+
+def search(index: Path) -> dict[str, Any]:
+    """In-process search_tools over GitHub's catalog with its vectors: lexical, and with
+    the semantic side (query vector remembered, then embedded every time), p50 / p99 ms.
+    """
+    reader = Reader(index, interval=0.1, semantic=True)
+    view = reader.load_once()
+    assert view is not None
+    reader.install(view)
+    queries = QueryVectors(threads=2)
+    semantic = Semantic(queries=queries, reader=reader)
+    audience = Audience()
+    requests = [clamp_request({"query": q, "limit": 10}) for q in _queries()]
+    figures: dict[str, Any] = {"queries": len(requests)}
+    for label in SEARCHES:
+        samples = []
+        for _ in range(3):
+            for request in requests:
+                if label == "semantic, query embedded":
+                    queries.forget()
+                started = time.perf_counter()
+                dense = None
+                if label != "lexical":
+                    dense = semantic.candidates_now(view, request, audience)
+                view.search(request, audience, budget=10**7, dense=dense)
+                samples.append(time.perf_counter() - started)
+        figures[label] = _percentiles(samples)
+    return figures
 
 
 def _percentiles(samples: list[float]) -> tuple[float, float]:
@@ -130,17 +172,15 @@ def scan() -> list[dict[str, Any]]:
 
 
 def query() -> dict[str, Any]:
-    texts = list(dict.fromkeys((ROOT / "benchmarks" / "queries.txt").read_text().splitlines()))
-    texts = [t for t in texts if t.strip()]
+    texts = _queries()
     encoder = QueryVectors(threads=2)
     encoder.embed("warm up")
     samples = []
     for _ in range(3):
         for text in texts:
-            fresh = QueryVectors.__new__(QueryVectors)  # no LRU hit: every call embeds
-            fresh.__dict__.update(encoder.__dict__, _recent={})
+            encoder.forget()  # no LRU hit: every call embeds
             started = time.perf_counter()
-            fresh.embed(text)
+            encoder.embed(text)
             samples.append(time.perf_counter() - started)
     p50, p99 = _percentiles(samples)
     return {"queries": len(texts), "samples": len(samples), "p50_ms": p50, "p99_ms": p99}
@@ -179,6 +219,12 @@ def main(argv: list[str]) -> int:
         print(
             f"\nEmbedding in the indexer: **{b['cold']['texts_per_second']} texts/s** "
             "(the vector worker's embedded texts over its seconds, 2 threads).\n"
+        )
+        found = b["search"]
+        each = "; ".join(f"{k} {found[k][0]} / {found[k][1]}" for k in SEARCHES)
+        print(
+            f"search_tools in process over GitHub's catalog with its vectors "
+            f"({found['queries']} distinct queries × 3, limit 10), p50 / p99 ms: {each}.\n"
         )
     if "scan" in results:
         print(

@@ -36,6 +36,11 @@ class QueryVectors:
         self._recent: OrderedDict[str, NDArray[np.float32]] = OrderedDict()
         self._lock = threading.Lock()
 
+    def forget(self) -> None:
+        """Drop the remembered vectors (a benchmark's cold queries)."""
+        with self._lock:
+            self._recent.clear()
+
     def embed(self, query: str) -> NDArray[np.float32]:
         """The vector of ``query`` (blocking: call it off the event loop)."""
         with self._lock:
