@@ -14,7 +14,11 @@ Measures:
 * embedding one query (``server.query_vectors.QueryVectors``, 2 threads, no cache hit):
   the distinct queries of ``benchmarks/queries.txt``, each embedded three times.
 
-Usage: ``python -m benchmarks.bench_semantic [build] [scan] [query]`` (all by default).
+* with ``directory`` (not by default: tens of minutes), the same two semantic builds of
+  the APIs.guru directory.
+
+Usage: ``python -m benchmarks.bench_semantic [build] [scan] [query] [directory]``
+(the first three by default).
 Prints a Markdown section; writes ``benchmarks/results/semantic.json``.
 """
 
@@ -36,7 +40,7 @@ from catalog.embedding import DIMENSIONS, quantize
 from catalog.query import clamp_request
 from catalog.vectors import VECTORS_DIR
 from catalog.visibility import Audience
-from scripts.corpora import github_spec
+from scripts.corpora import corpus, github_spec
 from server.dense import DenseIndex
 from server.query_vectors import QueryVectors
 from server.reader import Reader
@@ -94,6 +98,26 @@ def build() -> dict[str, Any]:
         lexical = _build(specs, work / "lexical", off)
     cold["texts_per_second"] = round(cold["embedded"] / max(cold["vector_seconds"], 1e-9), 1)
     return {"cold": cold, "warm": warm, "lexical": lexical, "search": searches}
+
+
+def directory() -> dict[str, Any]:
+    """The APIs.guru directory (~125,000 operations) built with the semantic side on, from
+    an empty index and cache, then from an empty index with that cache: tens of minutes
+    of embedding, so only when asked (``directory``).
+    """
+    with tempfile.TemporaryDirectory(prefix="bench-semantic-dir-") as tmp:
+        work = Path(tmp)
+        specs = work / "apis-guru"
+        shutil.copytree(corpus("apis-guru") / "api", specs)
+        on = work / "on.toml"
+        on.write_text("[search]\nsemantic = true\n")
+        cold = _build(specs, work / "cold", on)
+        warm_index = work / "warm"
+        (warm_index / VECTORS_DIR).mkdir(parents=True)
+        shutil.copy(work / "cold" / VECTORS_DIR / "cache-v1.bin", warm_index / VECTORS_DIR)
+        warm = _build(specs, warm_index, on)
+    cold["texts_per_second"] = round(cold["embedded"] / max(cold["vector_seconds"], 1e-9), 1)
+    return {"cold": cold, "warm": warm}
 
 
 def _queries() -> list[str]:
@@ -195,6 +219,8 @@ def main(argv: list[str]) -> int:
         results["scan"] = scan()
     if "build" in wanted:
         results["build"] = build()
+    if "directory" in wanted:
+        results["directory"] = directory()
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "semantic.json").write_text(json.dumps(results, indent=2) + "\n")
     print("## Semantic side: tool vectors, dense scan, query embedding (`bench_semantic`)\n")
@@ -226,6 +252,22 @@ def main(argv: list[str]) -> int:
             f"search_tools in process over GitHub's catalog with its vectors "
             f"({found['queries']} distinct queries × 3, limit 10), p50 / p99 ms: {each}.\n"
         )
+    if "directory" in results:
+        d = results["directory"]
+        print(
+            "| APIs.guru build, semantic on (`--workers 2`) | operations | seconds "
+            "| lexical commit after | vector worker | texts embedded | index size "
+            "| of it vectors |"
+        )
+        print("|---|---:|---:|---:|---:|---:|---:|---:|")
+        for key, label in (("cold", "empty cache"), ("warm", "warm cache")):
+            r = d[key]
+            print(
+                f"| {label} | {r['operations']:,} | {r['seconds']} | "
+                f"{r['lexical_seconds']:.1f} s | {r['vector_seconds']} s | {r['embedded']:,} "
+                f"| {r['index_bytes'] / 2**20:.0f} MiB | {r['vector_bytes'] / 2**20:.0f} MiB |"
+            )
+        print()
     if "scan" in results:
         print(
             "| dense scan, k = 50 (synthetic rows) | everyone: p50 / p99 ms "
