@@ -375,8 +375,8 @@ def main(argv: list[str]) -> int:
         "counts, searched as an anonymous caller with missing_credentials = uncertain). "
         "sezzlee: search_tools cards, limit 10; sezzlee-semantic: the same with the semantic "
         "side on (the index's tool vectors, fused; docs/semantic.md). Peer: FastMCP 4.1.6 "
-        "BM25SearchTransform over the same converted tools. Even query numbers = development (tuned on), "
-        "odd = held out.\n"
+        "BM25SearchTransform over the same converted tools. Even query numbers = "
+        "development (tuned on), odd = held out.\n"
     )
     print(_table(rows))
     if any(r["set"] == "agentintents" for r in rows):
