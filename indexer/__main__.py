@@ -5,8 +5,8 @@ converts and curates like a build, prints where one published tool comes from an
 curation rules that shaped it, and writes nothing. Exit status: 0 on success; 1 for
 invalid input (a broken document or a directory that cannot be listed under ``--check``,
 an invalid config, a missing spec directory); 2 for a usage error (as argparse's own: no
-``--index``, or ``--index`` and ``--specs`` that overlap) or when another indexer holds the
-index; 3
+``--index``, or ``--index`` and ``--specs`` that overlap), when another indexer holds the
+index, or when ``[search] semantic`` is on and the model is not installed; 3
 when the index cannot be written; 130 or 143 when SIGINT or SIGTERM cuts a build short (a
 watch stopped between batches exits 0).
 """
@@ -144,10 +144,8 @@ def _interrupted(reporter: Reporter, exc: _Interrupted) -> int:
     return exc.exit_status
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the indexer; the process exit status."""
-    args = _parser().parse_args(argv)
-    reporter = Reporter()
+def _refused(args: argparse.Namespace, reporter: Reporter) -> int | None:
+    """The exit status of arguments no run can start from, or None when they can."""
     if not args.check and args.explain is None and args.index is None:
         reporter.event("usage", level="error", message="--index is required unless --check")
         return 2  # a usage error, as argparse's own
@@ -158,6 +156,43 @@ def main(argv: Sequence[str] | None = None) -> int:
     if overlap:
         reporter.event("usage", level="error", message=overlap)
         return 2  # a usage error, as argparse's own
+    return None
+
+
+def _model_missing(config: Config, reporter: Reporter) -> bool:
+    """Whether the semantic side is on and its model is not installed (said, if so)."""
+    if not config.search.semantic:
+        return False
+    from catalog.embedding import ModelUnavailable, check_installed
+
+    try:
+        check_installed()
+    except ModelUnavailable as exc:
+        reporter.event("fatal", level="error", message=str(exc))
+        return True
+    return False
+
+
+def _follow(session: Session, args: argparse.Namespace) -> None:
+    """After the first sync: watch the directory, or finish the build's tool vectors."""
+    if args.watch:
+        from indexer.watch import watch
+
+        watch(session, config_path=args.config, load_config=lambda: _load_config(args.config))
+        return
+    # A build's tool vectors are part of its work (a watch fills them in the background);
+    # waited for in short steps, so a signal still stops it.
+    while not session.wait_for_vectors(0.5):
+        pass
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the indexer; the process exit status."""
+    args = _parser().parse_args(argv)
+    reporter = Reporter()
+    refused = _refused(args, reporter)
+    if refused is not None:
+        return refused
     try:
         config = _load_config(args.config)
     except ConfigError as exc:
@@ -174,6 +209,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             config_path=args.config,
             skip=args.index,
         )
+    if _model_missing(config, reporter):
+        return 2
     config_file = str(args.config) if args.config is not None else ""
     # SIGTERM and SIGINT end a build, or the watch, cleanly (the writer is released in
     # ``finally``), even when a parent started this process with SIGINT ignored. A build
@@ -213,14 +250,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         if result.config_error and not args.watch:
             return 1
-        if args.watch:
-            from indexer.watch import watch
-
-            watch(
-                session,
-                config_path=args.config,
-                load_config=lambda: _load_config(args.config),
-            )
+        _follow(session, args)
     except IndexerError as exc:
         reporter.event("fatal", level="error", message=str(exc))
         return exc.exit_status

@@ -14,20 +14,23 @@ of its tools' encoded documents, and a broken file is given as its problem.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Final
 
 import msgspec
 
+from catalog.embedding import Encoder
 from catalog.index_schema import SCHEMA_VERSION
 from catalog.model import CatalogTool, Problem, SpecResult
+from catalog.vectors import VECTORS_DIR
 from indexer.build import FieldsSpool, summarize
 from indexer.conversion import Conversion
 from indexer.manifest import Manifest, load_manifest, save_manifest
 from indexer.names import apply_names, assign_names
 from indexer.plan import IndexPlan, make_plan
 from indexer.scan import hash_bytes
+from indexer.vectors import VectorCache, VectorStats, fill_vectors
 from indexer.writer import WRITER_HEAP_BYTES, IndexStore
 
 __all__ = ["ConvertedBuild", "write_converted"]
@@ -65,6 +68,8 @@ class ConvertedBuild:
             raise
         self._full = full
         self._conversions: dict[str, Conversion] = {}
+        self.vectors: VectorStats | None = None
+        """What :meth:`commit` did for the tool vectors, when it was given an encoder."""
 
     def _base(self, full: bool) -> Manifest:
         meta = self._store.read_meta()
@@ -114,12 +119,24 @@ class ConvertedBuild:
             problems=(problem,),
         )
 
-    def commit(self, *, unlisted: Mapping[str, str] | None = None) -> IndexPlan:
+    def commit(
+        self,
+        *,
+        unlisted: Mapping[str, str] | None = None,
+        encoder: Callable[[], Encoder] | None = None,
+    ) -> IndexPlan:
         """Name, plan and write what was added, commit, save the manifest, release the
         index; the plan applied (its ``meta`` is the committed ``__meta__`` record).
+
+        With ``encoder``, the tool vectors of the index's last commit are then filled in
+        as the indexer fills them (``indexer.vectors``), before the index is released.
         """
         try:
-            return self._commit(unlisted or {})
+            plan = self._commit(unlisted or {})
+            if encoder is not None:
+                cache = VectorCache(self.index_dir / VECTORS_DIR)
+                self.vectors = fill_vectors(self.index_dir, None, encoder, cache)
+            return plan
         finally:
             self.close()
 
@@ -156,10 +173,12 @@ def write_converted(
     broken: Mapping[str, Problem] | None = None,
     unlisted: Mapping[str, str] | None = None,
     heap_bytes: int = WRITER_HEAP_BYTES,
+    encoder: Callable[[], Encoder] | None = None,
 ) -> IndexPlan:
     """Commit ``tools`` (each ``source`` one document, in first-seen order), the
     ``broken`` documents (source → problem) and the ``unlisted`` directories
-    (see :class:`ConvertedBuild`); the plan applied.
+    (see :class:`ConvertedBuild`); the plan applied. With ``encoder``, the commit's
+    tool vectors too (``ConvertedBuild.commit``).
     """
     documents: dict[str, list[CatalogTool]] = {}
     for tool in tools:
@@ -170,6 +189,6 @@ def write_converted(
             build.add(document)
         for source, problem in (broken or {}).items():
             build.broken(source, problem)
-        return build.commit(unlisted=unlisted)
+        return build.commit(unlisted=unlisted, encoder=encoder)
     finally:
         build.close()

@@ -1,6 +1,7 @@
 """What to write: previous manifest + scan + conversions → an ``IndexPlan``.
 
-Pure: no I/O, no tantivy. Theory of operation:
+Pure: no I/O, no tantivy (a committing plan's meta record gets a random commit id).
+Theory of operation:
 
 1. ``dirty_sources`` picks the files to (re)convert: new files, files whose content or
    config inputs changed, and every file that ``$ref``s one of those or a deleted file
@@ -22,6 +23,7 @@ session reads their documents back from the index (``carry.py``).
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Iterable, Mapping
 from typing import Final
 
@@ -376,6 +378,7 @@ def _described(
         schema_version=SCHEMA_VERSION,
         fingerprint=fingerprint,
         commit=commit,
+        commit_id=secrets.token_hex(8) if commit_needed else "",  # random: unique per commit
         committed_at=now,
         operations=sum(len(e.tools) for e in files.values()),
         files=statuses,

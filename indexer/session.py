@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import shutil
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Final
 
@@ -40,6 +40,7 @@ import msgspec
 
 from catalog.backends import documents_of, route_conflicts
 from catalog.config import Config
+from catalog.embedding import Encoder
 from catalog.index_schema import SCHEMA_VERSION, IndexMeta, payload_count
 from indexer.build import POOL_THRESHOLD, Converter, FieldsSpool, config_hash
 from indexer.carry import Carried, indexed_entry, stored_documents
@@ -61,6 +62,7 @@ from indexer.ordinals import NameIndex, OrdinalsExhausted
 from indexer.plan import IndexPlan, dirty_sources, make_plan
 from indexer.report import Reporter
 from indexer.scan import UNREADABLE, ScannedFile, scan, unlisted_problem
+from indexer.vectors import VectorWorker, shared_encoder
 from indexer.writer import WRITER_HEAP_BYTES, IndexStore
 
 __all__ = ["SPOOL_DIR", "Session", "SyncResult"]
@@ -101,10 +103,15 @@ class Session:
         workers: int = 2,
         heap_bytes: int = WRITER_HEAP_BYTES,
         config_file: str = "",
+        encoder: Callable[[], Encoder] | None = None,
     ) -> None:
         """Open the index (taking its lock) and decide how to reconcile it.
 
-        ``config_file`` names the config in curation errors.
+        ``config_file`` names the config in curation errors. With ``[search] semantic``
+        on (read here, once: turning it on or off takes a restart), every sync hands the
+        index's last commit to a :class:`~indexer.vectors.VectorWorker`, which fills its
+        tool vectors in the background with ``encoder()`` (by default the encoder with
+        ``workers`` threads).
 
         Raises:
             IndexBusyError: another indexer holds the index.
@@ -128,6 +135,7 @@ class Session:
         self._hash_cache: dict[str, str] = {}
         self._hashed_config: Config | None = None
         meta = self.store.read_meta()
+        self._commit_id = meta.commit_id if meta is not None else ""  # the index's last
         manifest = self._recover(meta, load_manifest(index_dir))
         self.manifest = self._reconcile(meta, manifest)
         self._names = NameIndex.of(self.manifest.files)
@@ -153,6 +161,12 @@ class Session:
         # The directories the last scan could not list (reported once each); a watcher
         # cannot watch them either, until they can be listed again.
         self.unlisted: dict[str, str] = {}
+        self.vectors: VectorWorker | None = None
+        if config.search.semantic:
+            threads = max(1, workers)
+            self.vectors = VectorWorker(
+                index_dir, reporter, encoder=encoder or (lambda: shared_encoder(threads))
+            )
 
     def _recover(self, meta: IndexMeta | None, manifest: Manifest | None) -> Manifest | None:
         """``manifest`` with the pending change applied when the index's last commit is
@@ -209,9 +223,20 @@ class Session:
         """
         self.syncing = True
         try:
-            return self._update(touched, config)
+            result = self._update(touched, config)
         finally:
             self.syncing = False
+        if self.vectors is not None and self._commit_id:
+            # After every sync, committed or not: the last commit may lack vectors still
+            # (a restart, or a job a newer commit superseded and that commit unchanged).
+            self.vectors.schedule(self._commit_id)
+        return result
+
+    def wait_for_vectors(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` seconds for the last commit's vectors; whether they are
+        done (true too when the semantic side is off).
+        """
+        return self.vectors is None or self.vectors.wait(timeout)
 
     def _update(self, touched: Iterable[str] = (), config: Config | None = None) -> SyncResult:
         started = time.perf_counter()
@@ -380,6 +405,7 @@ class Session:
             passes = 2 * plan.operations_written
             with self.reporter.progress("writing", passes) as advance:
                 commit_s = self.store.apply(plan, progress=advance, fields_of=spool.fields)
+            self._commit_id = plan.meta.commit_id
         except BaseException:
             self._names = NameIndex.of(self.manifest.files)  # the plan was not applied
             raise
@@ -534,7 +560,9 @@ class Session:
         )
 
     def close(self) -> None:
-        """Stop the pool and release the writer."""
+        """Stop the vector worker and the pool, and release the writer."""
+        if self.vectors is not None:
+            self.vectors.close()  # first: it writes under the index's lock
         self.converter.close()
         self.store.close()
 

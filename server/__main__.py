@@ -235,12 +235,16 @@ def _parser() -> argparse.ArgumentParser:
 
 def _explain(args: argparse.Namespace, config: Config) -> int:
     """``--explain-search``: open the index as a worker would, search, print the evidence."""
+    from catalog.embedding import ModelUnavailable
     from catalog.query import clamp_request
     from catalog.visibility import partition
     from server.explain import format_explanation
+    from server.query_vectors import shared_query_vectors
     from server.reader import Reader
+    from server.semantic import Semantic
 
-    reader = Reader(Path(args.index), interval=0)
+    semantic_on = config.search.semantic
+    reader = Reader(Path(args.index), interval=0, semantic=semantic_on)
     view = reader.load_once()
     if view is None:
         print(f"sezzlee-server: {args.index}: {reader.problem}", file=sys.stderr)
@@ -250,7 +254,19 @@ def _explain(args: argparse.Namespace, config: Config) -> int:
         keys = {PUBLIC_KEY, *view.meta.policies, *view.meta.tags}  # every key a tool carries
         audience = Audience(visible=frozenset(keys))
     request = clamp_request({"query": args.explain_search, "limit": args.limit})
-    total, rows = view.explain(request, audience)
+    if not semantic_on:
+        total, rows = view.explain(request, audience)
+    else:
+        try:
+            queries = shared_query_vectors(config.search.query_threads)
+        except ModelUnavailable as exc:
+            print(f"sezzlee-server: {exc}", file=sys.stderr)
+            return 2
+        semantic = Semantic(queries=queries, reader=reader)
+        dense = semantic.candidates_now(view, request, audience)
+        total, rows = view.explain(
+            request, audience, dense=dense or [], unvectored=semantic.unvectored(view)
+        )
     print(format_explanation(request.query, rows, total=total), end="")
     return 0
 
@@ -275,6 +291,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ConfigError, OSError) as exc:
         print(f"sezzlee-server: {exc}", file=sys.stderr)
         return 2
+    if config.search.semantic:  # the model loads in every worker: refuse here, once
+        from catalog.embedding import ModelUnavailable, check_installed
+
+        try:
+            check_installed()
+        except ModelUnavailable as exc:
+            print(f"sezzlee-server: {exc}", file=sys.stderr)
+            return 2
     problems = problems or tls_problems(config) or _route_problems(config, args.index)
     for problem in problems:
         print(f"sezzlee-server: {args.config}: {problem}", file=sys.stderr)

@@ -18,6 +18,7 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
+import anyio.to_thread
 import msgspec
 from litestar import Litestar
 from litestar.datastructures import State
@@ -30,7 +31,9 @@ from server.limits import ClientLimits
 from server.notify import DEFAULT_KEEPALIVE, Notifier
 from server.ops import Metrics, healthz, metrics, protected_resource, readyz
 from server.protocol import Guard
+from server.query_vectors import shared_query_vectors
 from server.reader import Reader
+from server.semantic import Semantic
 
 if TYPE_CHECKING:
     from server.invoke.invoker import Invoker
@@ -73,6 +76,9 @@ class ServerState:
         )
         self.documents: tuple[CatalogView, Mapping[str, Document]] | None = None
         """The current view's documents (namespace, origins), computed once per view."""
+        self.semantic: Semantic | None = None
+        """The query encoder and the tool vectors, set at start-up when ``[search]
+        semantic`` is on."""
 
 
 _SHUTDOWN_SIGNALS: Final = (signal.SIGINT, signal.SIGTERM)
@@ -133,7 +139,10 @@ def create_app(
             worker's connection limit, ``server.limits.worker_limits``).
         ops_token: the operator token ``/readyz`` and ``/metrics`` detail needs.
     """
-    reader = Reader(Path(index_dir), interval=config.server.reload_interval_seconds)
+    semantic = config.search.semantic
+    reader = Reader(
+        Path(index_dir), interval=config.server.reload_interval_seconds, semantic=semantic
+    )
     notifier = Notifier(
         keepalive=keepalive,
         limit=config.server.max_listen_streams if listen_limit is None else listen_limit,
@@ -158,6 +167,11 @@ def create_app(
             # Keys from a URL before the first request; then on a timer, never per request.
             await resource.load()
             refresher = asyncio.create_task(resource.refresh_forever(), name="sezzlee-jwks")
+        if semantic:  # before the first request; in a thread: the loop keeps turning
+            queries = await anyio.to_thread.run_sync(
+                shared_query_vectors, config.search.query_threads
+            )
+            state.semantic = Semantic(queries=queries, reader=reader)
         await reader.start()
         # The imported modules and the loaded catalog live as long as the process: moved
         # out of the collector's view, a full collection no longer walks them (in process,

@@ -91,7 +91,7 @@ def format_explanation(query: str, rows: Sequence[Explained], *, total: int) -> 
         lines.append(f"{row.position:>3}  {lexical}  {dense:>9}  {fused}  {row.name}")
         for match in row.matched:
             lines.append(f"{'':>8}{match.word!r}: {', '.join(match.fields)}")
-    if not any(r.lexical_rank is not None for r in rows):
+    if not any(r.lexical_rank is not None or r.dense_rank is not None for r in rows):
         lines.append("(no keyword matched: the page is the catalog order)")
     return "\n".join(lines) + "\n"
 

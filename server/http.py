@@ -271,6 +271,7 @@ async def _call(
                     budget=state.config.server.response_budget_bytes,
                     invoker=state.invoker,
                     client=client,
+                    semantic=state.semantic,
                 ),
             )
             body = render_call(call, payload, is_error=False, generation=generation)

@@ -34,6 +34,7 @@ import msgspec
 import tantivy
 
 from catalog.index_schema import SCHEMA_VERSION, IndexMeta, register_analyzers
+from server.dense import DenseIndex, load_dense, sidecar_stamp
 from server.view import CatalogView, read_meta
 
 __all__ = ["IndexStatus", "Reader"]
@@ -72,9 +73,12 @@ class IndexStatus(msgspec.Struct, frozen=True, kw_only=True):
 class Reader:
     """Owns the current :class:`CatalogView` of one server process."""
 
-    def __init__(self, index_dir: Path, *, interval: float) -> None:
+    def __init__(self, index_dir: Path, *, interval: float, semantic: bool = False) -> None:
         self.index_dir = index_dir
         self.interval = interval
+        self.semantic = semantic
+        """Read the tool vectors of the served commit (``[search] semantic``)."""
+        self._dense: dict[str, DenseIndex] = {}  # commit id → its vectors, as last read
         self.view: CatalogView | None = None
         """The current catalog; read it once per request."""
         self.generation = 0
@@ -109,13 +113,47 @@ class Reader:
         when its fingerprint differs from the current one. Never raises.
         """
         try:
-            return self._check()
+            view = self._check()
         except Exception as exc:  # tantivy raises ValueError/OSError-ish types; keep polling
             self._index = None  # reopen next time: the directory may have been rebuilt
             self._not_ready(f"cannot read the index: {exc}")
             return None
         finally:
             self.checks += 1
+        if self.semantic:
+            self._read_vectors([v for v in (self.view, view) if v is not None])
+        return view
+
+    def dense_for(self, view: CatalogView) -> DenseIndex | None:
+        """The tool vectors of ``view``'s commit as read so far, or None (none yet: every
+        tool is ranked by its words alone).
+        """
+        return self._dense.get(view.meta.commit_id)
+
+    def _read_vectors(self, views: list[CatalogView]) -> None:
+        """Read again the sidecar of each of ``views``' commits that appeared or changed
+        since last read (the indexer writes it after the commit, growing as it goes);
+        forget the vectors of other commits. Never another commit's file: a view is
+        paired with its own commit's vectors only (``dense_for``). The catalog
+        generation does not move: the cards did not change.
+        """
+        current = self._dense
+        fresh: dict[str, DenseIndex] = {}
+        for commit_id in {v.meta.commit_id for v in views}:
+            held = current.get(commit_id)
+            stamp = sidecar_stamp(self.index_dir, commit_id)
+            if held is not None and held.stamp == stamp:
+                fresh[commit_id] = held
+                continue
+            loaded = load_dense(self.index_dir, commit_id) if stamp is not None else None
+            if loaded is not None:
+                fresh[commit_id] = loaded
+                extra = {"commit_id": commit_id, "rows": len(loaded)}
+                _log.info("tool vectors loaded", extra=extra)
+            elif held is not None:
+                fresh[commit_id] = held  # unreadable for now: keep what was read
+        if fresh.keys() != current.keys() or any(current.get(c) is not d for c, d in fresh.items()):
+            self._dense = fresh  # one assignment: a request reads one dict or the other
 
     def _check(self) -> CatalogView | None:
         stamp = _commit_stamp(self.index_dir / "meta.json")

@@ -8,7 +8,8 @@ Dispatch returns the result payload as JSON bytes, or raises :class:`ToolError`,
 ``server/http.py`` renders as the ``isError`` envelope. Searches run on the event loop:
 one takes well under a millisecond on 125,000 operations, less than the hop to a worker
 thread and back costs the loop (``benchmarks/bench_http.py``); a worker process per core
-is what spreads them.
+is what spreads them. The query's vector, with the semantic side on, is computed in a
+worker thread first (``server/semantic.py``): milliseconds of model, not of the loop.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from server.messages import Tool
 if TYPE_CHECKING:
     from server.identity.caller import Caller
     from server.invoke.invoker import Invoker
+    from server.semantic import Semantic
     from server.view import CatalogView
 
 __all__ = ["META_TOOLS", "ToolContext", "call_tool"]
@@ -147,6 +149,8 @@ class ToolContext(msgspec.Struct, frozen=True, kw_only=True):
     """invoke_tool's runner (``server/invoke/invoker.py``); None on a build without it."""
     client: str = ""
     """The request's source address."""
+    semantic: Semantic | None = None
+    """The semantic side (``[search] semantic``); None: keyword ranking only."""
 
 
 _ENCODER: Final = msgspec.json.Encoder()
@@ -167,7 +171,10 @@ async def call_tool(tool: str, arguments: Mapping[str, Any], ctx: ToolContext) -
             request = clamp_request(dict(arguments))
         except InvalidSearchArguments as exc:
             raise InvalidArguments(str(exc), errors=exc.errors) from exc
-        return view.search(request, audience, budget=ctx.budget)
+        dense = None
+        if ctx.semantic is not None:
+            dense = await ctx.semantic.candidates(view, request, audience)
+        return view.search(request, audience, budget=ctx.budget, dense=dense)
     if tool == "load_tool":
         name = arguments.get("name")
         if not isinstance(name, str):

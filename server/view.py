@@ -38,7 +38,7 @@ Theory of operation (search-semantics.md is normative):
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Container, Iterable, Sequence
 from typing import Final, NamedTuple
 
 import msgspec
@@ -273,6 +273,15 @@ class CatalogView:
             page = self._page(ranked, scope, min(request.limit, scope.total))
         return self._answer(page, request, audience, scope, budget=budget)
 
+    def visible_hashes(self, audience: Audience) -> frozenset[int] | None:
+        """The visibility-key hashes (``visk``) of the tools ``audience`` may see, or None
+        when it sees every tool: what the semantic side masks its rows by before taking
+        its top candidates (``server/dense.py``).
+        """
+        seen = audience.visible | audience.uncertain if audience.uncertain else audience.visible
+        state = self._state(seen)
+        return None if state.allow is None and not state.deny else state.hashes
+
     def _scope(self, tags: tuple[str, ...], audience: Audience) -> _Scope:
         """Step 1: what the filters alone decide — which tools may appear and how many."""
         # The same frozenset object when nothing is uncertain: its hash is cached.
@@ -406,7 +415,7 @@ class CatalogView:
         audience: Audience,
         *,
         dense: Sequence[Candidate] | None = None,
-        unvectored: Collection[int] = (),
+        unvectored: Container[int] = (),
     ) -> tuple[int, list[Explained]]:
         """``total`` and the evidence behind each result of :meth:`search`'s page: the
         same steps, keeping what they computed (``server/explain.py`` prints it).

@@ -261,3 +261,14 @@ def test_auth_files_are_taken_from_the_config_directory() -> None:
     assert missing_files(config, exists=lambda _: False) == [
         "auth.authorization_servers[0].jwks_file: /etc/sezzlee/keys.json: no such file"
     ]
+
+
+def test_search_section_turns_the_semantic_side_on_by_default_and_off_by_key() -> None:
+    assert decode_config(b"", file="c.toml").search.semantic is True
+    assert decode_config(b"", file="c.toml").search.query_threads == 2
+    off = decode_config(b"[search]\nsemantic = false\nquery_threads = 1\n", file="c.toml")
+    assert (off.search.semantic, off.search.query_threads) == (False, 1)
+    with pytest.raises(ConfigError, match=r"search.query_threads: must be 1 or more"):
+        decode_config(b"[search]\nquery_threads = 0\n", file="c.toml")
+    with pytest.raises(ConfigError, match=r"c.toml.*semantc"):
+        decode_config(b"[search]\nsemantc = false\n", file="c.toml")

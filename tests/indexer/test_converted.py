@@ -39,10 +39,11 @@ def _documents(index_dir: Path) -> list[str]:
 
 
 def _without_hashes(meta: IndexMeta | None) -> IndexMeta:
-    """``meta`` without what only a spec file gives (its bytes' hash) or the clock."""
+    """``meta`` without what only a spec file gives (its bytes' hash), the clock, or chance
+    (the commit id)."""
     assert meta is not None
     files = {s: msgspec.structs.replace(f, content_hash="") for s, f in meta.files.items()}
-    return msgspec.structs.replace(meta, files=files, committed_at=0.0)
+    return msgspec.structs.replace(meta, files=files, committed_at=0.0, commit_id="")
 
 
 def test_converted_tools_index_as_the_session_indexes_their_documents(

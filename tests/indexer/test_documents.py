@@ -61,6 +61,8 @@ def _reference_document(fields: ToolFields, *, ordinal: int) -> tantivy.Document
     doc.add_text("vis", fields.visibility_key)
     doc.add_unsigned("visk", visibility_hash(fields.visibility_key))
     doc.add_bytes("card", fields.card)
+    doc.add_unsigned("vkey1", int.from_bytes(fields.text_key[:8], "big"))
+    doc.add_unsigned("vkey2", int.from_bytes(fields.text_key[8:], "big"))
     return doc
 
 

@@ -334,6 +334,7 @@ def test_other_schema_version_is_rebuilt(
                 schema_version=999,
                 fingerprint="x",
                 commit=7,
+                commit_id="future",
                 committed_at=0.0,
                 operations=0,
                 files={},

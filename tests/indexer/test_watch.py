@@ -242,8 +242,10 @@ def test_a_config_changed_during_the_start_up_build_is_caught_up(
 
 
 def test_an_unchanged_config_is_not_reloaded_by_the_catch_up(watched: Watched) -> None:
-    # The catch-up sync, which had nothing to catch up with, reloaded nothing.
-    assert [e["event"] for e in watched.events()] == ["full_build", "watching", "caught_up"]
+    # The catch-up sync, which had nothing to catch up with, reloaded nothing. (The vector
+    # worker's report of the first commit's vectors comes from its own thread, any time.)
+    events = [e["event"] for e in watched.events() if e["event"] != "vectors"]
+    assert events == ["full_build", "watching", "caught_up"]
 
 
 def _exactly(*tools: str) -> Callable[[IndexView], bool]:

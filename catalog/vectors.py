@@ -1,0 +1,48 @@
+"""The tool vectors of one commit on disk: the sidecar format both processes share.
+
+The indexer writes, after each lexical commit, one sidecar per commit id
+(``IndexMeta.commit_id``): ``vectors/<commit_id>.npy`` in the index directory, a numpy
+array of :data:`SIDECAR_DTYPE` rows, one per tool that has its vector so far (a subset
+while vectors are being computed). A server reads only the sidecar named by the commit
+id of the catalog it serves, so it never pairs one commit's cards with another's
+vectors (docs/semantic.md). Each write replaces the file whole (temporary name, fsync,
+rename): a reader sees the old rows or the new ones, never a torn file.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Final
+
+import numpy as np
+
+from catalog.embedding import DIMENSIONS
+
+__all__ = ["SIDECAR_DTYPE", "VECTORS_DIR", "is_sidecar_name", "sidecar_path"]
+
+VECTORS_DIR: Final = "vectors"
+"""Inside the index directory: the sidecars and the indexer's vector cache."""
+
+SIDECAR_DTYPE: Final = np.dtype([("ord", "<u8"), ("visk", "<u8"), ("vec", "i1", (DIMENSIONS,))])
+"""One row: the tool's card ``ord``, its ``visk`` (``catalog.visibility.visibility_hash``
+of its visibility key) and its unit vector as int8 (``catalog.embedding.quantize``)."""
+
+_COMMIT_ID: Final = re.compile(r"[0-9a-f]{16}")
+
+
+def sidecar_path(index_dir: Path, commit_id: str) -> Path:
+    """Where the sidecar of commit ``commit_id`` lives.
+
+    Raises:
+        ValueError: ``commit_id`` is not one the indexer makes (16 hex digits), so that no
+            meta record can name a path outside the vectors directory.
+    """
+    if not _COMMIT_ID.fullmatch(commit_id):
+        raise ValueError(f"not a commit id: {commit_id!r}")
+    return index_dir / VECTORS_DIR / f"{commit_id}.npy"
+
+
+def is_sidecar_name(name: str) -> bool:
+    """Whether a file name in the vectors directory is a sidecar's."""
+    return name.endswith(".npy") and bool(_COMMIT_ID.fullmatch(name[:-4]))

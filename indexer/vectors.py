@@ -1,0 +1,489 @@
+"""Tool vectors after each lexical commit: the content-hash cache, the sidecar, the worker.
+
+The lexical catalog is committed and served first; vectors follow (docs/semantic.md).
+Embedding a whole catalog takes minutes, so it never holds up a commit or the watch loop:
+
+* :func:`fill_vectors` lists the tools of one commit (their ``ord``, ``visk`` and text
+  key, read from fast fields of the commit itself, so the rows are that commit's), looks
+  each key up in the :class:`VectorCache`, embeds the texts of the misses (read back from
+  the commit's stored card and payload) in small chunks, and writes the sidecar of that
+  commit id (``catalog.vectors``) as it goes, so a server gains vectors progressively.
+* The cache (``vectors/cache-v1.bin``) is an append-only file of (16-byte text key, int8
+  vector) records, kept across rebuilds and restarts: a tool whose text did not change is
+  never embedded again, whatever its ordinal or commit. It is rewritten with the live keys
+  only once it holds half as many records again as the current commit uses.
+* :class:`VectorWorker` runs :func:`fill_vectors` in a thread. A newer commit supersedes
+  the job in progress within one chunk; what it embedded stays in the cache. The
+  sidecars of commits other than the current one and the one before are deleted.
+"""
+
+from __future__ import annotations
+
+import functools
+import io
+import os
+import threading
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Final
+
+import msgspec
+import numpy as np
+import tantivy
+from numpy.typing import NDArray
+
+from catalog.embedding import DIMENSIONS, Encoder, content_key, quantize
+from catalog.index_schema import (
+    META_ID,
+    PAYLOAD,
+    IndexMeta,
+    card_title,
+    decode_meta,
+    decode_payloads,
+    decode_search,
+    embedding_text,
+    register_analyzers,
+)
+from catalog.model import SearchFields
+from catalog.vectors import SIDECAR_DTYPE, VECTORS_DIR, is_sidecar_name, sidecar_path
+from indexer.report import Reporter
+
+__all__ = [
+    "CACHE_NAME",
+    "VectorCache",
+    "VectorStats",
+    "VectorWorker",
+    "fill_vectors",
+    "shared_encoder",
+]
+
+CACHE_NAME: Final = "cache-v1.bin"
+_KEY: Final = 16
+_RECORD_DTYPE: Final = np.dtype([("key", f"V{_KEY}"), ("vec", "i1", (DIMENSIONS,))])
+EMBED_CHUNK: Final = 64
+"""Texts embedded between two checks for a newer commit (under a second here)."""
+SIDECAR_EVERY: Final = 2_048
+"""New vectors between two partial sidecars of a commit being filled."""
+_COMPACT_MIN: Final = 4_096  # records below which the cache is never rewritten
+_PAYLOADS_KEPT: Final = 64  # decoded payload documents remembered while reading texts
+
+
+@functools.cache
+def shared_encoder(threads: int) -> Encoder:
+    """The process's encoder with ``threads`` threads, loaded on first use (~1 s): a
+    session opened again in one process (tests, a restart after a lost lock) reuses it.
+    """
+    return Encoder(threads=threads)
+
+
+class VectorStats(msgspec.Struct, frozen=True, kw_only=True):
+    """What one :func:`fill_vectors` did."""
+
+    commit_id: str
+    tools: int  # tools in the commit
+    cached: int  # of them, with a vector in the cache before this fill
+    embedded: int  # distinct texts embedded by this fill
+    rows: int  # rows of the commit's sidecar when the fill ended
+    complete: bool  # every tool has its vector (false: superseded or closed)
+    seconds: float
+
+
+class VectorCache:
+    """Text key → int8 vector, persistent and append-only (see the module docstring)."""
+
+    def __init__(self, directory: Path) -> None:
+        directory.mkdir(parents=True, exist_ok=True)
+        self.path = directory / CACHE_NAME
+        self._rows: dict[bytes, int] = {}
+        self._vectors = np.zeros((1024, DIMENSIONS), dtype=np.int8)
+        self._records = 0  # records in the file (duplicates included)
+        self._load()
+
+    def _load(self) -> None:
+        try:
+            data = self.path.read_bytes()
+        except FileNotFoundError:
+            return
+        whole = len(data) // _RECORD_DTYPE.itemsize
+        if whole * _RECORD_DTYPE.itemsize != len(data):  # a torn append: drop its tail
+            with open(self.path, "r+b") as stream:
+                stream.truncate(whole * _RECORD_DTYPE.itemsize)
+        records = np.frombuffer(data, dtype=_RECORD_DTYPE, count=whole)
+        self._put([bytes(k) for k in records["key"]], records["vec"])
+        self._records = whole
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def row(self, key: bytes) -> int:
+        """The row of ``key``'s vector, or -1."""
+        return self._rows.get(key, -1)
+
+    def vectors(self, rows: NDArray[np.int64]) -> NDArray[np.int8]:
+        """The vectors at ``rows`` (from :meth:`row`)."""
+        found: NDArray[np.int8] = self._vectors[rows]
+        return found
+
+    def _put(self, keys: Sequence[bytes], vectors: NDArray[np.int8]) -> None:
+        need = len(self._rows) + len(keys)
+        if need > len(self._vectors):
+            grown = np.zeros((max(need, 2 * len(self._vectors)), DIMENSIONS), dtype=np.int8)
+            grown[: len(self._rows)] = self._vectors[: len(self._rows)]
+            self._vectors = grown
+        for key, vector in zip(keys, vectors, strict=True):
+            row = self._rows.setdefault(key, len(self._rows))
+            self._vectors[row] = vector
+
+    def add(self, keys: Sequence[bytes], vectors: NDArray[np.int8]) -> None:
+        """Remember ``vectors`` under ``keys``, appended to the file and synced first."""
+        records = np.zeros(len(keys), dtype=_RECORD_DTYPE)
+        records["key"] = keys
+        records["vec"] = vectors
+        with open(self.path, "ab") as stream:
+            stream.write(records.tobytes())
+            stream.flush()
+            os.fsync(stream.fileno())
+        self._records += len(keys)
+        self._put(keys, vectors)
+
+    def compact(self, live: set[bytes]) -> bool:
+        """Rewrite the file with the ``live`` keys' records only, when it holds half as
+        many again (and at least a few thousand); whether it was rewritten.
+        """
+        if self._records <= max(_COMPACT_MIN, len(live) * 3 // 2):
+            return False
+        kept = [k for k in self._rows if k in live]
+        rows = np.array([self._rows[k] for k in kept], dtype=np.int64)
+        records = np.zeros(len(kept), dtype=_RECORD_DTYPE)
+        records["key"] = kept
+        records["vec"] = self._vectors[rows] if kept else records["vec"]
+        _write_atomically(self.path, records.tobytes())
+        vectors = self._vectors[rows].copy() if kept else np.zeros((0, DIMENSIONS), np.int8)
+        self._rows = {}
+        self._vectors = np.zeros((max(1024, len(kept)), DIMENSIONS), dtype=np.int8)
+        self._put(kept, vectors)
+        self._records = len(kept)
+        return True
+
+
+def _write_atomically(path: Path, data: bytes) -> None:
+    """``data`` as ``path``: written under a temporary name, synced, renamed over it, and
+    the directory synced, so a reader or a crash sees the old file or the new one.
+    """
+    temporary = path.with_name(f".{path.name}.tmp")
+    with open(temporary, "wb") as stream:
+        stream.write(data)
+        stream.flush()
+        os.fsync(stream.fileno())
+    os.replace(temporary, path)
+    directory = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(directory)
+    finally:
+        os.close(directory)
+
+
+def _sidecar_bytes(rows: NDArray[np.void]) -> bytes:
+    """``rows`` as the bytes of a ``.npy`` file."""
+    buffer = io.BytesIO()
+    np.save(buffer, rows, allow_pickle=False)
+    return buffer.getvalue()
+
+
+class _Commit(msgspec.Struct, frozen=True, kw_only=True):
+    """The tools of one commit, in ``ord`` order."""
+
+    ords: list[int]
+    visk: list[int]
+    keys: list[bytes]
+
+
+def _meta(searcher: tantivy.Searcher, schema: tantivy.Schema) -> IndexMeta | None:
+    hits = searcher.search(tantivy.Query.term_query(schema, "id", META_ID), 1, count=False).hits
+    if not hits:
+        return None
+    data = searcher.doc(hits[0][1]).get_first("meta")
+    if not isinstance(data, bytes):
+        return None
+    try:
+        return decode_meta(data)
+    except ValueError:  # written by another version: a rebuild is coming
+        return None
+
+
+def _listing(searcher: tantivy.Searcher, tools: int) -> tuple[_Commit, list[tantivy.DocAddress]]:
+    """Every card of the searcher's commit: its ordinal, visibility hash and text key."""
+    hits = searcher.search(
+        tantivy.Query.exists_query("ord"),
+        max(1, tools),
+        count=False,
+        order_by_field="ord",
+        order=tantivy.Order.Asc,
+    ).hits
+    addresses = [address for _, address in hits]
+    values = [searcher.fast_field_values(f, addresses) for f in ("ord", "visk", "vkey1", "vkey2")]
+    ords, visk, high, low = ([int(v or 0) for v in column] for column in values)
+    keys = [h.to_bytes(8, "big") + lo.to_bytes(8, "big") for h, lo in zip(high, low, strict=True)]
+    return _Commit(ords=ords, visk=visk, keys=keys), addresses
+
+
+def _texts(
+    searcher: tantivy.Searcher, schema: tantivy.Schema, addresses: Sequence[tantivy.DocAddress]
+) -> list[str]:
+    """The embedding text of each card at ``addresses``, from its stored card (the title)
+    and its payload document (name, route, tags and description as written).
+    """
+    payloads: dict[tuple[int, int], dict[str, SearchFields]] = {}
+    texts: list[str] = []
+    for address in addresses:
+        card = searcher.doc(address)
+        name, stored = card.get_first("id"), card.get_first("card")
+        if not isinstance(name, str) or not isinstance(stored, bytes):
+            raise ValueError("a card document without its id or card: rebuild the index")
+        hits = searcher.search(tantivy.Query.term_query(schema, PAYLOAD, name), 1, count=False).hits
+        if not hits:
+            raise ValueError(f"no payload document holds {name!r}: rebuild the index")
+        where = (hits[0][1].segment_ord, hits[0][1].doc)
+        group = payloads.get(where)
+        if group is None:
+            data = searcher.doc(hits[0][1]).get_first("payloads")
+            if not isinstance(data, bytes):
+                raise ValueError(f"the payload document of {name!r} stores no payloads")
+            group = {p.name: decode_search(p.search) for p in decode_payloads(data)}
+            if len(payloads) >= _PAYLOADS_KEPT:
+                payloads.clear()
+            payloads[where] = group
+        texts.append(embedding_text(card_title(stored), group[name]))
+    return texts
+
+
+def _sidecar_rows(path: Path) -> int:
+    """Rows of the sidecar at ``path``; -1 when there is none (or not a readable one)."""
+    try:
+        return int(np.load(path, mmap_mode="r").shape[0])
+    except (OSError, ValueError):
+        return -1
+
+
+def _prune(vectors_dir: Path, commit_id: str) -> None:
+    """Delete the sidecars of every commit but ``commit_id`` and the newest other one (a
+    server may still serve the commit before; none serves an older one for long).
+    """
+    others = sorted(
+        (p for p in vectors_dir.iterdir() if is_sidecar_name(p.name) and p.stem != commit_id),
+        key=lambda p: p.stat().st_mtime_ns,
+    )
+    for path in others[:-1]:
+        path.unlink(missing_ok=True)
+
+
+def fill_vectors(
+    index_dir: Path,
+    commit_id: str | None,
+    encoder: Callable[[], Encoder],
+    cache: VectorCache,
+    *,
+    superseded: Callable[[], bool] = lambda: False,
+) -> VectorStats | None:
+    """Write the sidecar of commit ``commit_id``, embedding what the cache lacks.
+
+    ``encoder`` is called for the encoder only when a text must be embedded. Stops,
+    with the rows so far written, as soon as ``superseded()`` says so (checked between
+    chunks of ``EMBED_CHUNK`` texts). None when the index's last commit is not
+    ``commit_id`` any more (a newer commit supersedes it; its rows would be another
+    commit's). ``commit_id`` None: the index's last commit, whichever it is.
+
+    Raises:
+        ValueError: the index cannot be read, or a card's documents are incomplete.
+        OSError: a vectors file cannot be written.
+    """
+    started = time.perf_counter()
+    try:
+        index = tantivy.Index.open(str(index_dir))
+    except ValueError:
+        return None  # no index yet: nothing to do
+    register_analyzers(index)
+    searcher = index.searcher()
+    schema = index.schema
+    meta = _meta(searcher, schema)
+    if meta is None or commit_id not in (None, meta.commit_id):
+        return None
+    commit_id = meta.commit_id
+    commit, addresses = _listing(searcher, meta.operations)
+    path = sidecar_path(index_dir, commit_id)
+    tools = len(commit.keys)
+    written = _sidecar_rows(path)
+    rows = np.array([cache.row(k) for k in commit.keys], dtype=np.int64)
+    cached = int((rows >= 0).sum())
+
+    def stats(*, embedded: int, complete: bool) -> VectorStats:
+        return VectorStats(
+            commit_id=commit_id,
+            tools=tools,
+            cached=cached,
+            embedded=embedded,
+            rows=max(written, 0),
+            complete=complete,
+            seconds=time.perf_counter() - started,
+        )
+
+    def write() -> None:
+        nonlocal written
+        known = np.flatnonzero(rows >= 0)
+        if len(known) == written:
+            return
+        sidecar = np.zeros(len(known), dtype=SIDECAR_DTYPE)
+        sidecar["ord"] = np.asarray(commit.ords, dtype=np.uint64)[known]
+        sidecar["visk"] = np.asarray(commit.visk, dtype=np.uint64)[known]
+        sidecar["vec"] = cache.vectors(rows[known])
+        _write_atomically(path, _sidecar_bytes(sidecar))
+        written = len(known)
+
+    # The tools of each text that needs a vector (identical texts share one).
+    todo: dict[bytes, list[int]] = {}
+    for i in np.flatnonzero(rows < 0):
+        todo.setdefault(commit.keys[i], []).append(int(i))
+    write()
+    embedded = since = 0
+    pending = list(todo.items())
+    model: Encoder | None = None
+    for start in range(0, len(pending), EMBED_CHUNK):
+        if superseded():
+            write()
+            return stats(embedded=embedded, complete=False)
+        chunk = pending[start : start + EMBED_CHUNK]
+        texts = _texts(searcher, schema, [addresses[where[0]] for _, where in chunk])
+        if model is None:
+            model = encoder()
+        vectors = quantize(model.embed(texts))
+        keys = [key for key, _ in chunk]
+        # The key the card carries names the vector; a text that no longer gives it
+        # would mean the card and its payload disagree.
+        for key, text in zip(keys, texts, strict=True):
+            if content_key(text) != key:
+                raise ValueError("a card's text key does not match its text: rebuild the index")
+        cache.add(keys, vectors)
+        for key, where in chunk:
+            rows[where] = cache.row(key)
+        embedded += len(chunk)
+        since += len(chunk)
+        if since >= SIDECAR_EVERY:
+            write()
+            since = 0
+    write()
+    _prune(path.parent, commit_id)
+    cache.compact(set(commit.keys))
+    return stats(embedded=embedded, complete=True)
+
+
+class VectorWorker:
+    """Fills the vectors of the index's latest commit in a background thread.
+
+    :meth:`schedule` names the commit to fill; a job in progress for an older one stops
+    within one chunk and the newest commit is filled next. The cache is loaded in the
+    thread, and the encoder once a text needs it, so neither delays a commit.
+    """
+
+    def __init__(
+        self,
+        index_dir: Path,
+        reporter: Reporter,
+        *,
+        encoder: Callable[[], Encoder],
+    ) -> None:
+        self.index_dir = index_dir
+        self.reporter = reporter
+        self._encoder = encoder
+        self._model: Encoder | None = None
+        self._cache: VectorCache | None = None
+        self._state = threading.Condition()
+        self._pending: str | None = None
+        self._busy = False
+        self._closed = False
+        self.last: VectorStats | None = None
+        """What the last finished or superseded job did."""
+        self._thread = threading.Thread(target=self._run, name="sezzlee-vectors", daemon=True)
+        self._thread.start()
+
+    def schedule(self, commit_id: str) -> None:
+        """Fill the vectors of ``commit_id`` next (superseding any job in progress)."""
+        with self._state:
+            self._pending = commit_id
+            self._state.notify_all()
+
+    def wait(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` seconds for every scheduled job to end; whether they did."""
+        deadline = time.monotonic() + timeout
+        with self._state:
+            while self._pending is not None or self._busy:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._state.wait(left)
+        return True
+
+    def close(self) -> None:
+        """Stop (within one chunk) and join the thread; the cache keeps what was embedded."""
+        with self._state:
+            self._closed = True
+            self._state.notify_all()
+        self._thread.join()
+
+    def _model_once(self) -> Encoder:
+        if self._model is None:
+            self._model = self._encoder()
+        return self._model
+
+    def _superseded(self) -> bool:
+        return self._pending is not None or self._closed
+
+    def _run(self) -> None:
+        while True:
+            with self._state:
+                while self._pending is None and not self._closed:
+                    self._state.wait()
+                if self._closed:
+                    return
+                commit_id = self._pending
+                self._pending = None
+                self._busy = commit_id is not None
+            if commit_id is None:
+                continue
+            try:
+                self._fill(commit_id)
+            finally:
+                with self._state:
+                    self._busy = False
+                    self._state.notify_all()
+
+    def _fill(self, commit_id: str) -> None:
+        try:
+            if self._cache is None:
+                self._cache = VectorCache(self.index_dir / VECTORS_DIR)
+            found = fill_vectors(
+                self.index_dir,
+                commit_id,
+                self._model_once,
+                self._cache,
+                superseded=self._superseded,
+            )
+        except (OSError, ValueError) as exc:  # the lexical catalog is served regardless
+            self.reporter.event(
+                "vectors_failed", level="error", commit_id=commit_id, reason=str(exc)
+            )
+            return
+        if found is None:
+            return
+        self.last = found
+        if found.embedded or found.complete is False:
+            self.reporter.event(
+                "vectors",
+                commit_id=commit_id,
+                tools=found.tools,
+                cached=found.cached,
+                embedded=found.embedded,
+                rows=found.rows,
+                complete=found.complete,
+                seconds=round(found.seconds, 3),
+            )

@@ -1,0 +1,156 @@
+"""Dense candidates: the tools nearest a query's vector, among those a caller may see.
+
+The vectors of one commit come from that commit's sidecar only (``catalog/vectors.py``;
+docs/semantic.md): :func:`load_dense` is given the commit id of the catalog being served
+and reads no other file, so cards and vectors never come from two commits. A tool
+without a row (its vector not computed yet) is simply no dense candidate: it is still
+found by its words.
+
+The scan is exact: every row is scored (one float32 dot product per row, dequantised
+once at load), rows the caller may not see are masked out by their ``visk`` before the
+top ``k`` is taken, and ties are broken by ``ord``. A row's score depends on its vector
+and the query alone, so hiding or showing other tools never moves a visible tool's rank
+among the visible ones, and a hidden tool is never a candidate.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from pathlib import Path
+from typing import Final
+
+import numpy as np
+from numpy.typing import NDArray
+
+from catalog.fusion import Candidate
+from catalog.vectors import sidecar_path
+
+__all__ = ["NO_VECTORS", "DenseIndex", "load_dense", "sidecar_stamp"]
+
+_MASKS: Final = 64  # visibility masks remembered per index (one per distinct audience)
+
+
+def sidecar_stamp(index_dir: Path, commit_id: str) -> tuple[int, int, int] | None:
+    """Identity of commit ``commit_id``'s sidecar (inode, mtime, size), or None when it
+    is not there (yet). The indexer replaces the file whole on every write, so a
+    changed stamp means new rows.
+    """
+    try:
+        st = sidecar_path(index_dir, commit_id).stat()
+    except (OSError, ValueError):
+        return None
+    return (st.st_ino, st.st_mtime_ns, st.st_size)
+
+
+class DenseIndex:
+    """The tool vectors of one commit, ready to score."""
+
+    def __init__(
+        self,
+        *,
+        commit_id: str,
+        ords: NDArray[np.uint64],
+        visk: NDArray[np.uint64],
+        vectors: NDArray[np.float32],
+        stamp: tuple[int, int, int] | None = None,
+    ) -> None:
+        self.commit_id = commit_id
+        self.ords = ords
+        self.visk = visk
+        self.vectors = vectors
+        self.stamp = stamp
+        self._masks: OrderedDict[frozenset[int], NDArray[np.bool_]] = OrderedDict()
+        self._lock = threading.Lock()
+        self._with_vector: frozenset[int] | None = None
+
+    def __len__(self) -> int:
+        return len(self.ords)
+
+    def has_vector(self, ordinal: int) -> bool:
+        """Whether the tool at ``ordinal`` has a vector in this commit's sidecar."""
+        if self._with_vector is None:
+            self._with_vector = frozenset(int(o) for o in self.ords)
+        return ordinal in self._with_vector
+
+    def _mask(self, visible: frozenset[int]) -> NDArray[np.bool_]:
+        with self._lock:
+            mask = self._masks.get(visible)
+            if mask is not None:
+                self._masks.move_to_end(visible)
+                return mask
+        keys = np.fromiter(visible, dtype=np.uint64, count=len(visible))
+        mask = np.isin(self.visk, keys)
+        with self._lock:
+            self._masks[visible] = mask
+            while len(self._masks) > _MASKS:
+                self._masks.popitem(last=False)
+        return mask
+
+    def candidates(
+        self, query: NDArray[np.float32], *, visible: frozenset[int] | None, k: int
+    ) -> list[Candidate]:
+        """The ``k`` visible tools nearest ``query`` (``ord`` and cosine), best first,
+        ties by ``ord``. ``visible``: the visibility-key hashes the caller may see (None:
+        every tool).
+        """
+        if k <= 0 or not len(self.ords):
+            return []
+        scores = np.einsum("ij,j->i", self.vectors, query)  # single-threaded, no BLAS pool
+        rows = np.arange(len(scores)) if visible is None else np.flatnonzero(self._mask(visible))
+        if not len(rows):
+            return []
+        seen = scores[rows]
+        if k < len(rows):
+            best = np.argpartition(-seen, k - 1)[:k]
+            cut = seen[best].min()
+            keep = np.flatnonzero(seen >= cut)  # the whole tie group at the cut
+            rows, seen = rows[keep], seen[keep]
+        order = np.lexsort((self.ords[rows], -seen))[:k]
+        return [
+            Candidate(int(o), float(s))
+            for o, s in zip(self.ords[rows[order]], seen[order], strict=True)
+        ]
+
+    def without_vector(self) -> _Unvectored:
+        """The ordinals of tools that have no vector here, as a container (for explain)."""
+        return _Unvectored(self)
+
+
+class _Unvectored:
+    """``ord in`` it: the tool at ``ord`` has no row in its commit's sidecar."""
+
+    def __init__(self, index: DenseIndex | None) -> None:
+        self._index = index
+
+    def __contains__(self, ordinal: object) -> bool:
+        if self._index is None:
+            return True
+        return not (isinstance(ordinal, int) and self._index.has_vector(ordinal))
+
+
+NO_VECTORS: Final = _Unvectored(None)
+"""Every tool lacks a vector: a commit whose sidecar is not there yet."""
+
+
+def load_dense(index_dir: Path, commit_id: str) -> DenseIndex | None:
+    """Commit ``commit_id``'s vectors, or None when its sidecar is not there (yet) or
+    cannot be read (it is read again when it changes).
+    """
+    stamp = sidecar_stamp(index_dir, commit_id)
+    if stamp is None:
+        return None
+    try:
+        rows = np.load(sidecar_path(index_dir, commit_id), mmap_mode="r")
+        ords = np.array(rows["ord"], dtype=np.uint64)
+        visk = np.array(rows["visk"], dtype=np.uint64)
+        vectors = np.asarray(rows["vec"], dtype=np.float32) / np.float32(127.0)
+    except (OSError, ValueError, KeyError):
+        return None
+    return DenseIndex(
+        commit_id=commit_id,
+        ords=ords,
+        visk=visk,
+        vectors=np.ascontiguousarray(vectors, dtype=np.float32),
+        stamp=stamp,
+    )

@@ -1,0 +1,69 @@
+"""The semantic side of one worker: a query's dense candidates for the search pipeline.
+
+With ``[search] semantic`` on, ``search_tools`` hands the pipeline
+(``CatalogView.search``) the tools nearest the query in meaning among those the caller
+may see, best first; the pipeline fuses them with the keyword ranking
+(``catalog/fusion.py``). The query is embedded only when it has keywords (a query
+without any ranks nothing), off the event loop; the vectors are those of the view's own
+commit (``Reader.dense_for``), and a commit without them yet is ranked by its words.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Container
+from typing import TYPE_CHECKING, Final
+
+import anyio.to_thread
+
+from catalog.fusion import Candidate
+from catalog.query import SearchRequest, keywords, operation_text
+from catalog.visibility import Audience
+from server.dense import NO_VECTORS
+from server.query_vectors import QueryVectors
+
+if TYPE_CHECKING:
+    from server.reader import Reader
+    from server.view import CatalogView
+
+__all__ = ["DENSE_DEPTH", "Semantic"]
+
+DENSE_DEPTH: Final = 50
+"""Dense candidates handed to fusion, as many as the lexical side's
+(``server.view.LEXICAL_DEPTH``): below that, a reciprocal rank adds little."""
+
+
+class Semantic:
+    """The query encoder and the reader's tool vectors, for one worker process."""
+
+    def __init__(self, *, queries: QueryVectors, reader: Reader) -> None:
+        self.queries = queries
+        self.reader = reader
+
+    async def candidates(
+        self, view: CatalogView, request: SearchRequest, audience: Audience
+    ) -> list[Candidate] | None:
+        """The dense candidates of ``request`` for ``audience`` over ``view``, or None
+        (rank by words alone) when the query has no keyword or the view's commit has no
+        vectors yet.
+        """
+        index = self.reader.dense_for(view)
+        if index is None or not keywords(request.query):
+            return None
+        # onnxruntime releases the GIL: a worker thread keeps the loop serving meanwhile.
+        vector = await anyio.to_thread.run_sync(self.queries.embed, operation_text(request.query))
+        return index.candidates(vector, visible=view.visible_hashes(audience), k=DENSE_DEPTH)
+
+    def candidates_now(
+        self, view: CatalogView, request: SearchRequest, audience: Audience
+    ) -> list[Candidate] | None:
+        """:meth:`candidates`, blocking (``--explain-search``, benchmarks)."""
+        index = self.reader.dense_for(view)
+        if index is None or not keywords(request.query):
+            return None
+        vector = self.queries.embed(operation_text(request.query))
+        return index.candidates(vector, visible=view.visible_hashes(audience), k=DENSE_DEPTH)
+
+    def unvectored(self, view: CatalogView) -> Container[int]:
+        """The ordinals of ``view``'s tools that have no vector yet (explain says so)."""
+        index = self.reader.dense_for(view)
+        return NO_VECTORS if index is None else index.without_vector()

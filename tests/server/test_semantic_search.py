@@ -1,0 +1,163 @@
+"""search_tools with the semantic side, over HTTP: a real index with its vectors, a real
+server with the real query encoder.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from catalog.config import Config, SearchConfig
+from catalog.embedding import Encoder
+from catalog.model import CatalogTool
+from catalog.query import clamp_request
+from catalog.vectors import VECTORS_DIR, sidecar_path
+from catalog.visibility import Audience
+from indexer.converted import write_converted
+from indexer.vectors import VectorCache, fill_vectors
+from server.app import create_app
+from tests.server._index_fixtures import make_tool, open_view, secured
+from tests.server.harness import TEST_HEAP_BYTES, ServerThread, serve
+from tests.server.test_http import modern_post
+
+ROOT = Path(__file__).resolve().parents[2]
+LEXICAL = Config(search=SearchConfig(semantic=False))
+SEMANTIC = Config(search=SearchConfig(semantic=True, query_threads=1))
+QUERIES = ("sign up a new client", "list orders", "email the bill", "cancel", "")
+
+
+def _catalog() -> list[CatalogTool]:
+    return [
+        make_tool("orders_list", "List orders", tags=["orders"]),
+        make_tool("orders_get", "Get an order", tags=["orders"]),
+        make_tool("orders_cancel", "Cancel an order", method="POST", tags=["orders"]),
+        make_tool("customers_create", "Create a customer", method="POST"),
+        make_tool("customers_delete", "Delete a customer", method="DELETE"),
+        make_tool("invoices_send", "Send an invoice by email", method="POST"),
+        make_tool("refunds_create", "Refund a payment", method="POST"),
+        make_tool("stock_count", "Count the items in stock"),
+        make_tool(
+            "accounts_register",
+            "Register a new client account",
+            method="POST",
+            security=secured("shop", "admin"),
+        ),
+    ]
+
+
+@pytest.fixture(scope="module")
+def encoder() -> Encoder:
+    return Encoder(threads=1)
+
+
+@pytest.fixture(scope="module")
+def index_dir(tmp_path_factory: pytest.TempPathFactory, encoder: Encoder) -> Path:
+    index = tmp_path_factory.mktemp("semantic") / "index"
+    write_converted(index, _catalog(), heap_bytes=TEST_HEAP_BYTES, encoder=lambda: encoder)
+    return index
+
+
+@pytest.fixture(scope="module")
+def semantic(index_dir: Path) -> Iterator[ServerThread]:
+    with serve(create_app(index_dir, config=SEMANTIC)) as thread:
+        thread.wait_ready()
+        yield thread
+
+
+@pytest.fixture(scope="module")
+def lexical(index_dir: Path) -> Iterator[ServerThread]:
+    with serve(create_app(index_dir, config=LEXICAL)) as thread:
+        thread.wait_ready()
+        yield thread
+
+
+def _search(server: ServerThread, query: str, limit: int = 3) -> tuple[str, list[str]]:
+    arguments: dict[str, Any] = {"query": query, "limit": limit}
+    answer = modern_post(server, "tools/call", {"name": "search_tools", "arguments": arguments})
+    text = answer.json()["result"]["content"][0]["text"]
+    return text, [r["name"] for r in json.loads(text)["results"]]
+
+
+def test_with_the_semantic_side_off_answers_are_the_lexical_pipelines_bytes(
+    lexical: ServerThread, index_dir: Path
+) -> None:
+    view = open_view(index_dir)
+    assert lexical.app.state.server.semantic is None
+    for query in QUERIES:
+        request = clamp_request({"query": query, "limit": 3})
+        expected = view.search(request, Audience(), budget=10**7).decode()
+        assert _search(lexical, query)[0] == expected
+
+
+def test_a_request_in_other_words_finds_the_tool_by_its_meaning(
+    semantic: ServerThread, lexical: ServerThread
+) -> None:
+    assert _search(semantic, "sign up a new client")[1][0] == "customers_create"
+    assert _search(semantic, "email the bill to the buyer")[1][0] == "invoices_send"
+    # No keyword of this request is a word of the catalog: lexically, the page is the
+    # catalog order (customers_create first); by meaning, the stock count.
+    request = "how many widgets are left in the warehouse"
+    assert _search(semantic, request)[1][0] == "stock_count"
+    assert _search(lexical, request)[1][0] == "customers_create"
+    # A keyword query keeps its lexical winner first.
+    assert _search(semantic, "list orders")[1][0] == "orders_list"
+
+
+def test_a_hidden_tool_never_comes_back_from_the_semantic_side(semantic: ServerThread) -> None:
+    for query in ("register a new client account", "sign up a new client"):
+        names = _search(semantic, query, limit=20)[1]
+        assert "accounts_register" not in names
+        assert len(names) == len(_catalog()) - 1
+
+
+def test_a_tool_without_a_vector_is_found_by_its_words_and_explained_so(
+    tmp_path: Path, encoder: Encoder
+) -> None:
+    index = tmp_path / "index"
+    write_converted(index, _catalog(), heap_bytes=TEST_HEAP_BYTES, encoder=lambda: encoder)
+    late = make_tool(
+        "webhooks_rotate", "Rotate the webhook signing secret", method="POST", source="hooks.yaml"
+    )
+    plan = write_converted(index, [late], full=False, heap_bytes=TEST_HEAP_BYTES)
+    # The new commit's vectors as a fill superseded at once leaves them: the cached ones.
+    cache = VectorCache(index / VECTORS_DIR)
+    stats = fill_vectors(index, None, lambda: encoder, cache, superseded=lambda: True)
+    assert stats is not None
+    assert (stats.complete, stats.rows, stats.tools) == (False, len(_catalog()), 10)
+    assert sidecar_path(index, plan.meta.commit_id).is_file()
+    with serve(create_app(index, config=SEMANTIC)) as server:
+        server.wait_ready()
+        # Its lexical rank alone places it (fusion gives it no dense rank): on the page.
+        assert "webhooks_rotate" in _search(server, "rotate webhook secret")[1]
+        assert _search(server, "sign up a new client")[1][0] == "customers_create"
+    config = tmp_path / "sezzlee.toml"
+    config.write_text("[search]\nquery_threads = 1\n")
+    argv = [sys.executable, "-m", "server", "--index", str(index), "--config", str(config)]
+    shown = subprocess.run(
+        [*argv, "--explain-search", "rotate webhook secret", "--limit", "2"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    ).stdout.splitlines()
+    row = next(line for line in shown if "webhooks_rotate" in line)
+    assert "no vector" in row
+    assert row.split()[1] == "1"  # lexical rank 1
+    request = "how many widgets are left in the warehouse"
+    by_meaning = subprocess.run(
+        [*argv, "--explain-search", request, "--limit", "1"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    ).stdout.splitlines()
+    assert by_meaning[4].split() == ["1", "-", "1", "0.16667", "stock_count"]  # dense rank 1
+    assert "no keyword matched" not in "\n".join(by_meaning)  # the dense side ranked it
