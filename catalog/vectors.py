@@ -16,10 +16,20 @@ from pathlib import Path
 from typing import Final
 
 import numpy as np
+from usearch.compiled import MetricKind, ScalarKind
 
 from catalog.embedding import DIMENSIONS
 
-__all__ = ["SIDECAR_DTYPE", "VECTORS_DIR", "is_sidecar_name", "sidecar_path"]
+__all__ = [
+    "ANN_METRIC",
+    "ANN_MIN_ROWS",
+    "ANN_SCALAR",
+    "SIDECAR_DTYPE",
+    "VECTORS_DIR",
+    "ann_path",
+    "is_sidecar_name",
+    "sidecar_path",
+]
 
 VECTORS_DIR: Final = "vectors"
 """Inside the index directory: the sidecars and the indexer's vector cache."""
@@ -43,6 +53,24 @@ def sidecar_path(index_dir: Path, commit_id: str) -> Path:
     return index_dir / VECTORS_DIR / f"{commit_id}.npy"
 
 
+ANN_METRIC: Final = MetricKind.Cos
+ANN_SCALAR: Final = ScalarKind.I8  # the sidecar's own int8 components, as they are
+ANN_MIN_ROWS: Final = 16_384
+"""From this many rows a complete sidecar also gets a graph index for approximate
+nearest neighbours (``ann_path``): below it the exact scan takes about a millisecond."""
+
+
+def ann_path(index_dir: Path, commit_id: str) -> Path:
+    """Where the graph index (HNSW, usearch) of commit ``commit_id``'s complete sidecar
+    lives: its keys are the sidecar's row numbers.
+
+    Raises:
+        ValueError: as :func:`sidecar_path`.
+    """
+    return sidecar_path(index_dir, commit_id).with_suffix(".hnsw")
+
+
 def is_sidecar_name(name: str) -> bool:
-    """Whether a file name in the vectors directory is a sidecar's."""
-    return name.endswith(".npy") and bool(_COMMIT_ID.fullmatch(name[:-4]))
+    """Whether a file name in the vectors directory is a sidecar's or its graph's."""
+    stem, _, suffix = name.rpartition(".")
+    return suffix in ("npy", "hnsw") and bool(_COMMIT_ID.fullmatch(stem))

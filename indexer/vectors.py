@@ -32,6 +32,7 @@ import msgspec
 import numpy as np
 import tantivy
 from numpy.typing import NDArray
+from usearch.index import Index
 
 from catalog.embedding import DIMENSIONS, Encoder, content_key, quantize
 from catalog.index_schema import (
@@ -46,7 +47,16 @@ from catalog.index_schema import (
     register_analyzers,
 )
 from catalog.model import SearchFields
-from catalog.vectors import SIDECAR_DTYPE, VECTORS_DIR, is_sidecar_name, sidecar_path
+from catalog.vectors import (
+    ANN_METRIC,
+    ANN_MIN_ROWS,
+    ANN_SCALAR,
+    SIDECAR_DTYPE,
+    VECTORS_DIR,
+    ann_path,
+    is_sidecar_name,
+    sidecar_path,
+)
 from indexer.report import Reporter
 
 __all__ = [
@@ -56,6 +66,7 @@ __all__ = [
     "VectorWorker",
     "fill_vectors",
     "shared_encoder",
+    "write_ann",
 ]
 
 CACHE_NAME: Final = "cache-v1.bin"
@@ -65,6 +76,8 @@ EMBED_CHUNK: Final = 64
 """Texts embedded between two checks for a newer commit (under a second here)."""
 SIDECAR_EVERY: Final = 2_048
 """New vectors between two partial sidecars of a commit being filled."""
+ANN_CONNECTIVITY: Final = 16  # graph edges per node (usearch's default)
+ANN_EXPANSION_ADD: Final = 128  # candidates weighed per insertion (usearch's default)
 _COMPACT_MIN: Final = 4_096  # records below which the cache is never rewritten
 _PAYLOADS_KEPT: Final = 64  # decoded payload documents remembered while reading texts
 
@@ -267,15 +280,47 @@ def _sidecar_rows(path: Path) -> int:
 
 
 def _prune(vectors_dir: Path, commit_id: str) -> None:
-    """Delete the sidecars of every commit but ``commit_id`` and the newest other one (a
-    server may still serve the commit before; none serves an older one for long).
+    """Delete the sidecars (and graphs) of every commit but ``commit_id`` and the newest
+    other one (a server may still serve the commit before; none serves an older one for
+    long).
     """
-    others = sorted(
-        (p for p in vectors_dir.iterdir() if is_sidecar_name(p.name) and p.stem != commit_id),
-        key=lambda p: p.stat().st_mtime_ns,
+    newest: dict[str, int] = {}
+    for path in vectors_dir.iterdir():
+        if is_sidecar_name(path.name) and path.stem != commit_id:
+            newest[path.stem] = max(newest.get(path.stem, 0), path.stat().st_mtime_ns)
+    for stem in sorted(newest, key=newest.__getitem__)[:-1]:
+        for suffix in (".npy", ".hnsw"):
+            (vectors_dir / f"{stem}{suffix}").unlink(missing_ok=True)
+
+
+def write_ann(index_dir: Path, commit_id: str) -> bool:
+    """Build the graph index of commit ``commit_id``'s sidecar and save it beside it, if
+    the sidecar has at least :data:`ANN_MIN_ROWS` rows; whether one was written.
+
+    The graph is the server's fast path for a caller who sees every tool
+    (``server/dense.py``); it is written whole under a temporary name and renamed, and
+    its size is the sidecar's row count, so a server pairs it with the complete sidecar
+    only.
+    """
+    sidecar = sidecar_path(index_dir, commit_id)
+    rows = np.load(sidecar, mmap_mode="r")
+    if len(rows) < ANN_MIN_ROWS:
+        return False
+    graph = Index(
+        ndim=DIMENSIONS,
+        metric=ANN_METRIC,
+        dtype=ANN_SCALAR,
+        connectivity=ANN_CONNECTIVITY,
+        expansion_add=ANN_EXPANSION_ADD,
     )
-    for path in others[:-1]:
-        path.unlink(missing_ok=True)
+    graph.add(np.arange(len(rows), dtype=np.uint64), np.asarray(rows["vec"]), threads=0)
+    target = ann_path(index_dir, commit_id)
+    temporary = target.with_name(f".{target.name}.tmp")
+    graph.save(str(temporary))
+    with temporary.open("rb") as written:
+        os.fsync(written.fileno())
+    temporary.replace(target)
+    return True
 
 
 def fill_vectors(
@@ -372,6 +417,8 @@ def fill_vectors(
             write()
             since = 0
     write()
+    if not ann_path(index_dir, commit_id).exists():
+        write_ann(index_dir, commit_id)
     _prune(path.parent, commit_id)
     cache.compact(set(commit.keys))
     return stats(embedded=embedded, complete=True)

@@ -6,11 +6,19 @@ and reads no other file, so cards and vectors never come from two commits. A too
 without a row (its vector not computed yet) is simply no dense candidate: it is still
 found by its words.
 
-The scan is exact: every row is scored (one float32 dot product per row, dequantised
-once at load), rows the caller may not see are masked out by their ``visk`` before the
-top ``k`` is taken, and ties are broken by ``ord``. A row's score depends on its vector
-and the query alone, so hiding or showing other tools never moves a visible tool's rank
-among the visible ones, and a hidden tool is never a candidate.
+For a caller who may not see every tool the scan is exact: every row is scored (one
+float32 dot product per row, dequantised once at load), rows the caller may not see are
+masked out by their ``visk`` before the top ``k`` is taken, and ties are broken by
+``ord``. A row's score depends on its vector and the query alone, so hiding or showing
+other tools never moves a visible tool's rank among the visible ones, and a hidden tool
+is never a candidate.
+
+For a caller who sees every tool, a large commit's graph index (HNSW, written by the
+indexer beside a complete sidecar, ``catalog.vectors.ann_path``) finds the candidates
+in a fraction of the scan's time; they are then scored exactly like the scan's. The
+graph is approximate (it can miss a neighbour the scan would find), and it is used only
+when nothing is hidden from the caller, so no hidden tool can shape anyone's results
+through it (docs/semantic.md).
 """
 
 from __future__ import annotations
@@ -22,25 +30,37 @@ from typing import Final
 
 import numpy as np
 from numpy.typing import NDArray
+from usearch.index import Index
 
+from catalog.embedding import DIMENSIONS
 from catalog.fusion import Candidate
-from catalog.vectors import sidecar_path
+from catalog.vectors import ANN_METRIC, ANN_SCALAR, ann_path, sidecar_path
 
 __all__ = ["NO_VECTORS", "DenseIndex", "load_dense", "sidecar_stamp"]
 
 _MASKS: Final = 64  # visibility masks remembered per index (one per distinct audience)
+ANN_EXPANSION: Final = 200
+"""Candidates the graph search weighs (usearch's ``expansion_search``, four times the
+pipeline's 50 dense candidates): more finds more of the exact neighbours and costs more."""
+
+Stamp = tuple[int, int, int, int]
 
 
-def sidecar_stamp(index_dir: Path, commit_id: str) -> tuple[int, int, int] | None:
-    """Identity of commit ``commit_id``'s sidecar (inode, mtime, size), or None when it
-    is not there (yet). The indexer replaces the file whole on every write, so a
-    changed stamp means new rows.
+def sidecar_stamp(index_dir: Path, commit_id: str) -> Stamp | None:
+    """Identity of commit ``commit_id``'s sidecar (inode, mtime, size) and of its graph
+    (mtime, 0 when there is none), or None when the sidecar is not there (yet). The
+    indexer replaces each file whole on every write, so a changed stamp means new rows
+    or a new graph.
     """
     try:
         st = sidecar_path(index_dir, commit_id).stat()
     except (OSError, ValueError):
         return None
-    return (st.st_ino, st.st_mtime_ns, st.st_size)
+    try:
+        graph = ann_path(index_dir, commit_id).stat().st_mtime_ns
+    except OSError:
+        graph = 0
+    return (st.st_ino, st.st_mtime_ns, st.st_size, graph)
 
 
 class DenseIndex:
@@ -53,13 +73,16 @@ class DenseIndex:
         ords: NDArray[np.uint64],
         visk: NDArray[np.uint64],
         vectors: NDArray[np.float32],
-        stamp: tuple[int, int, int] | None = None,
+        stamp: Stamp | None = None,
+        ann: Index | None = None,
     ) -> None:
         self.commit_id = commit_id
         self.ords = ords
         self.visk = visk
         self.vectors = vectors
         self.stamp = stamp
+        self.ann = ann
+        """The graph index over these rows (keys are row numbers), or None: scan."""
         self._masks: OrderedDict[frozenset[int], NDArray[np.bool_]] = OrderedDict()
         self._lock = threading.Lock()
         self._with_vector: frozenset[int] | None = None
@@ -96,6 +119,8 @@ class DenseIndex:
         """
         if k <= 0 or not len(self.ords):
             return []
+        if visible is None and self.ann is not None:
+            return self._nearest(query, k)
         scores = np.einsum("ij,j->i", self.vectors, query)  # single-threaded, no BLAS pool
         rows = np.arange(len(scores)) if visible is None else np.flatnonzero(self._mask(visible))
         if not len(rows):
@@ -107,6 +132,18 @@ class DenseIndex:
             keep = np.flatnonzero(seen >= cut)  # the whole tie group at the cut
             rows, seen = rows[keep], seen[keep]
         order = np.lexsort((self.ords[rows], -seen))[:k]
+        return [
+            Candidate(int(o), float(s))
+            for o, s in zip(self.ords[rows[order]], seen[order], strict=True)
+        ]
+
+    def _nearest(self, query: NDArray[np.float32], k: int) -> list[Candidate]:
+        """The graph's ``k`` nearest rows, scored as the scan scores them, best first."""
+        assert self.ann is not None
+        found = self.ann.search(query, min(k, len(self.ords)))
+        rows = np.asarray(found.keys, dtype=np.int64)
+        seen = self.vectors[rows] @ query
+        order = np.lexsort((self.ords[rows], -seen))
         return [
             Candidate(int(o), float(s))
             for o, s in zip(self.ords[rows[order]], seen[order], strict=True)
@@ -153,4 +190,19 @@ def load_dense(index_dir: Path, commit_id: str) -> DenseIndex | None:
         visk=visk,
         vectors=np.ascontiguousarray(vectors, dtype=np.float32),
         stamp=stamp,
+        ann=_graph(index_dir, commit_id, len(ords)) if stamp[3] else None,
     )
+
+
+def _graph(index_dir: Path, commit_id: str, rows: int) -> Index | None:
+    """Commit ``commit_id``'s graph index, memory-mapped, if it covers exactly ``rows``
+    rows (the complete sidecar it was built from); None otherwise or when unreadable.
+    """
+    graph = Index(
+        ndim=DIMENSIONS, metric=ANN_METRIC, dtype=ANN_SCALAR, expansion_search=ANN_EXPANSION
+    )
+    try:
+        graph.view(str(ann_path(index_dir, commit_id)))
+    except (OSError, RuntimeError, ValueError):
+        return None
+    return graph if len(graph) == rows else None
