@@ -75,9 +75,11 @@ def fuse(
     """One ranking of every candidate of either list, best first.
 
     Score: ``lexical_weight / (k + lexical rank) + dense_weight / (k + dense rank)``,
-    a missing rank adding nothing. Ties (equal fused scores) go by catalog order
-    (``ord`` ascending), so the result depends only on the inputs. A tool listed twice
-    in one list counts at its first (best) place.
+    a missing rank adding nothing. Ties (equal fused scores) go to the better lexical
+    rank, a tool the words found before one they did not (the lexical #1 and the dense
+    #1 always tie when no tool is both: the request's own words decide), then by catalog
+    order (``ord`` ascending), so the result depends only on the inputs. A tool listed
+    twice in one list counts at its first (best) place.
     """
     fused: dict[int, Fused] = {}
     for candidates, weight, side in (
@@ -91,4 +93,8 @@ def fuse(
             fused[candidate.ord] = msgspec.structs.replace(
                 found, score=found.score + weight / (k + rank), **{side: rank}
             )
-    return sorted(fused.values(), key=lambda f: (-f.score, f.ord))
+    unranked = len(lexical) + 1
+    return sorted(
+        fused.values(),
+        key=lambda f: (-f.score, unranked if f.lexical_rank is None else f.lexical_rank, f.ord),
+    )

@@ -44,10 +44,22 @@ def test_fusion_is_deterministic_and_keeps_every_candidate_once(
 
 
 @given(lexical=_LEXICAL, dense=_LEXICAL)
-def test_fused_ties_go_by_catalog_order(lexical: list[Candidate], dense: list[Candidate]) -> None:
+def test_fused_ties_go_to_the_better_lexical_rank_then_catalog_order(
+    lexical: list[Candidate], dense: list[Candidate]
+) -> None:
     fused = fuse(lexical, dense)
+    unranked = len(lexical) + 1
     for a, b in itertools.pairwise(fused):
-        assert a.score > b.score or (a.score == b.score and a.ord < b.ord)
+        a_rank = unranked if a.lexical_rank is None else a.lexical_rank
+        b_rank = unranked if b.lexical_rank is None else b.lexical_rank
+        assert a.score > b.score or (a.score == b.score and (a_rank, a.ord) < (b_rank, b.ord))
+
+
+def test_the_words_first_tool_wins_its_tie_with_the_meanings_first() -> None:
+    # Catalog order alone would put the dense-only tool (ord 1) first.
+    fused = fuse([Candidate(9, 3.0)], [Candidate(1, 0.8)])
+    assert [f.ord for f in fused] == [9, 1]
+    assert fused[0].score == fused[1].score
 
 
 def test_a_tool_both_sides_rank_beats_one_only_one_side_ranks() -> None:

@@ -178,9 +178,14 @@ def test_a_dense_candidate_can_lift_a_lexical_one_into_the_page(view: CatalogVie
     page = _search(view, query="widget", limit=5, dense=[Candidate(_ord(view, lifted), 0.5)])
     assert page == [lifted, *lexical[:4]]
     # A tool no keyword matched enters from the dense side alone: first on its side, it
-    # scores what the lexical first does, and catalog order (ship < widget) breaks the tie.
+    # scores what the lexical first does, and the tie goes to the tools the words found
+    # (though catalog order would put ship before widget): it comes right after them.
     parcel = [Candidate(_ord(view, "ship_parcel"), 1.0)]
-    assert _search(view, query="widget", limit=3, dense=parcel) == ["ship_parcel", *lexical[:2]]
+    orders = _search(view, query="list orders", limit=3)
+    _, rows = view.explain(clamp_request({"query": "list orders", "limit": 3}), PUBLIC, dense=[])
+    assert [r.lexical_rank for r in rows][:2] == [1, 2]
+    fused = _search(view, query="list orders", limit=3, dense=parcel)
+    assert fused == [orders[0], "ship_parcel", orders[1]]
 
 
 _QUERIES = st.lists(
@@ -258,15 +263,16 @@ def test_explain_gives_each_result_its_ranks_scores_and_matched_words(view: Cata
 
 def test_explain_shows_dense_ranks_and_tools_without_a_vector(view: CatalogView) -> None:
     parcel = _ord(view, "ship_parcel")
-    request = clamp_request({"query": "widget", "limit": 3})
+    request = clamp_request({"query": "list orders", "limit": 3})
     total, rows = view.explain(request, PUBLIC, dense=[Candidate(parcel, 1.0)])
-    assert rows[0].name == "ship_parcel"
-    assert (rows[0].lexical_rank, rows[0].dense_rank, rows[0].dense) == (None, 1, "")
-    assert (rows[1].lexical_rank, rows[1].dense_rank) == (1, None)
-    assert "widget" in format_explanation("widget", rows, total=total)
-    _, rows = view.explain(request, PUBLIC, dense=[], unvectored={_ord(view, rows[1].name)})
+    # The lexical first and the dense-only first tie; the request's own words win it.
+    assert rows[1].name == "ship_parcel"
+    assert (rows[1].lexical_rank, rows[1].dense_rank, rows[1].dense) == (None, 1, "")
+    assert (rows[0].lexical_rank, rows[0].dense_rank) == (1, None)
+    assert "list_orders" in format_explanation("list orders", rows, total=total)
+    _, rows = view.explain(request, PUBLIC, dense=[], unvectored={_ord(view, rows[0].name)})
     assert rows[0].dense == "no vector"
-    assert rows[0].name == _search(view, query="widget", limit=1)[0]
+    assert rows[0].name == _search(view, query="list orders", limit=1)[0]
     assert rows[1].dense == ""
 
 
