@@ -14,71 +14,30 @@ import contextlib
 import gc
 import signal
 import threading
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 import anyio.to_thread
-import msgspec
 from litestar import Litestar
 from litestar.datastructures import State
 
-from catalog.backends import Document
 from catalog.config import Config
 from server.http import mcp_endpoint
 from server.identity.secrets import Secrets
-from server.limits import ClientLimits
 from server.notify import DEFAULT_KEEPALIVE, Notifier
-from server.ops import Metrics, healthz, metrics, protected_resource, readyz
-from server.protocol import Guard
+from server.ops import healthz, metrics, protected_resource, readyz
 from server.query_vectors import shared_query_vectors
 from server.reader import Reader
 from server.semantic import Semantic
+from server.state import ServerState
 
 if TYPE_CHECKING:
     from server.invoke.invoker import Invoker
-    from server.view import CatalogView
 
-__all__ = ["ServerState", "create_app"]
+__all__ = ["create_app"]
 
 _DEFAULT_CONFIG: Final = Config()
-
-
-class ServerState:
-    """Everything a request handler reads, held on ``app.state.server``."""
-
-    def __init__(
-        self,
-        *,
-        reader: Reader,
-        notifier: Notifier,
-        config: Config,
-        secrets: Secrets,
-        invoker: Invoker | None,
-        ops_token: str | None = None,
-    ) -> None:
-        self.reader = reader
-        self.notifier = notifier
-        self.config = config
-        self.secrets = secrets
-        self.invoker = invoker
-        self.ops_token = ops_token
-        """The operator's token (``[server].ops_token_env``); None: nobody is an operator."""
-        self.clients = ClientLimits(
-            per_client=config.server.max_requests_per_client,
-            per_connection=config.server.keepalive_max_requests,
-        )
-        self.metrics = Metrics()
-        self.encoder = msgspec.json.Encoder()
-        self.guard = Guard(
-            allowed_hosts=tuple(host.lower() for host in config.server.allowed_hosts),
-            allowed_origins=config.server.allowed_origins,
-        )
-        self.documents: tuple[CatalogView, Mapping[str, Document]] | None = None
-        """The current view's documents (namespace, origins), computed once per view."""
-        self.semantic: Semantic | None = None
-        """The query encoder and the tool vectors, set at start-up when ``[search]
-        semantic`` is on."""
 
 
 _SHUTDOWN_SIGNALS: Final = (signal.SIGINT, signal.SIGTERM)

@@ -66,7 +66,7 @@ from server.resource import challenge, resource_of
 from server.tools import META_TOOLS, ToolContext, call_tool
 
 if TYPE_CHECKING:
-    from server.app import ServerState
+    from server.state import ServerState
     from server.view import CatalogView
 
 __all__ = ["mcp_endpoint"]

@@ -6,16 +6,13 @@ broken files with their paths), is shown only to the operator: a request carryin
 ``Authorization: Bearer <token>`` of ``[server].ops_token_env`` (docs/connections.md
 says why a token). Anyone else sees readiness, the generation and request counts.
 
-Metrics are per process (each granian worker counts its own requests; Prometheus sums
-them across scrapes of each worker, or the reader of ``/metrics`` sees one worker's
-share). Counters are plain ints touched only on the event loop, so no lock is needed.
+The counters themselves are ``server/metrics.py``'s.
 """
 
 from __future__ import annotations
 
-import bisect
 import hmac
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 from litestar import Request, get
@@ -24,92 +21,9 @@ from litestar.response import Response
 from server.resource import metadata, resource_of
 
 if TYPE_CHECKING:
-    from server.app import ServerState
-    from server.notify import Notifier
-    from server.reader import Reader
+    from server.state import ServerState
 
-__all__ = ["Metrics", "healthz", "metrics", "protected_resource", "readyz"]
-
-_BUCKETS: Final = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0)
-"""Latency histogram bounds in seconds: a search is sub-millisecond to tens of ms, an
-invoke is as slow as its backend."""
-
-
-class _Series:
-    __slots__ = ("buckets", "count", "total")
-
-    def __init__(self) -> None:
-        self.buckets = [0] * (len(_BUCKETS) + 1)
-        self.count = 0
-        self.total = 0.0
-
-
-class Metrics:
-    """Request counts and latency per tool (or method) and outcome."""
-
-    def __init__(self) -> None:
-        self._series: dict[tuple[str, str], _Series] = {}
-
-    def observe(self, tool: str, outcome: str, seconds: float) -> None:
-        """Record one request. ``outcome``: ok, tool_error, protocol_error, unauthorized,
-        internal_error.
-        """
-        series = self._series.get((tool, outcome))
-        if series is None:
-            series = self._series[(tool, outcome)] = _Series()
-        series.buckets[bisect.bisect_left(_BUCKETS, seconds)] += 1
-        series.count += 1
-        series.total += seconds
-
-    def render(self, *, reader: Reader, notifier: Notifier, operator: bool = False) -> str:
-        """The Prometheus text exposition (format 0.0.4); the catalog's size only for
-        the ``operator``.
-        """
-        lines = [
-            "# HELP sezzlee_requests_total MCP requests by tool (or method) and outcome.",
-            "# TYPE sezzlee_requests_total counter",
-        ]
-        for (tool, outcome), series in sorted(self._series.items()):
-            labels = f'tool="{tool}",outcome="{outcome}"'
-            lines.append(f"sezzlee_requests_total{{{labels}}} {series.count}")
-        lines += [
-            "# HELP sezzlee_request_seconds MCP request latency by tool (or method) and outcome.",
-            "# TYPE sezzlee_request_seconds histogram",
-        ]
-        for (tool, outcome), series in sorted(self._series.items()):
-            labels = f'tool="{tool}",outcome="{outcome}"'
-            cumulative = 0
-            for bound, count in zip((*_BUCKETS, float("inf")), series.buckets, strict=True):
-                cumulative += count
-                le = "+Inf" if bound == float("inf") else repr(bound)
-                lines.append(f'sezzlee_request_seconds_bucket{{{labels},le="{le}"}} {cumulative}')
-            lines.append(f"sezzlee_request_seconds_sum{{{labels}}} {series.total:.6f}")
-            lines.append(f"sezzlee_request_seconds_count{{{labels}}} {series.count}")
-        status = reader.status()
-        lines += [
-            "# HELP sezzlee_catalog_generation Catalog reloads since this process started.",
-            "# TYPE sezzlee_catalog_generation gauge",
-            f"sezzlee_catalog_generation {status.generation}",
-        ]
-        if operator:
-            operations = status.meta.operations if status.meta is not None else 0
-            lines += [
-                "# HELP sezzlee_catalog_operations Operations in the loaded catalog.",
-                "# TYPE sezzlee_catalog_operations gauge",
-                f"sezzlee_catalog_operations {operations}",
-            ]
-        lines += [
-            "# HELP sezzlee_catalog_reloads_total Catalog swaps after start-up.",
-            "# TYPE sezzlee_catalog_reloads_total counter",
-            f"sezzlee_catalog_reloads_total {status.reloads}",
-            "# HELP sezzlee_index_ready Whether a catalog is loaded (1) or not (0).",
-            "# TYPE sezzlee_index_ready gauge",
-            f"sezzlee_index_ready {int(status.ready)}",
-            "# HELP sezzlee_listen_streams Open subscriptions/listen streams.",
-            "# TYPE sezzlee_listen_streams gauge",
-            f"sezzlee_listen_streams {notifier.open_streams}",
-        ]
-        return "\n".join(lines) + "\n"
+__all__ = ["healthz", "metrics", "protected_resource", "readyz"]
 
 
 def _state(request: Request[Any, Any, Any]) -> ServerState:
