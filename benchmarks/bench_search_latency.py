@@ -53,7 +53,7 @@ from typing import Any
 import msgspec
 import tantivy
 
-from benchmarks.catalog_index import REPO, bench_data_dir, convert_spec, everyone
+from benchmarks.catalog_index import REPO, convert_spec, everyone, natural_requests
 from catalog.config import SearchConfig, SpecConfig
 from catalog.embedding import Encoder
 from catalog.fold import fold_words
@@ -308,14 +308,6 @@ def _percentiles(samples: Sequence[float]) -> tuple[float, float]:
     ordered = sorted(samples)
     p99 = ordered[min(len(ordered) - 1, round(0.99 * (len(ordered) - 1)))]
     return statistics.median(ordered), p99
-
-
-def natural_requests() -> list[str]:
-    """The agent-intents requests that are not keyword style (short and long requests,
-    capitals, accents, other languages): what an agent actually types."""
-    path = bench_data_dir() / "agentintents" / "queries.jsonl"
-    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
-    return list(dict.fromkeys(r["query"] for r in rows if r["style"] != "keyword"))
 
 
 class _Served:
