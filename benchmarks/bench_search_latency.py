@@ -330,6 +330,8 @@ class _Served:
         index = self.reader.dense_for(self.view)
         if index is None:
             return "none (no vectors)"
+        if len(index) < self.view.meta.operations:
+            return f"partial ({len(index):,} vectors): scan"
         everything = self.view.visible_hashes(self.caller.audience) is None
         return "graph" if everything and index.ann is not None else "scan"
 
@@ -428,10 +430,13 @@ def _plot(rows: list[dict[str, Any]]) -> str:
 
 
 def _indexer_index() -> Path:
-    """bench_http's index of the whole directory, built by the real indexer if missing."""
-    from benchmarks.bench_http import DEFAULT_INDEX, ensure_index
+    """bench_http's index of the whole directory, built by the real indexer if missing,
+    with every tool's vector (waited for: the indexer fills them after its commit).
+    """
+    from benchmarks.bench_http import DEFAULT_INDEX, ensure_index, vectors_ready
 
     ensure_index(DEFAULT_INDEX)
+    vectors_ready(DEFAULT_INDEX, timeout=1800)
     return DEFAULT_INDEX
 
 
