@@ -41,19 +41,13 @@ class QueryVectors:
         with self._lock:
             self._recent.clear()
 
-    def remembered(self, query: str) -> NDArray[np.float32] | None:
-        """The vector of ``query`` if it is among the recent ones (no thread needed)."""
+    def embed(self, query: str) -> NDArray[np.float32]:
+        """The vector of ``query`` (blocking: call it off the event loop)."""
         with self._lock:
             found = self._recent.get(query)
             if found is not None:
                 self._recent.move_to_end(query)
-            return found
-
-    def embed(self, query: str) -> NDArray[np.float32]:
-        """The vector of ``query`` (blocking: call it off the event loop)."""
-        found = self.remembered(query)
-        if found is not None:
-            return found
+                return found
         vector: NDArray[np.float32] = self._encoder.embed([query])[0]
         vector.setflags(write=False)
         with self._lock:

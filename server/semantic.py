@@ -8,10 +8,10 @@ without any ranks nothing), off the event loop; the vectors are those of the vie
 commit (``Reader.dense_for``), and a commit without them yet is ranked by its words.
 
 :meth:`Semantic.search` is the server's path: the query's embedding (milliseconds of
-onnxruntime, which releases the GIL) runs in a worker thread while the loop reads the
-lexical candidates (tantivy releases the GIL too), so a request costs about the longer
-of the two rather than their sum; the answer is byte for byte the one
-``CatalogView.search`` gives with the same dense candidates.
+onnxruntime) and its dense candidates run in a worker thread while the loop reads the
+lexical candidates (onnxruntime, numpy's scan and tantivy all release the GIL), so a
+request costs about the longer of the two rather than their sum; the answer is byte
+for byte the one ``CatalogView.search`` gives with the same dense candidates.
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ class Semantic:
         self, view: CatalogView, request: SearchRequest, audience: Audience, *, budget: int
     ) -> bytes:
         """The search_tools answer with the semantic side: what ``view.search`` answers
-        given :meth:`candidates_now`, the embedding overlapped with the lexical step.
+        given :meth:`candidates_now`, computed in a worker thread during the lexical step.
 
         Raises:
             server.errors.ResponseTooLarge: as ``CatalogView.search``.
@@ -57,20 +57,20 @@ class Semantic:
         if index is None or not keywords(request.query):
             return view.search(request, audience, budget=budget)
         text = operation_text(request.query)
-        vector = self.queries.remembered(text)
-        if vector is None:
-            # Submitted now, not at the next await: the thread embeds while this one reads.
-            embedding = asyncio.get_running_loop().run_in_executor(None, self.queries.embed, text)
-            try:
-                step = view.lexical(request, audience, fusing=True)
-            except BaseException:
-                embedding.cancel()
-                raise
-            vector = await embedding
-        else:
+        visible = view.visible_hashes(audience)  # on the loop: the view's caches are not locked
+
+        def nearest() -> list[Candidate]:
+            return index.candidates(self.queries.embed(text), visible=visible, k=DENSE_DEPTH)
+
+        # Submitted now, not at the next await: the thread embeds the query and finds its
+        # neighbours while this one reads the words.
+        dense = asyncio.get_running_loop().run_in_executor(None, nearest)
+        try:
             step = view.lexical(request, audience, fusing=True)
-        dense = index.candidates(vector, visible=view.visible_hashes(audience), k=DENSE_DEPTH)
-        return view.complete(step, dense, budget=budget)
+        except BaseException:
+            dense.cancel()
+            raise
+        return view.complete(step, await dense, budget=budget)
 
     def candidates_now(
         self, view: CatalogView, request: SearchRequest, audience: Audience
