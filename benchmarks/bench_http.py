@@ -477,7 +477,9 @@ def main() -> int:
     print(
         f"The semantic side on (the default), every tool's vector loaded ({vectors:,}) "
         f"before timing; wrk cycles through `queries.txt`, so after its first pass each "
-        f"query's vector is remembered (the server keeps the last 1,024). Each row is the "
+        f"query's vector is remembered (the server keeps the last 1,024). Its caller is "
+        "anonymous and may not see every tool, so its dense candidates come from the exact "
+        "scan of every row, not the graph (`server/dense.py`). Each row is the "
         f"run with the median throughput of {args.repeats} ({args.seconds} s each, in "
         "rounds over the client counts); `all runs` lists every run's calls/s.\n"
     )
@@ -536,7 +538,8 @@ def _print_github(github: dict[str, Any]) -> None:
         f"One client, one request at a time, {github['typed']} distinct `queries.txt` "
         f"queries and {github['natural']} agent-intents natural requests, each asked once "
         "(so sezzlee embeds every query). sezzlee: `python -m server`, 1 worker, "
-        f"{github['tools']:,} tools with their vectors loaded before timing; with the "
+        f"{github['tools']:,} tools with their vectors loaded before timing (an anonymous "
+        "caller: the exact scan); with the "
         f"semantic side on, {github['pages_changed']} of the "
         f"{github['typed'] + github['natural']} pages differ from the keyword-only ones. "
         "FastMCP 4.1.6: `BM25SearchTransform` (20 results) over the same converted tools, "
