@@ -8,6 +8,13 @@ through the fixed ``benchmarks/queries.txt`` (cards, limit 20, MCP 2026-07-28 he
 at 1, 16 and 64 concurrent connections, for 1 and 2 server workers. Then the same app
 under uvicorn (httptools), at 1 and 16 connections, once each: why the server runs granian.
 
+The semantic side is on (the default) and every tool's vector is in the index's
+sidecar before timing starts (``vectors_ready``): the indexer's build fills them, and a
+server reads them when it loads the catalog. Then ``search_tools`` on GitHub's catalog
+(its own index, by the real indexer, vectors included): one client, one request at a
+time, sezzlee with the semantic side on and off, and FastMCP's BM25 search server over
+the same converted tools (``benchmarks/fastmcp_peer.py``), on the same queries.
+
 Cold start is spawn → first 200 from ``/readyz`` (catalog loaded). RSS is read from
 ``/proc`` for each worker: ``RssAnon`` is the process's own memory, ``RssFile`` the
 mapped index pages it touched (shared with every other worker and the page cache).
@@ -20,7 +27,7 @@ median run and lists every run's throughput, because this VM's speed drifts by 1
 between minutes (the same build measured 1,417 and 1,750 calls/s back to back).
 
 Usage: ``python -m benchmarks.bench_http [--index DIR] [--seconds S] [--workers 1 2]
-[--repeats N]``.
+[--repeats N] [--vectors-timeout S] [--no-github]``.
 Prints a Markdown table; writes ``benchmarks/results/http.json``.
 """
 
@@ -42,16 +49,24 @@ from typing import Any
 
 import httpx
 
+from benchmarks.catalog_index import natural_requests
 from benchmarks.ports import free_port
 from catalog.index_schema import SCHEMA_VERSION
+from catalog.vectors import VECTORS_DIR
+from indexer.vectors import CACHE_NAME
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 RESULTS = HERE / "results"
 DEFAULT_INDEX = REPO / ".sezzlee" / "bench" / f"http-apis-guru-v{SCHEMA_VERSION}"
+GITHUB_INDEX = REPO / ".sezzlee" / "bench" / f"http-github-v{SCHEMA_VERSION}"
 CONCURRENCY = (1, 16, 64)
 COMPARED_CLIENTS = (1, 16)
 """The client counts the uvicorn comparison runs at."""
+SEARCH_META = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientCapabilities": {},
+}
 SEARCH = {
     "jsonrpc": "2.0",
     "id": 1,
@@ -59,10 +74,7 @@ SEARCH = {
     "params": {
         "name": "search_tools",
         "arguments": {"query": "list users", "limit": 20},
-        "_meta": {
-            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-            "io.modelcontextprotocol/clientCapabilities": {},
-        },
+        "_meta": SEARCH_META,
     },
 }
 HEADERS = {
@@ -80,12 +92,26 @@ OPERATOR = {"authorization": f"Bearer {OPS_TOKEN}"}
 
 
 def ensure_index(index: Path) -> None:
-    """Build the APIs.guru index with the real indexer unless one is there."""
+    """Build the APIs.guru index with the real indexer unless one is there, its tool
+    vectors included (the semantic side is on by default). The vector cache starts as
+    a copy of bench_search_latency's, when that one has been built: the same documents
+    give mostly the same tool texts, and a text's vector is keyed by its content.
+    """
     if (index / "meta.json").is_file():
         return
     from scripts.corpora import corpus
 
     specs = corpus("apis-guru") / "api"
+    seed = REPO / ".sezzlee" / "bench" / f"search-latency-v{SCHEMA_VERSION}" / "full"
+    seed = seed / VECTORS_DIR / CACHE_NAME
+    if seed.is_file() and not (index / VECTORS_DIR / CACHE_NAME).exists():
+        (index / VECTORS_DIR).mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(seed, index / VECTORS_DIR / CACHE_NAME)
+    _index_with_indexer(specs, index)
+
+
+def _index_with_indexer(specs: Path, index: Path) -> None:
+    """``python -m indexer`` once over ``specs`` (a build: it returns with its vectors)."""
     print(f"building the index of {specs} into {index} (once) ...", file=sys.stderr)
     index.mkdir(parents=True, exist_ok=True)
     subprocess.run(
@@ -95,21 +121,65 @@ def ensure_index(index: Path) -> None:
     )
 
 
+def ensure_github_index(index: Path) -> None:
+    """GitHub's REST description indexed by the real indexer, with its tool vectors."""
+    if (index / "meta.json").is_file():
+        return
+    from scripts.corpora import github_spec
+
+    specs = index.parent / f"{index.name}-specs"
+    specs.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(github_spec(), specs / github_spec().name)
+    _index_with_indexer(specs, index)
+
+
+def vectors_ready(index: Path, timeout: float) -> int:
+    """Wait up to ``timeout`` s for the sidecar of the index's commit to hold a vector
+    for every tool (what a server reads at start-up with the semantic side on); the rows.
+
+    Raises:
+        RuntimeError: they are not all there in time.
+    """
+    import numpy as np
+
+    from catalog.vectors import sidecar_path
+    from server.view import read_index_meta
+
+    deadline = time.monotonic() + timeout
+    while True:
+        meta = read_index_meta(str(index))
+        rows = -1
+        if meta is not None:
+            try:
+                rows = len(np.load(sidecar_path(index, meta.commit_id), mmap_mode="r"))
+            except (OSError, ValueError):
+                rows = -1
+            if rows == meta.operations:
+                return rows
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{index}: tool vectors incomplete ({rows} rows) after {timeout} s")
+        time.sleep(1.0)
+
+
 class Server:
     """The server on the index: ``python -m server`` (granian), or with ``asgi="uvicorn"``
     the same app factory under uvicorn with httptools, for the comparison of the two.
     """
 
-    def __init__(self, index: Path, workers: int, *, asgi: str = "granian") -> None:
+    def __init__(
+        self, index: Path, workers: int, *, asgi: str = "granian", semantic: bool = True
+    ) -> None:
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         self.spawned = time.monotonic()
         # The operator token: /readyz tells the catalog's size to the operator only. The
         # load generator's clients all come from 127.0.0.1, standing for many callers:
-        # no per-address cap on open requests.
+        # no per-address cap on open requests. The semantic side is on unless asked off
+        # (its default, [search] semantic).
         config = Path(tempfile.mkdtemp()) / "sezzlee.toml"
         config.write_text(
-            f'[server]\nops_token_env = "{OPS_ENV}"\nmax_requests_per_client = 0\n',
+            f'[server]\nops_token_env = "{OPS_ENV}"\nmax_requests_per_client = 0\n'
+            f"[search]\nsemantic = {'true' if semantic else 'false'}\n",
             encoding="utf-8",
         )
         env = {**os.environ, "PYTHONPATH": str(REPO), OPS_ENV: OPS_TOKEN}
@@ -204,6 +274,99 @@ def run_wrk(url: str, connections: int, seconds: float) -> dict[str, Any]:
     }
 
 
+def _timed_searches(
+    url: str, queries: list[str], arguments: dict[str, Any], headers: dict[str, str]
+) -> tuple[list[float], list[str]]:
+    """One client, one request at a time: each query's search_tools round trip (ms) and
+    its answer's text."""
+    samples: list[float] = []
+    texts: list[str] = []
+    with httpx.Client(timeout=60) as client:
+        for query in ["warm up the connection"] * 5 + queries:
+            params = {"name": "search_tools", "arguments": {**arguments, "query": query}}
+            if "mcp-method" in headers:  # sezzlee's protocol version names its _meta too
+                params["_meta"] = SEARCH_META
+            body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}
+            started = time.perf_counter()
+            answer = client.post(url, json=body, headers=headers)
+            elapsed = (time.perf_counter() - started) * 1000
+            answer.raise_for_status()
+            result = answer.json()["result"]
+            if result.get("isError"):
+                raise RuntimeError(f"search_tools failed on {query!r}: {result}")
+            # FastMCP answers a search that found nothing with no content at all.
+            texts.append(next((c["text"] for c in result.get("content", [])), "{}"))
+            samples.append(elapsed)
+    return samples[5:], texts[5:]
+
+
+def _p50_p99(samples: list[float]) -> dict[str, float]:
+    ordered = sorted(samples)
+    p99 = ordered[min(len(ordered) - 1, round(0.99 * (len(ordered) - 1)))]
+    return {"p50_ms": round(statistics.median(ordered), 2), "p99_ms": round(p99, 2)}
+
+
+def github_comparison() -> dict[str, Any]:
+    """search_tools over HTTP on GitHub's catalog, one client: sezzlee with the semantic
+    side on (its vectors all loaded before timing) and off, and FastMCP's BM25 search
+    server (``benchmarks/fastmcp_peer.py``) over the same converted tools.
+
+    The queries are ``queries.txt``'s distinct ones and the agent-intents natural
+    requests, each asked once, so sezzlee embeds every query (none is remembered).
+    """
+    ensure_github_index(GITHUB_INDEX)
+    rows = vectors_ready(GITHUB_INDEX, timeout=1800)
+    typed = [q for q in dict.fromkeys((HERE / "queries.txt").read_text().splitlines()) if q]
+    natural = natural_requests()
+    queries = typed + natural
+    out: dict[str, Any] = {"tools": rows, "typed": len(typed), "natural": len(natural)}
+    names: dict[bool, list[str]] = {}
+    for semantic in (True, False):
+        server = Server(GITHUB_INDEX, 1, semantic=semantic)
+        try:
+            server.wait_ready()
+            samples, texts = _timed_searches(server.base + "/mcp", queries, {"limit": 20}, HEADERS)
+        finally:
+            server.stop()
+        out["sezzlee_on" if semantic else "sezzlee_off"] = _p50_p99(samples)
+        names[semantic] = [" ".join(r["name"] for r in json.loads(t)["results"]) for t in texts]
+    # The semantic side ran: the pages it fused differ from the keyword-only ones.
+    out["pages_changed"] = sum(a != b for a, b in zip(names[True], names[False], strict=True))
+    port = free_port()
+    peer = subprocess.Popen(
+        [sys.executable, "-m", "benchmarks.fastmcp_peer", str(port)],
+        cwd=REPO,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
+    peer_headers = {
+        "content-type": "application/json",
+        "accept": "application/json, text/event-stream",
+        "mcp-protocol-version": "2025-06-18",
+    }
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                _timed_searches(f"http://127.0.0.1:{port}/mcp", [], {}, peer_headers)
+                break
+            except httpx.TransportError:
+                if time.monotonic() > deadline or peer.poll() is not None:
+                    raise
+                time.sleep(0.2)
+        samples, _ = _timed_searches(f"http://127.0.0.1:{port}/mcp", queries, {}, peer_headers)
+    finally:
+        peer.send_signal(signal.SIGINT)
+        try:
+            peer.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            peer.kill()
+            peer.wait()
+    out["fastmcp"] = _p50_p99(samples)
+    return out
+
+
 def median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
     """The run with the median calls/s (the lower middle one of an even count)."""
     ordered = sorted(runs, key=lambda r: r["rps"])
@@ -227,11 +390,21 @@ def main() -> int:
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--cold-starts", type=int, default=3)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument(
+        "--vectors-timeout",
+        type=float,
+        default=1800.0,
+        help="seconds to wait for the index's tool vectors before timing (the semantic "
+        "side is on: a server without them would answer by keywords alone)",
+    )
+    parser.add_argument("--no-github", action="store_true", help="skip the FastMCP comparison")
     args = parser.parse_args()
     if shutil.which("wrk") is None:
         print("wrk is not installed (Debian: apt-get install -y wrk)", file=sys.stderr)
         return 2
     ensure_index(args.index)
+    vectors = vectors_ready(args.index, args.vectors_timeout)
+    github = None if args.no_github else github_comparison()
 
     cold: list[float] = []
     for _ in range(args.cold_starts):
@@ -290,6 +463,8 @@ def main() -> int:
         "index": str(args.index),
         "operations": operations,
         "seconds_per_run": args.seconds,
+        "vectors": vectors,
+        "github": github,
         "cold_start_s": [round(x, 3) for x in cold],
         "runs": runs,
         "uvicorn_runs": uvicorn,
@@ -300,9 +475,13 @@ def main() -> int:
 
     print(f"### search_tools over HTTP ({operations:,} operations, cards, limit 20)\n")
     print(
-        f"Each row is the run with the median throughput of {args.repeats} "
-        f"({args.seconds} s each, in rounds over the client counts); `all runs` lists "
-        "every run's calls/s.\n"
+        f"The semantic side on (the default), every tool's vector loaded ({vectors:,}) "
+        f"before timing; wrk cycles through `queries.txt`, so after its first pass each "
+        f"query's vector is remembered (the server keeps the last 1,024). Its caller is "
+        "anonymous and may not see every tool, so its dense candidates come from the exact "
+        "scan of every row, not the graph (`server/dense.py`). Each row is the "
+        f"run with the median throughput of {args.repeats} ({args.seconds} s each, in "
+        "rounds over the client counts); `all runs` lists every run's calls/s.\n"
     )
     print("| workers | clients | calls/s | p50 ms | p90 ms | p99 ms | errors | all runs |")
     print("|---:|---:|---:|---:|---:|---:|---:|---|")
@@ -348,7 +527,38 @@ def main() -> int:
             f"| {row['workers']} | {row['connections']} | {ours['rps']:,.0f} | {row['rps']:,.0f} "
             f"| {ours['p50_ms']} | {row['p50_ms']} |"
         )
+    if github is not None:
+        _print_github(github)
     return 0
+
+
+def _print_github(github: dict[str, Any]) -> None:
+    print(
+        f"\n### search_tools over HTTP on GitHub's catalog, against FastMCP's BM25 server\n\n"
+        f"One client, one request at a time, {github['typed']} distinct `queries.txt` "
+        f"queries and {github['natural']} agent-intents natural requests, each asked once "
+        "(so sezzlee embeds every query). sezzlee: `python -m server`, 1 worker, "
+        f"{github['tools']:,} tools with their vectors loaded before timing (an anonymous "
+        "caller: the exact scan); with the "
+        f"semantic side on, {github['pages_changed']} of the "
+        f"{github['typed'] + github['natural']} pages differ from the keyword-only ones. "
+        "FastMCP 4.1.6: `BM25SearchTransform` (20 results) over the same converted tools, "
+        "uvicorn, stateless JSON (`benchmarks/fastmcp_peer.py`).\n"
+    )
+    print("| server | semantic | p50 ms | p99 ms |")
+    print("|---|---|---:|---:|")
+    for key, label, semantic in (
+        ("sezzlee_on", "sezzlee", "on"),
+        ("sezzlee_off", "sezzlee", "off"),
+        ("fastmcp", "FastMCP BM25", "n/a"),
+    ):
+        row = github[key]
+        print(f"| {label} | {semantic} | {row['p50_ms']} | {row['p99_ms']} |")
+    ratio = github["sezzlee_on"]["p50_ms"] / github["fastmcp"]["p50_ms"]
+    print(
+        f"\nsezzlee's p50 with the semantic side on is {ratio:.3f}× FastMCP's "
+        "(goal: at most 0.05×)."
+    )
 
 
 if __name__ == "__main__":

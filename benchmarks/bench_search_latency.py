@@ -7,18 +7,30 @@ goes through the catalog's own converter; a document the converter refuses, or a
 that cannot be encoded, is skipped and counted. Indexes are built once into
 ``.sezzlee/bench/search-latency-v<schema>/`` and reused (delete the directory to rebuild).
 The indexer's own writer builds them (``indexer.converted``): ordinals follow name
-order.
+order. Their tool vectors are filled as the indexer fills them (``indexer.vectors``:
+the content-hash cache, the sidecar, and for the full catalog the HNSW graph); the
+prefix catalog's cache starts as a copy of the full one's, so no text is embedded twice.
 
-Queries: 300 per catalog, 1 to 4 keywords drawn (seeded) from the words of random tools'
-names and card descriptions, so most match something; cards, limit 20, every tool
-visible; timing covers clamping, query building, search, total, page and bytes.
-FastMCP 4.1.6's BM25 transform runs the same queries over the same tools at ~1,000 and
-10,000, and at 125,000 within a stated time limit.
+Queries, cards, limit 20, every tool visible, through the server's own ``search_tools``
+(``server.tools.call_tool``: clamping, the semantic side when on, the search pipeline,
+bytes):
 
-Usage: ``python -m benchmarks.bench_search_latency [--full-index DIR] [--no-peer]``.
-Besides this benchmark's own caches it always times the real indexer's index of the
-whole directory (all 125,207 operations; bench_http's, built once if missing, or
-``--full-index DIR``).
+* keyword: 300 per catalog, 1 to 4 keywords drawn (seeded) from the words of random
+  tools' names and card descriptions, so most match something;
+* natural: the agent-intents requests (``benchmarks/data/agentintents``) that are not in
+  keyword style, as an agent writes them.
+
+Each is timed with the semantic side off and on. On is what a server does per request:
+the query embedded by ``server.query_vectors.QueryVectors`` (its cache cleared before
+every query, so none is remembered), dense candidates from the view's own commit, fused
+by the view. The table says which dense path ran (the graph, or the exact scan).
+FastMCP 4.1.6's BM25 transform runs the keyword queries over the same tools at ~1,000
+and 10,000, and at 125,000 within a stated time limit.
+
+Usage: ``python -m benchmarks.bench_search_latency [--full-index DIR] [--no-peer]
+[--build-only]``. Besides this benchmark's own caches it always times the real indexer's
+index of the whole directory (all 125,207 operations; bench_http's, built once if
+missing, or ``--full-index DIR``); its semantic rows appear when that index has vectors.
 """
 
 from __future__ import annotations
@@ -29,6 +41,7 @@ import json
 import multiprocessing
 import random
 import re
+import shutil
 import signal
 import statistics
 import sys
@@ -40,17 +53,25 @@ from typing import Any
 import msgspec
 import tantivy
 
-from benchmarks.catalog_index import REPO, convert_spec, everyone, open_catalog
-from catalog.config import SpecConfig
+from benchmarks.catalog_index import REPO, convert_spec, everyone, natural_requests
+from catalog.config import SearchConfig, SpecConfig
+from catalog.embedding import Encoder
 from catalog.fold import fold_words
 from catalog.index_schema import SCHEMA_VERSION
 from catalog.load import convert_document
 from catalog.model import CatalogTool
-from catalog.query import STOP_WORDS, clamp_request
+from catalog.query import STOP_WORDS
+from catalog.vectors import VECTORS_DIR, ann_path
 from catalog.visibility import visibility_key
 from indexer.converted import ConvertedBuild, write_converted
 from indexer.fields import encode_fields
+from indexer.vectors import CACHE_NAME, VectorCache, fill_vectors, shared_encoder
 from scripts.corpora import corpus, github_spec
+from server.identity.caller import Caller
+from server.query_vectors import QueryVectors
+from server.reader import Reader
+from server.semantic import Semantic
+from server.tools import ToolContext, call_tool
 
 CACHE = REPO / ".sezzlee" / "bench" / f"search-latency-v{SCHEMA_VERSION}"
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -148,11 +169,21 @@ def _encodable(tool: CatalogTool) -> bool:
 
 
 def build_cache() -> dict[str, Any]:
-    """Build the three indexes (and the peer's tool lists) unless already cached."""
+    """Build the three indexes (and the peer's tool lists) unless already cached, then
+    their tool vectors (:func:`build_vectors`)."""
     marker = CACHE / "built.json"
     if marker.exists():
         built: dict[str, Any] = json.loads(marker.read_text())
-        return built
+    else:
+        built = _build_lexical()
+        marker.write_text(json.dumps(built))
+    if "vectors" not in built:
+        built["vectors"] = build_vectors()
+        marker.write_text(json.dumps(built))
+    return built
+
+
+def _build_lexical() -> dict[str, Any]:
     started = time.perf_counter()
     github = [t for t in convert_spec(github_spec(), namespace="github")]
     write_converted(CACHE / "github", github)
@@ -180,7 +211,7 @@ def build_cache() -> dict[str, Any]:
     full.close()
     full_peer_path.rename(CACHE / "full-peer.msgpack")
     (CACHE / "mid-peer.msgpack").write_bytes(_TOOLS.encode(mid_peer))
-    built = {
+    return {
         "github": len(github),
         "mid": mid.count,
         "full": full.count,
@@ -188,8 +219,38 @@ def build_cache() -> dict[str, Any]:
         "tools_skipped": full.skipped,
         "build_s": round(time.perf_counter() - started, 1),
     }
-    marker.write_text(json.dumps(built))
-    return built
+
+
+def _encoder() -> Encoder:
+    return shared_encoder(2)  # the indexer's batches; the machine has two cores
+
+
+def build_vectors() -> dict[str, Any]:
+    """Each cached index's tool vectors, as the indexer fills them (``fill_vectors``
+    with the index's own ``VectorCache``; the full index's graph comes with them).
+
+    The prefix catalog's tools are a subset of the full one's with the same texts, so
+    its cache starts as a copy of the full index's: no text is embedded twice.
+    """
+    out: dict[str, Any] = {}
+    for key, seed in (("github", None), ("full", None), ("mid", "full")):
+        vectors = CACHE / key / VECTORS_DIR
+        if seed is not None and not (vectors / CACHE_NAME).exists():
+            vectors.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(CACHE / seed / VECTORS_DIR / CACHE_NAME, vectors / CACHE_NAME)
+        print(f"embedding the tools of {key} ...", file=sys.stderr, flush=True)
+        stats = fill_vectors(CACHE / key, None, _encoder, VectorCache(vectors))
+        if stats is None or not stats.complete:
+            raise RuntimeError(f"{key}: the tool vectors were not completed")
+        out[key] = {
+            "tools": stats.tools,
+            "embedded": stats.embedded,
+            "cached": stats.cached,
+            "seconds": round(stats.seconds, 1),
+            "graph": ann_path(CACHE / key, stats.commit_id).exists(),
+        }
+        print(f"{key}: {out[key]}", file=sys.stderr, flush=True)
+    return out
 
 
 def _peer(tool: CatalogTool) -> Peer:
@@ -249,18 +310,54 @@ def _percentiles(samples: Sequence[float]) -> tuple[float, float]:
     return statistics.median(ordered), p99
 
 
-def time_sezzlee(directory: Path, queries: Sequence[str]) -> dict[str, float]:
-    view = open_catalog(directory)
-    audience = everyone(view)
-    for q in queries[:30]:  # warm-up: page cache and lazily cached totals
-        view.search(clamp_request({"query": q}), audience, budget=1 << 30)
-    samples = []
-    for q in queries:
-        started = time.perf_counter()
-        view.search(clamp_request({"query": q}), audience, budget=1 << 30)
-        samples.append((time.perf_counter() - started) * 1000)
-    p50, p99 = _percentiles(samples)
-    return {"p50_ms": round(p50, 3), "p99_ms": round(p99, 3), "queries": len(samples)}
+class _Served:
+    """A catalog as one server worker holds it: the reader's view and, when the commit
+    has its vectors, the semantic side with the process's query encoder."""
+
+    def __init__(self, directory: Path, queries: QueryVectors) -> None:
+        self.reader = Reader(directory, interval=3600.0, semantic=True)
+        view = self.reader.load_once()
+        if view is None:
+            raise RuntimeError(f"{directory}: no catalog to serve")
+        self.reader.install(view)
+        self.view = view
+        self.queries = queries
+        self.semantic = Semantic(queries=queries, reader=self.reader)
+        self.caller = Caller(audience=everyone(view))
+
+    def dense_path(self) -> str:
+        """Which dense path a request of this benchmark's caller takes."""
+        index = self.reader.dense_for(self.view)
+        if index is None:
+            return "none (no vectors)"
+        if len(index) < self.view.meta.operations:
+            return f"partial ({len(index):,} vectors): scan"
+        everything = self.view.visible_hashes(self.caller.audience) is None
+        return "graph" if everything and index.ann is not None else "scan"
+
+    def time(self, queries: Sequence[str], *, semantic: bool, passes: int = 1) -> dict[str, Any]:
+        """p50/p99 of ``search_tools`` as the server runs it (``server.tools.call_tool``),
+        every query embedded afresh when ``semantic`` (the query-vector cache cleared)."""
+        ctx = ToolContext(
+            view=self.view,
+            caller=self.caller,
+            budget=1 << 30,
+            semantic=self.semantic if semantic else None,
+        )
+
+        async def run(batch: Sequence[str]) -> list[float]:
+            samples = []
+            for q in batch:
+                self.queries.forget()
+                started = time.perf_counter()
+                await call_tool("search_tools", {"query": q}, ctx)
+                samples.append((time.perf_counter() - started) * 1000)
+            return samples
+
+        asyncio.run(run(queries[:30]))  # warm-up: page cache and lazily cached totals
+        samples = asyncio.run(run(list(queries) * passes))
+        p50, p99 = _percentiles(samples)
+        return {"p50_ms": round(p50, 3), "p99_ms": round(p99, 3), "queries": len(samples)}
 
 
 def time_peer(tools: list[Peer], queries: Sequence[str]) -> dict[str, Any]:
@@ -293,8 +390,17 @@ def _plot(rows: list[dict[str, Any]]) -> str:
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6, 4))
-    for engine, marker in (("sezzlee", "o"), ("fastmcp-bm25", "s")):
-        points = [r for r in rows if r["engine"] == engine and "p50_ms" in r]
+    lines = (
+        ("sezzlee, keywords", "o", _keyword_off),
+        (
+            "sezzlee, natural, semantic on",
+            "^",
+            lambda r: r["engine"] == "sezzlee" and r["style"] == "natural" and r["semantic"],
+        ),
+        ("fastmcp-bm25", "s", lambda r: r["engine"] == "fastmcp-bm25"),
+    )
+    for engine, marker, chosen in lines:
+        points = [r for r in rows if chosen(r) and "p50_ms" in r]
         if points:
             ax.plot(
                 [r["operations"] for r in points],
@@ -324,10 +430,13 @@ def _plot(rows: list[dict[str, Any]]) -> str:
 
 
 def _indexer_index() -> Path:
-    """bench_http's index of the whole directory, built by the real indexer if missing."""
-    from benchmarks.bench_http import DEFAULT_INDEX, ensure_index
+    """bench_http's index of the whole directory, built by the real indexer if missing,
+    with every tool's vector (waited for: the indexer fills them after its commit).
+    """
+    from benchmarks.bench_http import DEFAULT_INDEX, ensure_index, vectors_ready
 
     ensure_index(DEFAULT_INDEX)
+    vectors_ready(DEFAULT_INDEX, timeout=1800)
     return DEFAULT_INDEX
 
 
@@ -340,8 +449,14 @@ def main() -> int:
         "built once if missing); FastMCP is not run on it",
     )
     parser.add_argument("--no-peer", action="store_true", help="do not time FastMCP")
+    parser.add_argument(
+        "--build-only", action="store_true", help="build the cached indexes and vectors, then stop"
+    )
     args = parser.parse_args()
     built = build_cache()
+    if args.build_only:
+        print(json.dumps(built), file=sys.stderr)
+        return 0
     rng = random.Random(20261130)
     rows: list[dict[str, Any]] = []
     peer_tools = {
@@ -363,20 +478,47 @@ def main() -> int:
     # tools leave this process's heap large, and the last of our rows, timed after them,
     # read 1.10 ms at p50 where a run without the peer read 0.80 on the same queries.
     asked: dict[str, list[str]] = {}
+    natural = natural_requests()
+    # One encoder per worker process, with the server's default threads.
+    encoder = QueryVectors(threads=SearchConfig().query_threads)
     for key, label, directory in targets:
-        view = open_catalog(directory)
+        served = _Served(directory, encoder)
         if key == "indexer":  # the tools: the documents with an ordinal (card documents)
-            found = view.searcher.search(tantivy.Query.exists_query("ord"), 1, count=True)
+            found = served.view.searcher.search(tantivy.Query.exists_query("ord"), 1, count=True)
             built[key] = int(found.count)  # type: ignore[attr-defined]  # the 0.27 stub omits it
-        asked[key] = make_queries(view, rng)
-        ours = time_sezzlee(directory, asked[key])
-        rows.append({"catalog": label, "operations": built[key], "engine": "sezzlee", **ours})
+        asked[key] = make_queries(served.view, rng)
+        path = served.dense_path()
+        for style, queries, passes in (("keyword", asked[key], 1), ("natural", natural, 2)):
+            for semantic in (False, True):
+                if semantic and path.startswith("none"):
+                    continue
+                ours = served.time(queries, semantic=semantic, passes=passes)
+                rows.append(
+                    {
+                        "catalog": label,
+                        "operations": built[key],
+                        "engine": "sezzlee",
+                        "style": style,
+                        "semantic": semantic,
+                        "dense": path if semantic else "",
+                        **ours,
+                    }
+                )
+        del served
     for key, label, _ in targets:
         if args.no_peer or key not in peer_tools:
             continue
         theirs = time_peer(peer_tools[key](), asked[key])
         rows.append(
-            {"catalog": label, "operations": built[key], "engine": "fastmcp-bm25", **theirs}
+            {
+                "catalog": label,
+                "operations": built[key],
+                "engine": "fastmcp-bm25",
+                "style": "keyword",
+                "semantic": False,
+                "dense": "",
+                **theirs,
+            }
         )
     rows.sort(key=lambda r: [t[1] for t in targets].index(r["catalog"]))  # table order
     RESULTS.mkdir(exist_ok=True)
@@ -385,37 +527,56 @@ def main() -> int:
     plot = _plot(rows)
     print("## Search latency\n")
     print(
-        f"In process, cards, limit 20, {QUERIES} queries of 1-4 keywords per catalog "
-        f"(FastMCP: up to {PEER_QUERIES}, within {PEER_TIME_LIMIT:.0f} s). "
+        f"In process, cards, limit 20, through the server's own `search_tools` "
+        f"(`server.tools.call_tool`). Keyword: {QUERIES} queries of 1-4 keywords per "
+        f"catalog (FastMCP: up to {PEER_QUERIES}, within {PEER_TIME_LIMIT:.0f} s). Natural: "
+        f"the {len(natural)} agent-intents requests not in keyword style, twice. Semantic on: "
+        "the query embedded every time (the query-vector cache cleared before each), dense "
+        "candidates from the commit's own vectors (`graph`: the HNSW index, the caller "
+        "seeing every tool; `scan`: the exact scan), fused. "
         f"APIs.guru: {built['documents_refused']} documents refused by the converter, "
-        f"{built['tools_skipped']} tools not encodable; cache built in {built['build_s']} s.\n"
+        f"{built['tools_skipped']} tools not encodable; cache built in {built['build_s']} s"
+        f"{_vectors_note(built)}.\n"
     )
-    print("| catalog | operations | engine | p50 ms | p99 ms | queries |")
-    print("| --- | ---: | --- | ---: | ---: | ---: |")
+    print("| catalog | operations | engine | queries | semantic | dense | p50 ms | p99 ms | n |")
+    print("| --- | ---: | --- | --- | --- | --- | ---: | ---: | ---: |")
     for r in rows:
+        on = "on" if r["semantic"] else "off"
+        head = f"| {r['catalog']} | {r['operations']:,} | {r['engine']} | {r['style']} | {on} "
         if r.get("dnf"):
-            print(
-                f"| {r['catalog']} | {r['operations']:,} | {r['engine']} | did not finish "
-                f"within {r['time_limit_s']:.0f} s | | {r['queries']} |"
-            )
+            print(f"{head}| | did not finish within {r['time_limit_s']:.0f} s | | {r['queries']} |")
         else:
             print(
-                f"| {r['catalog']} | {r['operations']:,} | {r['engine']} | {r['p50_ms']:.3f} "
-                f"| {r['p99_ms']:.3f} | {r['queries']} |"
+                f"{head}| {r['dense']} | {r['p50_ms']:.3f} | {r['p99_ms']:.3f} | {r['queries']} |"
             )
     for key in ("github", "mid"):
-        ours = next(r for r in rows if r["operations"] == built[key] and r["engine"] == "sezzlee")
+        ours = next(r for r in rows if r["operations"] == built[key] and _keyword_off(r))
         theirs = next(
             (r for r in rows if r["operations"] == built[key] and r["engine"] == "fastmcp-bm25"),
             {},
         )
         if "p50_ms" in theirs:
             print(
-                f"\n- {built[key]:,} operations: sezzlee p50 is "
+                f"\n- {built[key]:,} operations: sezzlee p50 (keywords, semantic off) is "
                 f"{theirs['p50_ms'] / ours['p50_ms']:.0f}× faster than FastMCP BM25"
             )
     print(f"\n![latency against catalog size]({plot})")
     return 0
+
+
+def _keyword_off(row: dict[str, Any]) -> bool:
+    return bool(row["engine"] == "sezzlee" and row["style"] == "keyword" and not row["semantic"])
+
+
+def _vectors_note(built: dict[str, Any]) -> str:
+    vectors = built.get("vectors", {})
+    if not vectors:
+        return ""
+    parts = [
+        f"{key} {v['embedded']:,} embedded + {v['cached']:,} from the cache in {v['seconds']} s"
+        for key, v in vectors.items()
+    ]
+    return "; tool vectors: " + ", ".join(parts)
 
 
 _TOOLS_DECODER_PEER = msgspec.msgpack.Decoder(list[Peer])

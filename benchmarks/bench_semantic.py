@@ -179,13 +179,12 @@ def scan() -> list[dict[str, Any]]:
     for n in SIZES:
         raw = rng.standard_normal((n, DIMENSIONS)).astype(np.float32)
         raw /= np.linalg.norm(raw, axis=1, keepdims=True)
-        vectors = quantize(raw).astype(np.float32) / np.float32(127.0)
         keys = rng.integers(1, 2**63, size=40, dtype=np.uint64)
         index = DenseIndex(
             commit_id="0" * 16,
             ords=np.arange(n, dtype=np.uint64) * 1000,
             visk=keys[rng.integers(0, len(keys), size=n)],
-            vectors=np.ascontiguousarray(vectors),
+            quantized=quantize(raw),  # no graph: converted to float32 here, as at load
         )
         half = frozenset(int(k) for k in keys[::2])
         queries = rng.standard_normal((SCANS, DIMENSIONS)).astype(np.float32)

@@ -7,6 +7,7 @@ come from the catalog's own converter; indexes are written by the indexer's own 
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections.abc import Sequence
@@ -26,6 +27,7 @@ __all__ = [
     "bench_data_dir",
     "convert_spec",
     "everyone",
+    "natural_requests",
     "open_catalog",
 ]
 
@@ -69,3 +71,13 @@ def open_catalog(directory: Path) -> CatalogView:
 def everyone(view: CatalogView, *, keys: Sequence[str] = ()) -> Audience:
     """An audience that sees every tool of the view (benchmarks search the whole catalog)."""
     return Audience(visible=frozenset({PUBLIC_KEY, *view.meta.policies, *view.meta.tags, *keys}))
+
+
+def natural_requests() -> list[str]:
+    """The agent-intents requests that are not keyword style (short and long requests,
+    capitals, accents, other languages): what an agent actually types. Distinct, in
+    file order.
+    """
+    path = bench_data_dir() / "agentintents" / "queries.jsonl"
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+    return list(dict.fromkeys(r["query"] for r in rows if r["style"] != "keyword"))

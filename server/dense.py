@@ -7,7 +7,8 @@ without a row (its vector not computed yet) is simply no dense candidate: it is 
 found by its words.
 
 For a caller who may not see every tool the scan is exact: every row is scored (one
-float32 dot product per row, dequantised once at load), rows the caller may not see are
+float32 dot product per row, dequantised once: at load when the commit has no graph,
+else at the first such caller's search), rows the caller may not see are
 masked out by their ``visk`` before the top ``k`` is taken, and ties are broken by
 ``ord``. A row's score depends on its vector and the query alone, so hiding or showing
 other tools never moves a visible tool's rank among the visible ones, and a hidden tool
@@ -15,7 +16,9 @@ is never a candidate.
 
 For a caller who sees every tool, a large commit's graph index (HNSW, written by the
 indexer beside a complete sidecar, ``catalog.vectors.ann_path``) finds the candidates
-in a fraction of the scan's time; they are then scored exactly like the scan's. The
+in a fraction of the scan's time; they are then scored exactly like the scan's, from
+their int8 rows alone (a server whose callers all see everything never holds the
+float32 copy, four times the sidecar's vectors). The
 graph is approximate (it can miss a neighbour the scan would find), and it is used only
 when nothing is hidden from the caller, so no hidden tool can shape anyone's results
 through it (docs/semantic.md).
@@ -72,20 +75,36 @@ class DenseIndex:
         commit_id: str,
         ords: NDArray[np.uint64],
         visk: NDArray[np.uint64],
-        vectors: NDArray[np.float32],
+        quantized: NDArray[np.int8],
         stamp: Stamp | None = None,
         ann: Index | None = None,
     ) -> None:
         self.commit_id = commit_id
         self.ords = ords
         self.visk = visk
-        self.vectors = vectors
+        self.quantized = quantized
+        """The rows' int8 vectors as the sidecar stores them (``catalog.embedding.quantize``)."""
         self.stamp = stamp
         self.ann = ann
         """The graph index over these rows (keys are row numbers), or None: scan."""
         self._masks: OrderedDict[frozenset[int], NDArray[np.bool_]] = OrderedDict()
         self._lock = threading.Lock()
         self._with_vector: frozenset[int] | None = None
+        self._float: NDArray[np.float32] | None = None
+        if ann is None:
+            self.vectors()  # the scan is the only path: pay the conversion at load
+
+    @property
+    def dequantised(self) -> bool:
+        """Whether the float32 copy of the rows (:meth:`vectors`) is held."""
+        return self._float is not None
+
+    def vectors(self) -> NDArray[np.float32]:
+        """Every row's vector as float32, as the scan scores them (converted once)."""
+        with self._lock:
+            if self._float is None:
+                self._float = _dequantised(self.quantized)
+            return self._float
 
     def __len__(self) -> int:
         return len(self.ords)
@@ -121,7 +140,7 @@ class DenseIndex:
             return []
         if visible is None and self.ann is not None:
             return self._nearest(query, k)
-        scores = np.einsum("ij,j->i", self.vectors, query)  # single-threaded, no BLAS pool
+        scores = np.einsum("ij,j->i", self.vectors(), query)  # single-threaded, no BLAS pool
         rows = np.arange(len(scores)) if visible is None else np.flatnonzero(self._mask(visible))
         if not len(rows):
             return []
@@ -142,7 +161,7 @@ class DenseIndex:
         assert self.ann is not None
         found = self.ann.search(query, min(k, len(self.ords)))
         rows = np.asarray(found.keys, dtype=np.int64)
-        seen = self.vectors[rows] @ query
+        seen = _dequantised(self.quantized[rows]) @ query
         order = np.lexsort((self.ords[rows], -seen))
         return [
             Candidate(int(o), float(s))
@@ -181,17 +200,23 @@ def load_dense(index_dir: Path, commit_id: str) -> DenseIndex | None:
         rows = np.load(sidecar_path(index_dir, commit_id), mmap_mode="r")
         ords = np.array(rows["ord"], dtype=np.uint64)
         visk = np.array(rows["visk"], dtype=np.uint64)
-        vectors = np.asarray(rows["vec"], dtype=np.float32) / np.float32(127.0)
+        quantized = np.asarray(rows["vec"], dtype=np.int8)
     except (OSError, ValueError, KeyError):
         return None
     return DenseIndex(
         commit_id=commit_id,
         ords=ords,
         visk=visk,
-        vectors=np.ascontiguousarray(vectors, dtype=np.float32),
+        quantized=quantized,
         stamp=stamp,
         ann=_graph(index_dir, commit_id, len(ords)) if stamp[3] else None,
     )
+
+
+def _dequantised(quantized: NDArray[np.int8]) -> NDArray[np.float32]:
+    """int8 rows as the unit vectors they stand for (the inverse of ``quantize``)."""
+    vectors: NDArray[np.float32] = np.ascontiguousarray(quantized, dtype=np.float32)
+    return vectors / np.float32(127.0)
 
 
 def _graph(index_dir: Path, commit_id: str, rows: int) -> Index | None:

@@ -6,14 +6,19 @@ may see, best first; the pipeline fuses them with the keyword ranking
 (``catalog/fusion.py``). The query is embedded only when it has keywords (a query
 without any ranks nothing), off the event loop; the vectors are those of the view's own
 commit (``Reader.dense_for``), and a commit without them yet is ranked by its words.
+
+:meth:`Semantic.search` is the server's path: the query's embedding (milliseconds of
+onnxruntime) and its dense candidates run in a worker thread while the loop reads the
+lexical candidates (onnxruntime, numpy's scan and tantivy all release the GIL), so a
+request costs about the longer of the two rather than their sum; the answer is byte
+for byte the one ``CatalogView.search`` gives with the same dense candidates.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Container
 from typing import TYPE_CHECKING, Final
-
-import anyio.to_thread
 
 from catalog.fusion import Candidate
 from catalog.query import SearchRequest, keywords, operation_text
@@ -39,24 +44,41 @@ class Semantic:
         self.queries = queries
         self.reader = reader
 
-    async def candidates(
-        self, view: CatalogView, request: SearchRequest, audience: Audience
-    ) -> list[Candidate] | None:
-        """The dense candidates of ``request`` for ``audience`` over ``view``, or None
-        (rank by words alone) when the query has no keyword or the view's commit has no
-        vectors yet.
+    async def search(
+        self, view: CatalogView, request: SearchRequest, audience: Audience, *, budget: int
+    ) -> bytes:
+        """The search_tools answer with the semantic side: what ``view.search`` answers
+        given :meth:`candidates_now`, computed in a worker thread during the lexical step.
+
+        Raises:
+            server.errors.ResponseTooLarge: as ``CatalogView.search``.
         """
         index = self.reader.dense_for(view)
         if index is None or not keywords(request.query):
-            return None
-        # onnxruntime releases the GIL: a worker thread keeps the loop serving meanwhile.
-        vector = await anyio.to_thread.run_sync(self.queries.embed, operation_text(request.query))
-        return index.candidates(vector, visible=view.visible_hashes(audience), k=DENSE_DEPTH)
+            return view.search(request, audience, budget=budget)
+        text = operation_text(request.query)
+        visible = view.visible_hashes(audience)  # on the loop: the view's caches are not locked
+
+        def nearest() -> list[Candidate]:
+            return index.candidates(self.queries.embed(text), visible=visible, k=DENSE_DEPTH)
+
+        # Submitted now, not at the next await: the thread embeds the query and finds its
+        # neighbours while this one reads the words.
+        dense = asyncio.get_running_loop().run_in_executor(None, nearest)
+        try:
+            step = view.lexical(request, audience, fusing=True)
+        except BaseException:
+            dense.cancel()
+            raise
+        return view.complete(step, await dense, budget=budget)
 
     def candidates_now(
         self, view: CatalogView, request: SearchRequest, audience: Audience
     ) -> list[Candidate] | None:
-        """:meth:`candidates`, blocking (``--explain-search``, benchmarks)."""
+        """The dense candidates of ``request`` for ``audience`` over ``view``, blocking
+        (``--explain-search``), or None (rank by words alone) when the query has no
+        keyword or the view's commit has no vectors yet: those :meth:`search` fuses.
+        """
         index = self.reader.dense_for(view)
         if index is None or not keywords(request.query):
             return None

@@ -9,7 +9,7 @@ Dispatch returns the result payload as JSON bytes, or raises :class:`ToolError`,
 one takes well under a millisecond on 125,000 operations, less than the hop to a worker
 thread and back costs the loop (``benchmarks/bench_http.py``); a worker process per core
 is what spreads them. The query's vector, with the semantic side on, is computed in a
-worker thread first (``server/semantic.py``): milliseconds of model, not of the loop.
+worker thread meanwhile (``server/semantic.py``): milliseconds of model, not of the loop.
 """
 
 from __future__ import annotations
@@ -171,10 +171,9 @@ async def call_tool(tool: str, arguments: Mapping[str, Any], ctx: ToolContext) -
             request = clamp_request(dict(arguments))
         except InvalidSearchArguments as exc:
             raise InvalidArguments(str(exc), errors=exc.errors) from exc
-        dense = None
         if ctx.semantic is not None:
-            dense = await ctx.semantic.candidates(view, request, audience)
-        return view.search(request, audience, budget=ctx.budget, dense=dense)
+            return await ctx.semantic.search(view, request, audience, budget=ctx.budget)
+        return view.search(request, audience, budget=ctx.budget)
     if tool == "load_tool":
         name = arguments.get("name")
         if not isinstance(name, str):

@@ -142,7 +142,7 @@ def test_a_hidden_tool_is_never_a_candidate_and_hiding_moves_no_visible_rank(
                 commit_id=dense.commit_id,
                 ords=dense.ords[rows],
                 visk=dense.visk[rows],
-                vectors=np.ascontiguousarray(dense.vectors[rows]),
+                quantized=dense.quantized[rows],
             )
             assert alone.candidates(query, visible=public, k=k) == seen
     assert "pulls_review" in ords  # hidden from public: secured with admin

@@ -64,10 +64,10 @@ def test_a_caller_who_sees_everything_gets_the_graphs_neighbours_scored_exactly(
     found = 0
     for _ in range(20):
         row = int(rng.integers(ANN_MIN_ROWS))
-        query = index.vectors[row] + 0.02 * rng.standard_normal(DIMENSIONS).astype(np.float32)
+        query = index.vectors()[row] + 0.02 * rng.standard_normal(DIMENSIONS).astype(np.float32)
         query /= np.linalg.norm(query)
         fast = index.candidates(query, visible=None, k=50)
-        exact_scores = index.vectors @ query
+        exact_scores = index.vectors() @ query
         best = np.argsort(-exact_scores)[:50]
         exact = {int(index.ords[i]) for i in best}
         assert fast[0].ord == row * 3  # the near-duplicate of the query comes first
@@ -85,12 +85,12 @@ def test_a_caller_who_may_not_see_everything_is_scanned_and_never_given_a_hidden
     index = load_dense(large, COMMIT)
     assert index is not None
     assert index.ann is not None
-    query = index.vectors[5].copy()  # row 5 has visk 5: hidden below
+    query = index.vectors()[5].copy()  # row 5 has visk 5: hidden below
     visible = frozenset({0, 1, 2, 3})
     got = index.candidates(query, visible=visible, k=50)
     assert got
     assert all((c.ord // 3) % 7 in visible for c in got)
-    scores = index.vectors @ query
+    scores = index.vectors() @ query
     rows = [i for i in range(ANN_MIN_ROWS) if i % 7 in visible]
     ranked = sorted((float(scores[i]) for i in rows), reverse=True)
     assert len(got) == 50
@@ -116,3 +116,28 @@ def test_pruning_removes_an_old_commits_graph_with_its_sidecar(tmp_path: Path) -
     _prune(sidecar_path(tmp_path, commits[2]).parent, commits[2])
     left = sorted(p.name for p in sidecar_path(tmp_path, commits[2]).parent.iterdir())
     assert left == sorted(f"{c}.{s}" for c in commits[1:] for s in ("hnsw", "npy"))
+
+
+def test_the_graph_path_never_converts_the_rows_to_float(large: Path, tmp_path: Path) -> None:
+    index = load_dense(large, COMMIT)
+    assert index is not None
+    assert index.ann is not None
+    query = index.quantized[3].astype(np.float32) / np.float32(127.0)
+    query /= np.linalg.norm(query)
+    fast = index.candidates(query, visible=None, k=50)
+    assert fast[0].ord == 3 * 3
+    assert not index.dequantised  # a server whose callers see everything holds int8 only
+    # The scores are the scan's own, and the first scan converts the rows once.
+    scanned = index.candidates(query, visible=frozenset(range(7)), k=50)
+    assert index.dequantised
+    exact = {c.ord: c.score for c in scanned}
+    for candidate in fast:
+        if candidate.ord in exact:
+            assert candidate.score == pytest.approx(exact[candidate.ord], abs=1e-6)
+    # A commit without a graph has only the scan: its rows are converted at load.
+    sidecar_path(tmp_path, COMMIT).parent.mkdir(parents=True)
+    np.save(sidecar_path(tmp_path, COMMIT), np.load(sidecar_path(large, COMMIT))[:100])
+    small = load_dense(tmp_path, COMMIT)
+    assert small is not None
+    assert small.ann is None
+    assert small.dequantised

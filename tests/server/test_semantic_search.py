@@ -4,9 +4,11 @@ server with the real query encoder.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,13 +17,19 @@ import pytest
 
 from catalog.config import Config, SearchConfig
 from catalog.embedding import Encoder
+from catalog.fusion import Candidate
 from catalog.model import CatalogTool
 from catalog.query import clamp_request
 from catalog.vectors import VECTORS_DIR, sidecar_path
-from catalog.visibility import Audience
+from catalog.visibility import PUBLIC_KEY, Audience
 from indexer.converted import write_converted
 from indexer.vectors import VectorCache, fill_vectors
 from server.app import create_app
+from server.errors import ResponseTooLarge
+from server.query_vectors import QueryVectors
+from server.reader import Reader
+from server.semantic import Semantic
+from server.view import CatalogView
 from tests.server._index_fixtures import make_tool, open_view, secured
 from tests.server.harness import TEST_HEAP_BYTES, ServerThread, serve
 from tests.server.test_http import modern_post
@@ -161,3 +169,104 @@ def test_a_tool_without_a_vector_is_found_by_its_words_and_explained_so(
     ).stdout.splitlines()
     assert by_meaning[4].split() == ["1", "-", "1", "0.16667", "stock_count"]  # dense rank 1
     assert "no keyword matched" not in "\n".join(by_meaning)  # the dense side ranked it
+
+
+def _everyone(view: CatalogView) -> Audience:
+    return Audience(visible=frozenset({PUBLIC_KEY, *view.meta.policies, *view.meta.tags}))
+
+
+OVERLAP_REQUESTS = (
+    {"query": "sign up a new client", "limit": 3},
+    {"query": "how many widgets are left in the warehouse", "limit": 20},
+    {"query": "list orders", "limit": 2, "tags": ["orders"]},
+    {"query": "cancel", "detail": "schema", "limit": 1},
+    {"query": "register a new client account", "limit": 20},
+    {"query": ""},
+    {"query": "the a of"},
+)
+
+
+def test_the_server_path_gives_the_sequential_pipelines_bytes(
+    index_dir: Path, encoder: Encoder
+) -> None:
+    # Semantic.search embeds while the lexical step runs; the answer must be exactly
+    # CatalogView.search's with the same dense candidates, for a caller who sees
+    # everything (its dense candidates' addresses read from the view's ord listing)
+    # and one who does not (its candidates checked against its filters in the index).
+    reader = Reader(index_dir, interval=3600.0, semantic=True)
+    view = reader.load_once()
+    assert view is not None
+    reader.install(view)
+    queries = QueryVectors(threads=1)
+    semantic = Semantic(queries=queries, reader=reader)
+    assert reader.dense_for(view) is not None
+    for audience in (Audience(), _everyone(view)):
+        for arguments in OVERLAP_REQUESTS:
+            request = clamp_request(dict(arguments))
+            dense = semantic.candidates_now(view, request, audience)
+            expected = view.search(request, audience, budget=10**7, dense=dense)
+            for remembered in (False, True):  # embedded in a thread, then from the cache
+                if not remembered:
+                    queries.forget()
+                got = asyncio.run(semantic.search(view, request, audience, budget=10**7))
+                assert got == expected, (arguments, remembered)
+        # The budget is enforced on the same bytes.
+        request = clamp_request({"query": "sign up a new client", "detail": "schema"})
+        with pytest.raises(ResponseTooLarge):
+            asyncio.run(semantic.search(view, request, audience, budget=50))
+
+
+class _Gated(QueryVectors):
+    """The real encoder, whose embedding waits until the lexical step has started: a
+    search that embedded first and read the words after would time out here."""
+
+    def __init__(self, started: threading.Event) -> None:
+        super().__init__(threads=1)
+        self.started = started
+        self.waited: list[bool] = []
+
+    def embed(self, query: str) -> Any:
+        self.waited.append(self.started.wait(timeout=10))
+        return super().embed(query)
+
+
+def test_the_query_is_embedded_while_the_lexical_step_runs(index_dir: Path) -> None:
+    reader = Reader(index_dir, interval=3600.0, semantic=True)
+    view = reader.load_once()
+    assert view is not None
+    reader.install(view)
+    started = threading.Event()
+    queries = _Gated(started)
+    lexical = view.lexical
+
+    def marked(*args: Any, **kwargs: Any) -> Any:
+        started.set()
+        return lexical(*args, **kwargs)
+
+    view.lexical = marked  # type: ignore[method-assign]
+    request = clamp_request({"query": "sign up a new client"})
+    answer = asyncio.run(
+        Semantic(queries=queries, reader=reader).search(view, request, Audience(), budget=10**7)
+    )
+    assert queries.waited == [True]
+    assert json.loads(answer)["results"][0]["name"] == "customers_create"
+
+
+def test_a_caller_who_sees_everything_admits_what_the_filtered_lookup_admits(
+    index_dir: Path,
+) -> None:
+    view = open_view(index_dir)
+    scope = view._scope((), _everyone(view))
+    assert scope.everything
+    assert scope.filters is not None
+    cards = view._listing(scope.filters, 20, everything=True)
+    ords = [int(o or 0) for o in view.searcher.fast_field_values("ord", cards)]
+    assert 7 not in ords  # ordinals are spread: 7 is no card's
+    dense = [Candidate(o, 1.0 - i / 100) for i, o in enumerate([*reversed(ords), ords[0], 7])]
+    fast = view._addressed(dense)
+    slow = view._admitted(dense, scope._replace(everything=False))
+    assert [(h.ord, h.score) for h in fast] == [(h.ord, h.score) for h in slow]
+    assert [(h.address.segment_ord, h.address.doc) for h in fast] == [
+        (h.address.segment_ord, h.address.doc) for h in slow
+    ]
+    assert len(fast) == len(ords)  # the duplicate and the ordinal of no card are dropped
