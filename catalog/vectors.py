@@ -27,7 +27,8 @@ __all__ = [
     "SIDECAR_DTYPE",
     "VECTORS_DIR",
     "ann_path",
-    "is_sidecar_name",
+    "commit_of_name",
+    "key_ann_path",
     "sidecar_path",
 ]
 
@@ -39,6 +40,7 @@ SIDECAR_DTYPE: Final = np.dtype([("ord", "<u8"), ("visk", "<u8"), ("vec", "i1", 
 of its visibility key) and its unit vector as int8 (``catalog.embedding.quantize``)."""
 
 _COMMIT_ID: Final = re.compile(r"[0-9a-f]{16}")
+_VISK: Final = re.compile(r"[0-9a-f]{16}")
 
 
 def sidecar_path(index_dir: Path, commit_id: str) -> Path:
@@ -70,7 +72,25 @@ def ann_path(index_dir: Path, commit_id: str) -> Path:
     return sidecar_path(index_dir, commit_id).with_suffix(".hnsw")
 
 
-def is_sidecar_name(name: str) -> bool:
-    """Whether a file name in the vectors directory is a sidecar's or its graph's."""
-    stem, _, suffix = name.rpartition(".")
-    return suffix in ("npy", "hnsw") and bool(_COMMIT_ID.fullmatch(stem))
+def key_ann_path(index_dir: Path, commit_id: str, visk: int) -> Path:
+    """Where the graph index over the rows of one visibility key (``visk``, its hash) of
+    commit ``commit_id`` lives: written for a key holding at least :data:`ANN_MIN_ROWS`
+    tools, so a caller who sees that key but not everything is answered without rows of
+    any key it may not see. Its keys are the sidecar's row numbers too.
+
+    Raises:
+        ValueError: as :func:`sidecar_path`.
+    """
+    return sidecar_path(index_dir, commit_id).with_suffix(f".{visk:016x}.hnsw")
+
+
+def commit_of_name(name: str) -> str | None:
+    """The commit id a file of the vectors directory belongs to (a sidecar or one of its
+    graphs), or None for any other file (the cache, a temporary file).
+    """
+    parts = name.split(".")
+    if parts[-1] not in ("npy", "hnsw") or not _COMMIT_ID.fullmatch(parts[0]):
+        return None
+    if len(parts) == 2 or (len(parts) == 3 and parts[-1] == "hnsw" and _VISK.fullmatch(parts[1])):
+        return parts[0]
+    return None

@@ -54,7 +54,8 @@ from catalog.vectors import (
     SIDECAR_DTYPE,
     VECTORS_DIR,
     ann_path,
-    is_sidecar_name,
+    commit_of_name,
+    key_ann_path,
     sidecar_path,
 )
 from indexer.report import Reporter
@@ -284,28 +285,44 @@ def _prune(vectors_dir: Path, commit_id: str) -> None:
     other one (a server may still serve the commit before; none serves an older one for
     long).
     """
+    files: dict[str, list[Path]] = {}
     newest: dict[str, int] = {}
     for path in vectors_dir.iterdir():
-        if is_sidecar_name(path.name) and path.stem != commit_id:
-            newest[path.stem] = max(newest.get(path.stem, 0), path.stat().st_mtime_ns)
-    for stem in sorted(newest, key=newest.__getitem__)[:-1]:
-        for suffix in (".npy", ".hnsw"):
-            (vectors_dir / f"{stem}{suffix}").unlink(missing_ok=True)
+        owner = commit_of_name(path.name)
+        if owner is not None and owner != commit_id:
+            files.setdefault(owner, []).append(path)
+            newest[owner] = max(newest.get(owner, 0), path.stat().st_mtime_ns)
+    for owner in sorted(newest, key=newest.__getitem__)[:-1]:
+        for path in files[owner]:
+            path.unlink(missing_ok=True)
 
 
 def write_ann(index_dir: Path, commit_id: str) -> bool:
-    """Build the graph index of commit ``commit_id``'s sidecar and save it beside it, if
-    the sidecar has at least :data:`ANN_MIN_ROWS` rows; whether one was written.
+    """Build the graph indexes of commit ``commit_id``'s sidecar and save them beside it:
+    one over every row, and one over the rows of each visibility key holding at least
+    :data:`ANN_MIN_ROWS` of them (but not all); whether any was written.
 
-    The graph is the server's fast path for a caller who sees every tool
-    (``server/dense.py``); it is written whole under a temporary name and renamed, and
-    its size is the sidecar's row count, so a server pairs it with the complete sidecar
-    only.
+    The graphs are the server's fast path (``server/dense.py``): the whole one for a
+    caller who sees every tool, a key's own for a caller who sees that key, so no
+    graph a caller is answered from holds a tool it may not see. Each is written whole
+    under a temporary name and renamed, and holds as many rows as it should in the
+    sidecar it was built from, so a server pairs it with that complete sidecar only.
     """
-    sidecar = sidecar_path(index_dir, commit_id)
-    rows = np.load(sidecar, mmap_mode="r")
+    rows = np.load(sidecar_path(index_dir, commit_id), mmap_mode="r")
     if len(rows) < ANN_MIN_ROWS:
         return False
+    vectors = np.asarray(rows["vec"])
+    _save_graph(vectors, np.arange(len(rows), dtype=np.uint64), ann_path(index_dir, commit_id))
+    keys, counts = np.unique(np.asarray(rows["visk"]), return_counts=True)
+    for key, count in zip(keys, counts, strict=True):
+        if ANN_MIN_ROWS <= count < len(rows):
+            members = np.flatnonzero(np.asarray(rows["visk"]) == key).astype(np.uint64)
+            _save_graph(vectors[members], members, key_ann_path(index_dir, commit_id, int(key)))
+    return True
+
+
+def _save_graph(vectors: NDArray[np.int8], rows: NDArray[np.uint64], target: Path) -> None:
+    """An HNSW graph of ``vectors`` keyed by their sidecar ``rows``, saved at ``target``."""
     graph = Index(
         ndim=DIMENSIONS,
         metric=ANN_METRIC,
@@ -313,14 +330,12 @@ def write_ann(index_dir: Path, commit_id: str) -> bool:
         connectivity=ANN_CONNECTIVITY,
         expansion_add=ANN_EXPANSION_ADD,
     )
-    graph.add(np.arange(len(rows), dtype=np.uint64), np.asarray(rows["vec"]), threads=0)
-    target = ann_path(index_dir, commit_id)
+    graph.add(rows, vectors, threads=0)
     temporary = target.with_name(f".{target.name}.tmp")
     graph.save(str(temporary))
     with temporary.open("rb") as written:
         os.fsync(written.fileno())
     temporary.replace(target)
-    return True
 
 
 def fill_vectors(

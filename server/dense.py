@@ -26,8 +26,10 @@ through it (docs/semantic.md).
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections import OrderedDict
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Final
 
@@ -37,7 +39,7 @@ from usearch.index import Index
 
 from catalog.embedding import DIMENSIONS
 from catalog.fusion import Candidate
-from catalog.vectors import ANN_METRIC, ANN_SCALAR, ann_path, sidecar_path
+from catalog.vectors import ANN_METRIC, ANN_SCALAR, ann_path, key_ann_path, sidecar_path
 
 __all__ = ["NO_VECTORS", "DenseIndex", "load_dense", "sidecar_stamp"]
 
@@ -59,11 +61,16 @@ def sidecar_stamp(index_dir: Path, commit_id: str) -> Stamp | None:
         st = sidecar_path(index_dir, commit_id).stat()
     except (OSError, ValueError):
         return None
-    try:
-        graph = ann_path(index_dir, commit_id).stat().st_mtime_ns
-    except OSError:
-        graph = 0
-    return (st.st_ino, st.st_mtime_ns, st.st_size, graph)
+    graphs = 0
+    for path in _graph_paths(index_dir, commit_id):
+        with contextlib.suppress(OSError):
+            graphs = max(graphs, path.stat().st_mtime_ns)
+    return (st.st_ino, st.st_mtime_ns, st.st_size, graphs)
+
+
+def _graph_paths(index_dir: Path, commit_id: str) -> list[Path]:
+    """Commit ``commit_id``'s graph files: the whole one and the keys' own."""
+    return sorted(sidecar_path(index_dir, commit_id).parent.glob(f"{commit_id}.*hnsw"))
 
 
 class DenseIndex:
@@ -78,6 +85,7 @@ class DenseIndex:
         quantized: NDArray[np.int8],
         stamp: Stamp | None = None,
         ann: Index | None = None,
+        key_graphs: Mapping[int, Index] | None = None,
     ) -> None:
         self.commit_id = commit_id
         self.ords = ords
@@ -87,11 +95,13 @@ class DenseIndex:
         self.stamp = stamp
         self.ann = ann
         """The graph index over these rows (keys are row numbers), or None: scan."""
+        self.key_graphs: Mapping[int, Index] = key_graphs or {}
+        """The graph over one visibility key's rows, by its hash, for large keys."""
         self._masks: OrderedDict[frozenset[int], NDArray[np.bool_]] = OrderedDict()
         self._lock = threading.Lock()
         self._with_vector: frozenset[int] | None = None
         self._float: NDArray[np.float32] | None = None
-        if ann is None:
+        if ann is None and not self.key_graphs:
             self.vectors()  # the scan is the only path: pay the conversion at load
 
     @property
@@ -140,6 +150,10 @@ class DenseIndex:
             return []
         if visible is None and self.ann is not None:
             return self._nearest(query, k)
+        graphed = self.key_graphs.keys() & visible if visible is not None else set()
+        if graphed:
+            assert visible is not None
+            return self._by_key(query, visible, graphed, k)
         scores = np.einsum("ij,j->i", self.vectors(), query)  # single-threaded, no BLAS pool
         rows = np.arange(len(scores)) if visible is None else np.flatnonzero(self._mask(visible))
         if not len(rows):
@@ -160,9 +174,30 @@ class DenseIndex:
         """The graph's ``k`` nearest rows, scored as the scan scores them, best first."""
         assert self.ann is not None
         found = self.ann.search(query, min(k, len(self.ords)))
-        rows = np.asarray(found.keys, dtype=np.int64)
+        return self._scored(query, np.asarray(found.keys, dtype=np.int64), k)
+
+    def _by_key(
+        self, query: NDArray[np.float32], visible: frozenset[int], graphed: set[int], k: int
+    ) -> list[Candidate]:
+        """The ``k`` nearest of the rows ``visible`` admits: each graphed key's graph gives
+        its own nearest rows, and the rows of the other visible keys are all scored (a
+        graph holds one key's rows, so no key the caller may not see is in it).
+        """
+        found = [
+            np.asarray(self.key_graphs[key].search(query, k).keys, dtype=np.int64)
+            for key in sorted(graphed)
+        ]
+        rest = visible - graphed
+        if rest:
+            found.append(np.flatnonzero(self._mask(frozenset(rest))))
+        return self._scored(query, np.concatenate(found), k)
+
+    def _scored(
+        self, query: NDArray[np.float32], rows: NDArray[np.int64], k: int
+    ) -> list[Candidate]:
+        """The best ``k`` of ``rows``, scored as the scan scores them, ties by ``ord``."""
         seen = _dequantised(self.quantized[rows]) @ query
-        order = np.lexsort((self.ords[rows], -seen))
+        order = np.lexsort((self.ords[rows], -seen))[:k]
         return [
             Candidate(int(o), float(s))
             for o, s in zip(self.ords[rows[order]], seen[order], strict=True)
@@ -203,13 +238,23 @@ def load_dense(index_dir: Path, commit_id: str) -> DenseIndex | None:
         quantized = np.asarray(rows["vec"], dtype=np.int8)
     except (OSError, ValueError, KeyError):
         return None
+    whole = _graph(ann_path(index_dir, commit_id), len(ords)) if stamp[3] else None
+    keys: dict[int, Index] = {}
+    if whole is not None:  # key graphs are written after the whole one, never alone
+        counts = dict(zip(*np.unique(visk, return_counts=True), strict=True))
+        for key, count in counts.items():
+            path = key_ann_path(index_dir, commit_id, int(key))
+            graph = _graph(path, int(count)) if path.exists() else None
+            if graph is not None:
+                keys[int(key)] = graph
     return DenseIndex(
         commit_id=commit_id,
         ords=ords,
         visk=visk,
         quantized=quantized,
         stamp=stamp,
-        ann=_graph(index_dir, commit_id, len(ords)) if stamp[3] else None,
+        ann=whole,
+        key_graphs=keys,
     )
 
 
@@ -219,15 +264,16 @@ def _dequantised(quantized: NDArray[np.int8]) -> NDArray[np.float32]:
     return vectors / np.float32(127.0)
 
 
-def _graph(index_dir: Path, commit_id: str, rows: int) -> Index | None:
-    """Commit ``commit_id``'s graph index, memory-mapped, if it covers exactly ``rows``
-    rows (the complete sidecar it was built from); None otherwise or when unreadable.
+def _graph(path: Path, rows: int) -> Index | None:
+    """The graph index at ``path``, memory-mapped, if it holds exactly ``rows`` rows (as
+    many as the complete sidecar it was built from has for it); None otherwise or when
+    unreadable.
     """
     graph = Index(
         ndim=DIMENSIONS, metric=ANN_METRIC, dtype=ANN_SCALAR, expansion_search=ANN_EXPANSION
     )
     try:
-        graph.view(str(ann_path(index_dir, commit_id)))
+        graph.view(str(path))
     except (OSError, RuntimeError, ValueError):
         return None
     return graph if len(graph) == rows else None

@@ -13,14 +13,17 @@ import numpy as np
 import pytest
 
 from catalog.embedding import DIMENSIONS, quantize
-from catalog.vectors import ANN_MIN_ROWS, SIDECAR_DTYPE, ann_path, sidecar_path
+from catalog.vectors import ANN_MIN_ROWS, SIDECAR_DTYPE, ann_path, key_ann_path, sidecar_path
 from indexer.vectors import _prune, write_ann
 from server.dense import load_dense
 
 COMMIT = "00000000000000aa"
+BIG = 99
 
 
-def _sidecar(index_dir: Path, commit_id: str, rows: int, seed: int = 0) -> np.ndarray:
+def _sidecar(
+    index_dir: Path, commit_id: str, rows: int, seed: int = 0, *, big_key: int = 0
+) -> np.ndarray:
     rng = np.random.default_rng(seed)
     # Low intrinsic dimension, as sentence embeddings have (uniform noise in 384
     # dimensions is the one input no graph index searches well).
@@ -30,6 +33,7 @@ def _sidecar(index_dir: Path, commit_id: str, rows: int, seed: int = 0) -> np.nd
     table = np.zeros(rows, dtype=SIDECAR_DTYPE)
     table["ord"] = np.arange(rows, dtype=np.uint64) * 3  # ordinals are spread, not row numbers
     table["visk"] = np.arange(rows, dtype=np.uint64) % 7
+    table["visk"][:big_key] = BIG  # the first rows: one large key (as "public" is)
     table["vec"] = quantize(vectors)
     path = sidecar_path(index_dir, commit_id)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -141,3 +145,49 @@ def test_the_graph_path_never_converts_the_rows_to_float(large: Path, tmp_path: 
     assert small is not None
     assert small.ann is None
     assert small.dequantised
+
+
+@pytest.fixture(scope="module")
+def keyed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    index_dir = tmp_path_factory.mktemp("keyed")
+    _sidecar(index_dir, COMMIT, ANN_MIN_ROWS + 3_000, seed=3, big_key=ANN_MIN_ROWS)
+    assert write_ann(index_dir, COMMIT)
+    return index_dir
+
+
+def test_a_large_key_gets_its_own_graph_and_a_caller_seeing_it_is_served_from_it(
+    keyed: Path,
+) -> None:
+    assert key_ann_path(keyed, COMMIT, BIG).exists()
+    assert not key_ann_path(keyed, COMMIT, 1).exists()  # 3,000 rows over 7 keys: small
+    index = load_dense(keyed, COMMIT)
+    assert index is not None
+    assert set(index.key_graphs) == {BIG}
+    visible = frozenset({BIG, 2})
+    rng = np.random.default_rng(4)
+    found = 0
+    for _ in range(10):
+        row = int(rng.integers(ANN_MIN_ROWS + 3_000))
+        query = index.vectors()[row] + 0.02 * rng.standard_normal(DIMENSIONS).astype(np.float32)
+        query /= np.linalg.norm(query)
+        got = index.candidates(query, visible=visible, k=50)
+        assert len(got) == 50
+        rows = [c.ord // 3 for c in got]
+        assert all(index.visk[r] in visible for r in rows)  # never a key it may not see
+        scores = index.vectors() @ query
+        allowed = np.flatnonzero(np.isin(index.visk, list(visible)))
+        exact = set(allowed[np.argsort(-scores[allowed])[:50]].tolist())
+        found += len(exact & set(rows))
+        if index.visk[row] in visible:
+            assert rows[0] == row
+    assert found / 500 >= 0.9
+
+
+def test_pruning_removes_an_old_commits_key_graphs_too(tmp_path: Path) -> None:
+    commits = ["00000000000000b1", "00000000000000b2", "00000000000000b3"]
+    for commit in commits:
+        _sidecar(tmp_path, commit, 4)
+        key_ann_path(tmp_path, commit, BIG).write_bytes(b"graph")
+    _prune(sidecar_path(tmp_path, commits[2]).parent, commits[2])
+    left = {p.name.split(".")[0] for p in sidecar_path(tmp_path, commits[2]).parent.iterdir()}
+    assert left == set(commits[1:])
