@@ -379,12 +379,19 @@ class CatalogView:
     def _admitted(self, dense: Sequence[Candidate], scope: _Scope) -> list[Hit]:
         """The ``dense`` candidates that pass the caller's filters (visibility and tags),
         in their order, with their addresses: a candidate the caller may not see, or one
-        the ``tags`` exclude, is dropped before fusion ranks anything.
+        the ``tags`` exclude, is dropped before fusion ranks anything. Without tags the
+        candidates' ``visk`` fast field decides (a hash; the page checks each result's
+        stored key once more), which costs a fast-field read where the filtered lookup in
+        the index cost about 0.8 ms per search at 125,000 tools.
         """
         if not dense or scope.filters is None:
             return []
         if scope.everything:  # every card passes: only the addresses are wanted
             return self._addressed(dense)
+        if scope.unfiltered:  # visibility alone: kept by ``visk``, as the lexical step keeps
+            addressed = self._addressed(dense)
+            keys = self.searcher.fast_field_values("visk", [h.address for h in addressed])
+            return [h for h, k in zip(addressed, keys, strict=True) if k in scope.state.hashes]
         wanted = tantivy.Query.term_set_query(self.schema, "ord", [c.ord for c in dense])
         query = tantivy.Query.boolean_query(
             [(tantivy.Occur.Must, scope.filters), (tantivy.Occur.Must, wanted)]

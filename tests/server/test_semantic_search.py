@@ -270,3 +270,20 @@ def test_a_caller_who_sees_everything_admits_what_the_filtered_lookup_admits(
         (h.address.segment_ord, h.address.doc) for h in slow
     ]
     assert len(fast) == len(ords)  # the duplicate and the ordinal of no card are dropped
+
+
+def test_a_caller_who_sees_part_admits_by_visk_what_the_filtered_lookup_admits(
+    index_dir: Path,
+) -> None:
+    view = open_view(index_dir)
+    everyone = view._scope((), _everyone(view))
+    assert everyone.filters is not None
+    cards = view._listing(everyone.filters, 1_000, everything=True)
+    ords = [int(o or 0) for o in view.searcher.fast_field_values("ord", cards)]
+    dense = [Candidate(o, 1.0 - i / 10_000) for i, o in enumerate(reversed(ords))]
+    scope = view._scope((), Audience())  # anonymous: the secured tools are hidden
+    assert scope.unfiltered
+    fast = view._admitted(dense, scope)
+    slow = view._admitted(dense, scope._replace(unfiltered=False))
+    assert [(h.ord, h.score) for h in fast] == [(h.ord, h.score) for h in slow]
+    assert 0 < len(fast) < len(dense)  # some candidates were hidden, and they were dropped
