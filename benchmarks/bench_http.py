@@ -478,8 +478,8 @@ def main() -> int:
         f"The semantic side on (the default), every tool's vector loaded ({vectors:,}) "
         f"before timing; wrk cycles through `queries.txt`, so after its first pass each "
         f"query's vector is remembered (the server keeps the last 1,024). Its caller is "
-        "anonymous and may not see every tool, so its dense candidates come from the exact "
-        "scan of every row, not the graph (`server/dense.py`). Each row is the "
+        "anonymous and sees the public tools only, so its dense candidates come from the "
+        "public key's own graph (`server/dense.py`). Each row is the "
         f"run with the median throughput of {args.repeats} ({args.seconds} s each, in "
         "rounds over the client counts); `all runs` lists every run's calls/s.\n"
     )
