@@ -16,11 +16,11 @@ from pathlib import Path
 import tantivy
 
 from catalog.config import SpecConfig
-from catalog.index_schema import register_analyzers
+from catalog.index_schema import read_meta, register_analyzers
 from catalog.load import convert_document
 from catalog.model import CatalogTool
 from catalog.visibility import PUBLIC_KEY, Audience
-from server.view import CatalogView, read_meta
+from server.view import CatalogView
 
 __all__ = [
     "REPO",

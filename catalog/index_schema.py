@@ -66,6 +66,7 @@ __all__ = [
     "payload_document",
     "payload_groups",
     "payload_record",
+    "read_meta",
     "register_analyzers",
     "stored_fields",
     "summarize_visibility",
@@ -601,6 +602,21 @@ def meta_document(meta: IndexMeta) -> tantivy.Document:
 def decode_meta(data: bytes) -> IndexMeta:
     """Decode the stored ``meta`` bytes."""
     return _META.decode(data)
+
+
+def read_meta(searcher: tantivy.Searcher, schema: tantivy.Schema) -> IndexMeta | None:
+    """The ``__meta__`` record of the commit ``searcher`` sees, or None (an empty index).
+
+    Raises:
+        ValueError: the record does not decode (written by another version).
+    """
+    hits = searcher.search(tantivy.Query.term_query(schema, "id", META_ID), 1, count=False).hits
+    if not hits:
+        return None
+    data = searcher.doc(hits[0][1]).get_first("meta")
+    if not isinstance(data, bytes):
+        return None
+    return decode_meta(data)
 
 
 def decode_invoke(data: bytes) -> InvokeRecord:

@@ -36,14 +36,13 @@ from usearch.index import Index
 
 from catalog.embedding import DIMENSIONS, Encoder, content_key, quantize
 from catalog.index_schema import (
-    META_ID,
     PAYLOAD,
     IndexMeta,
     card_title,
-    decode_meta,
     decode_payloads,
     decode_search,
     embedding_text,
+    read_meta,
     register_analyzers,
 )
 from catalog.model import SearchFields
@@ -214,14 +213,8 @@ class _Commit(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def _meta(searcher: tantivy.Searcher, schema: tantivy.Schema) -> IndexMeta | None:
-    hits = searcher.search(tantivy.Query.term_query(schema, "id", META_ID), 1, count=False).hits
-    if not hits:
-        return None
-    data = searcher.doc(hits[0][1]).get_first("meta")
-    if not isinstance(data, bytes):
-        return None
     try:
-        return decode_meta(data)
+        return read_meta(searcher, schema)
     except ValueError:  # written by another version: a rebuild is coming
         return None
 

@@ -38,9 +38,9 @@ from catalog.index_schema import (
     IndexMeta,
     build_schema,
     card_json,
-    decode_meta,
     meta_document,
     payload_document,
+    read_meta,
     register_analyzers,
 )
 from indexer.errors import IndexBusyError, IndexStoreError
@@ -151,16 +151,8 @@ class IndexStore:
     def read_meta(self) -> IndexMeta | None:
         """The ``__meta__`` record of the last commit, or None for an empty index."""
         self.index.reload()
-        searcher = self.index.searcher()
-        query = tantivy.Query.term_query(self.schema, "id", META_ID)
-        hits = searcher.search(query, 1).hits
-        if not hits:
-            return None
-        values = searcher.doc(hits[0][1]).get_all("meta")
-        if not values:
-            return None
         try:
-            return decode_meta(bytes(values[0]))
+            return read_meta(self.index.searcher(), self.schema)
         except ValueError:  # msgspec.DecodeError: written by another version
             return None
 

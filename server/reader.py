@@ -33,9 +33,9 @@ import anyio.to_thread
 import msgspec
 import tantivy
 
-from catalog.index_schema import SCHEMA_VERSION, IndexMeta, register_analyzers
+from catalog.index_schema import SCHEMA_VERSION, IndexMeta, read_meta, register_analyzers
 from server.dense import DenseIndex, load_dense, sidecar_stamp
-from server.view import CatalogView, read_meta
+from server.view import CatalogView
 
 __all__ = ["IndexStatus", "Reader"]
 

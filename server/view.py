@@ -55,8 +55,8 @@ from catalog.index_schema import (
     IndexMeta,
     InvokeRecord,
     decode_invoke,
-    decode_meta,
     decode_payloads,
+    read_meta,
     register_analyzers,
 )
 from catalog.model import ToolDefinition
@@ -80,7 +80,6 @@ __all__ = [
     "Hit",
     "LexicalStep",
     "read_index_meta",
-    "read_meta",
 ]
 
 TAG_VOCABULARY_CAP: Final = 100
@@ -165,17 +164,6 @@ def _count(result: tantivy.SearchResult) -> int:
 
 def _key(address: tantivy.DocAddress) -> _Address:
     return (address.segment_ord, address.doc)
-
-
-def read_meta(searcher: tantivy.Searcher, schema: tantivy.Schema) -> IndexMeta | None:
-    """The ``__meta__`` record of the commit ``searcher`` sees, or None (empty index)."""
-    hits = searcher.search(tantivy.Query.term_query(schema, "id", META_ID), 1, count=False).hits
-    if not hits:
-        return None
-    data = searcher.doc(hits[0][1]).get_first("meta")
-    if not isinstance(data, bytes):
-        return None
-    return decode_meta(data)
 
 
 def read_index_meta(index_dir: str) -> IndexMeta | None:

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import tantivy
 
-from catalog.index_schema import register_analyzers
+from catalog.index_schema import read_meta, register_analyzers
 from catalog.model import CatalogTool
 from indexer.converted import write_converted
-from server.view import CatalogView, read_meta
+from server.view import CatalogView
 from tests.server.harness import TEST_HEAP_BYTES
 from tests.tools import BEARER, make_tool, secured
 

@@ -17,12 +17,12 @@ import tantivy
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from catalog.index_schema import META_ID, build_schema
+from catalog.index_schema import META_ID, build_schema, read_meta
 from catalog.model import CatalogTool, SpecResult
 from catalog.query import clamp_request
 from catalog.visibility import PUBLIC_KEY, Audience, visibility_key
 from server.errors import ResponseTooLarge, UnknownTool
-from server.view import TAG_VOCABULARY_CAP, CatalogView, read_meta
+from server.view import TAG_VOCABULARY_CAP, CatalogView
 from tests.server._index_fixtures import (
     append_segment,
     build_view,
