@@ -26,6 +26,8 @@ from typing import Final
 import numpy as np
 from numpy.typing import NDArray
 
+from catalog.cards import plain_text
+
 __all__ = [
     "DIMENSIONS",
     "MODEL_ID",
@@ -54,6 +56,7 @@ DESCRIPTION_CHARS: Final = 200
 """Characters of the operation's description in a tool's text: its first sentences
 say what it does, the rest is mostly parameter detail that blurs the vector."""
 
+_URL: Final = re.compile(r"\S*://\S+")
 _WORDS: Final = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
 
 
@@ -71,11 +74,25 @@ def tool_text(*, title: str, name: str, path: str, tags: Sequence[str], descript
     its tags and the start of its description, in that order (the model weighs early
     words more, and the title says best what the operation does).
     """
-    parts = [title.strip(), _words(name), _words(path), ", ".join(tags)]
-    lead = description.strip()[:DESCRIPTION_CHARS]
-    if lead and not title.strip().startswith(lead[:40]):
-        parts.append(lead)
+    head = title.strip().rstrip(".")
+    parts = [head, _words(name), _words(path), ", ".join(tags), _lead(head, description)]
     return ". ".join(p for p in parts if p)
+
+
+def _lead(title: str, description: str) -> str:
+    """The description's first :data:`DESCRIPTION_CHARS` characters as plain words, cut
+    at a word: no markup, no URLs, and not the title again.
+
+    Descriptions often start with the summary (the title) and carry Markdown, HTML and
+    links to documentation; each of those spent the budget on tokens that say nothing
+    of what the operation does.
+    """
+    text = " ".join(_URL.sub(" ", plain_text(description)).split())
+    if title and text.lower().startswith(title.lower()):
+        text = text[len(title) :].lstrip(" .:-")
+    if len(text) > DESCRIPTION_CHARS:
+        text = text[:DESCRIPTION_CHARS].rsplit(" ", 1)[0]
+    return text
 
 
 def content_key(text: str) -> bytes:

@@ -77,14 +77,47 @@ def test_tool_text_says_title_name_path_tags_then_description() -> None:
         name="pulls/list-requested-reviewers",
         path="/repos/{owner}/{repo}/pulls",
         tags=["pulls", "code review"],
-        description="x" * 500,
+        description="x " * 500,
     )
     assert text.startswith(
         "List pull requests. pulls list requested reviewers. "
         "repos owner repo pulls. pulls, code review. "
     )
-    assert text.endswith("x" * embedding.DESCRIPTION_CHARS)
-    assert "x" * (embedding.DESCRIPTION_CHARS + 1) not in text
+    assert text.endswith("x x")
+    assert len(text.split(". ")[-1]) <= embedding.DESCRIPTION_CHARS
+
+
+def test_tool_text_reads_the_description_as_words_without_the_title_again() -> None:
+    """Markup, links and a repeated summary used to spend the description's budget."""
+    text = tool_text(
+        title="Create a phone site.",
+        name="createPhoneSite",
+        path="/phone/sites",
+        tags=[],
+        description=(
+            "Create a phone site\n\nSites organize **Zoom Phone** users. Use this API to "
+            "create a [Site](https://support.zoom.us/hc/articles/360020809672).<br>\n"
+            "See https://marketplace.zoom.us/docs/rate-limits for limits."
+        ),
+    )
+    assert text == (
+        "Create a phone site. create phone site. phone sites. Sites organize Zoom Phone "
+        "users. Use this API to create a Site. See for limits."
+    )
+
+
+def test_tool_text_cuts_the_description_at_a_word() -> None:
+    text = tool_text(title="T", name="t", path="/t", tags=[], description="word " * 100)
+    lead = text.split(". ", 3)[-1]
+    assert lead.endswith("word")
+    assert len(lead) <= embedding.DESCRIPTION_CHARS
+
+
+def test_a_description_that_only_repeats_the_title_adds_nothing() -> None:
+    text = tool_text(
+        title="Get a user", name="users/get", path="/u", tags=[], description="Get a user."
+    )
+    assert text == "Get a user. users get. u"
 
 
 def test_content_key_names_text_and_model() -> None:
