@@ -200,6 +200,8 @@ def test_bytes_after_an_answer_retire_the_connection() -> None:
     # reused after it would hand one caller's leftovers to the next caller.
     connections: list[int] = []
 
+    smuggled = asyncio.Event()
+
     async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         connections.append(len(connections))
         async for line, _, _ in requests(reader):
@@ -208,13 +210,15 @@ def test_bytes_after_an_answer_retire_the_connection() -> None:
             if own == b"/first":
                 writer.write(answer(b"/smuggled", "Content-Length: 9"))
             await writer.drain()
+            if own == b"/first":
+                smuggled.set()
 
     async def main() -> list[bytes]:
         async with raw_server(handler) as address:
             p = pool(address)
             try:
                 first = await get(p, address, "/first")
-                await asyncio.sleep(0.05)  # let any leftover bytes arrive
+                await smuggled.wait()  # the leftover answer is on the wire (loopback: arrived)
                 return [first.body, (await get(p, address, "/second")).body]
             finally:
                 await p.aclose()
