@@ -53,6 +53,31 @@ def test_a_document_that_does_not_convert_fails_with_its_code(
     assert code in documented_codes()
 
 
+@pytest.mark.parametrize(
+    ("fault", "code"),
+    [
+        (RecursionError("maximum recursion depth exceeded"), "document-too-deep"),
+        (KeyError("a bug"), "internal-error"),
+    ],
+)
+def test_a_fault_of_the_conversion_itself_fails_the_document_with_its_code(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fault: Exception, code: str
+) -> None:
+    # No document reaches these today (the parser refuses deep nesting first), so the
+    # fault is raised where the conversion runs: the guard must turn it into a coded
+    # problem for that document, never a failed build.
+    def broken(*args: object, **kwargs: object) -> None:
+        raise fault
+
+    (tmp_path / "a.yaml").write_text(spec_yaml("A", ["listThings"]))
+    monkeypatch.setattr("indexer.build.convert_document", broken)
+    conv = _CONVERSION.decode(convert_file(str(tmp_path), "a.yaml", "a", SpecConfig()))
+    assert not conv.ok
+    assert [p.code for p in conv.problems] == [code], conv.problems
+    assert conv.content_hash  # the file was read: a fixed converter reconverts it
+    assert code in documented_codes()
+
+
 def test_a_curation_rule_that_cannot_apply_fails_with_its_code(tmp_path: Path) -> None:
     (tmp_path / "a.yaml").write_text(spec_yaml("A", ["listThings"]))
     rules = CurationConfig(
