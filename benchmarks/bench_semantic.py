@@ -11,7 +11,8 @@ Measures:
 * the dense scan (``server.dense.DenseIndex.candidates``, k = 50) over 1,223, 10,024 and
   125,207 rows: synthetic unit vectors (the scan's cost depends on the row count only),
   for a caller who sees everything and one who sees half the visibility keys;
-* embedding one query (``server.query_vectors.QueryVectors``, 2 threads, no cache hit):
+* embedding one query (``server.query_vectors.QueryVectors`` with the server's default
+  ``[search] query_threads``, no cache hit):
   the distinct queries of ``benchmarks/queries.txt``, each embedded three times.
 
 * ``directory``: the same two semantic builds of the APIs.guru directory, with CPU
@@ -38,6 +39,7 @@ from typing import Any
 
 import numpy as np
 
+from catalog.config import SearchConfig
 from catalog.embedding import DIMENSIONS, quantize
 from catalog.query import clamp_request
 from catalog.vectors import VECTORS_DIR
@@ -133,6 +135,7 @@ def _queries() -> list[str]:
     return [t for t in dict.fromkeys(texts) if t.strip()]
 
 
+QUERY_THREADS = SearchConfig().query_threads  # what a server worker embeds with
 SEARCHES = ("lexical", "semantic, vector remembered", "semantic, query embedded")
 
 
@@ -144,7 +147,7 @@ def search(index: Path) -> dict[str, Any]:
     view = reader.load_once()
     assert view is not None
     reader.install(view)
-    queries = QueryVectors(threads=2)
+    queries = QueryVectors(threads=QUERY_THREADS)
     semantic = Semantic(queries=queries, reader=reader)
     audience = Audience()
     requests = [clamp_request({"query": q, "limit": 10}) for q in _queries()]
@@ -204,7 +207,7 @@ def scan() -> list[dict[str, Any]]:
 
 def query() -> dict[str, Any]:
     texts = _queries()
-    encoder = QueryVectors(threads=2)
+    encoder = QueryVectors(threads=QUERY_THREADS)
     encoder.embed("warm up")
     samples = []
     for _ in range(3):
@@ -289,8 +292,8 @@ def main(argv: list[str]) -> int:
     if "query" in results:
         q = results["query"]
         print(
-            f"Query embedding (2 threads, {q['queries']} distinct queries × 3, no cache "
-            f"hit): p50 **{q['p50_ms']} ms**, p99 {q['p99_ms']} ms.\n"
+            f"Query embedding ([search] query_threads {QUERY_THREADS}, {q['queries']} distinct "
+            f"queries × 3, no cache hit): p50 **{q['p50_ms']} ms**, p99 {q['p99_ms']} ms.\n"
         )
     return 0
 

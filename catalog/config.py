@@ -155,9 +155,12 @@ class SearchConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fie
     installed (``make install``): the indexer and the server refuse to start without it.
     false: nothing loads the model, and the ranking is exactly the keyword one. Read at
     start-up: a change takes effect when the indexer and the servers restart."""
-    query_threads: int = 2
-    """onnxruntime threads each server worker embeds a query with (a second thread
-    roughly halves a query's embedding time)."""
+    query_threads: int = 1
+    """onnxruntime threads each server worker embeds a query with. One: the threads
+    never spin (``catalog/embedding.py``), and waking a second one for each of a short
+    query's small operators costs about what it saves, while it takes the core the
+    event loop's keyword step and the other workers need (``benchmarks/REPORT.md``).
+    More can pay with one worker on an otherwise idle machine."""
 
 
 class InvokeConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):

@@ -15,18 +15,22 @@ cosine. :func:`quantize` stores them as int8 (a quarter of float32's bytes).
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import hashlib
 import io
 import re
 import zipfile
 from collections.abc import Sequence
 from importlib import resources
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 import numpy as np
 from numpy.typing import NDArray
 
 from catalog.cards import plain_text
+
+if TYPE_CHECKING:
+    import onnxruntime
 
 __all__ = [
     "DIMENSIONS",
@@ -134,6 +138,50 @@ def _model_files() -> tuple[bytes, str]:
     return model, tokenizer.decode()
 
 
+def _session_options(threads: int) -> onnxruntime.SessionOptions:
+    """How every encoder's onnxruntime session runs, with ``threads`` intra-op threads.
+
+    * Threads never spin waiting for work: onnxruntime's default keeps them busy between
+      operators and after a run, burning the core the server's event loop, its other
+      worker or the indexer's next batch needs (docs/semantic.md, "Costs").
+    * No memory arena and no memory pattern: a query's activations are small, and an
+      arena keeps the largest batch's buffers for the life of the process.
+    * Every graph optimisation, named rather than left to the default: the int8 export's
+      weights are dequantised once at load (constant folding), and the fused operators
+      are part of the numbers; the indexer's vectors and the server's must come from
+      the same graph.
+    """
+    import onnxruntime
+
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    options.execution_mode = onnxruntime.ExecutionMode.ORT_SEQUENTIAL
+    options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    options.add_session_config_entry("session.inter_op.allow_spinning", "0")
+    options.enable_cpu_mem_arena = False
+    options.enable_mem_pattern = False
+    return options
+
+
+def _return_freed_memory() -> None:
+    """Give the C heap's free pages back to the system (glibc only; elsewhere nothing).
+
+    Building a session dequantises the weights through temporary copies that it frees,
+    but glibc keeps freed heap pages mapped: each server worker then held about 60 MiB
+    it never used again.
+    """
+    try:
+        libc = ctypes.CDLL(None)
+        trim = libc.malloc_trim
+    except (OSError, AttributeError):
+        return
+    trim.argtypes = [ctypes.c_size_t]
+    trim.restype = ctypes.c_int
+    trim(0)
+
+
 def check_installed() -> None:
     """Refuse early when the model is missing: what a process with ``[search] semantic``
     on checks at start-up, before it serves or indexes anything.
@@ -148,8 +196,8 @@ class Encoder:
     """all-MiniLM-L6-v2 on onnxruntime: texts in, unit float32 vectors out.
 
     ``threads`` is onnxruntime's intra-op thread count: the server embeds one short query
-    at a time, where a second thread roughly halves the latency; the indexer embeds
-    batches.
+    at a time (``[search] query_threads``), the indexer embeds batches. The session's
+    other options are :func:`_session_options`'.
     """
 
     def __init__(self, *, threads: int = 1) -> None:
@@ -157,12 +205,11 @@ class Encoder:
         import tokenizers
 
         model, tokenizer = _model_files()
-        options = onnxruntime.SessionOptions()
-        options.intra_op_num_threads = threads
-        options.inter_op_num_threads = 1
         self._session = onnxruntime.InferenceSession(
-            model, options, providers=["CPUExecutionProvider"]
+            model, _session_options(threads), providers=["CPUExecutionProvider"]
         )
+        del model
+        _return_freed_memory()
         self._tokenizer = tokenizers.Tokenizer.from_str(tokenizer)
         # The upstream file pads every text to 128 tokens: five times the work of a query.
         self._tokenizer.no_padding()

@@ -27,7 +27,7 @@ class QueryVectors:
     """Query text → unit float32 vector, with a small LRU of recent queries."""
 
     def __init__(self, *, threads: int) -> None:
-        """Load the model (about a second).
+        """Load the model (a few tenths of a second; docs/semantic.md).
 
         Raises:
             catalog.embedding.ModelUnavailable: the model is not installed as pinned.

@@ -265,9 +265,9 @@ def test_auth_files_are_taken_from_the_config_directory() -> None:
 
 def test_search_section_turns_the_semantic_side_on_by_default_and_off_by_key() -> None:
     assert decode_config(b"", file="c.toml").search.semantic is True
-    assert decode_config(b"", file="c.toml").search.query_threads == 2
-    off = decode_config(b"[search]\nsemantic = false\nquery_threads = 1\n", file="c.toml")
-    assert (off.search.semantic, off.search.query_threads) == (False, 1)
+    assert decode_config(b"", file="c.toml").search.query_threads == 1
+    off = decode_config(b"[search]\nsemantic = false\nquery_threads = 2\n", file="c.toml")
+    assert (off.search.semantic, off.search.query_threads) == (False, 2)
     with pytest.raises(ConfigError, match=r"search.query_threads: must be 1 or more"):
         decode_config(b"[search]\nquery_threads = 0\n", file="c.toml")
     with pytest.raises(ConfigError, match=r"c.toml.*semantc"):
