@@ -71,6 +71,7 @@ __all__ = [
     "VectorWorker",
     "fill_vectors",
     "graph_slices",
+    "save_graph",
     "shared_encoder",
     "sidecar_due",
     "write_ann",
@@ -380,17 +381,25 @@ def write_ann(index_dir: Path, commit_id: str) -> bool:
         target = graph_path(index_dir, commit_id, start, stop)
         if not target.exists():
             members = np.arange(start, stop, dtype=np.uint64)
-            _save_graph(np.ascontiguousarray(rows["vec"][start:stop]), members, target)
+            save_graph(np.ascontiguousarray(rows["vec"][start:stop]), members, target)
     return True
 
 
-def _save_graph(vectors: NDArray[np.int8], rows: NDArray[np.uint64], target: Path) -> None:
-    """An HNSW graph of ``vectors`` keyed by their sidecar ``rows``, saved at ``target``."""
+def save_graph(
+    vectors: NDArray[np.int8],
+    rows: NDArray[np.uint64],
+    target: Path,
+    *,
+    connectivity: int = ANN_CONNECTIVITY,
+) -> None:
+    """An HNSW graph of ``vectors`` keyed by their sidecar ``rows``, saved at ``target``
+    (another ``connectivity``: the benchmark comparing graph layouts).
+    """
     graph = Index(
         ndim=DIMENSIONS,
         metric=ANN_METRIC,
         dtype=ANN_SCALAR,
-        connectivity=ANN_CONNECTIVITY,
+        connectivity=connectivity,
         expansion_add=ANN_EXPANSION_ADD,
     )
     graph.add(rows, vectors, threads=0)
