@@ -162,9 +162,7 @@ def _vector_files(index: Path) -> dict[str, int]:
     """Bytes of each kind of file in ``index``'s vectors directory."""
     kinds: dict[str, int] = {}
     for path in (index / VECTORS_DIR).iterdir():
-        kind = (
-            "graph" if path.suffix == ".hnsw" else "sidecar" if path.suffix == ".npy" else path.name
-        )
+        kind = {".hnsw": "graphs", ".npy": "sidecar"}.get(path.suffix, path.name)
         kinds[kind] = kinds.get(kind, 0) + path.stat().st_size
     return kinds
 
@@ -185,9 +183,10 @@ def graphs(index: Path) -> dict[str, Any]:
 
     Measured for the graphs the indexer wrote (format 19) and for other layouts over the
     same rows, built here: one graph of every row (format 18's whole graph), each large
-    key alone with one graph of all the other keys, and format 19's slices with 8 edges
-    per node; and the exact scan of every row, as int8 blocks (this format) and from a
-    float32 copy of the rows (format 18's, which a scanning worker held: 1.5 KB a row).
+    key alone with the other keys in groups of at least 16,384 rows, and format 19's
+    slices with 8 edges per node; and the exact scan of every row, as int8 blocks (this
+    format) and from a float32 copy of the rows (format 18's, which a scanning worker
+    held: 1.5 KB a row).
     """
     reader = Reader(index, interval=0.1, semantic=True)
     view = reader.load_once()
@@ -214,11 +213,12 @@ def graphs(index: Path) -> dict[str, Any]:
         ]
     figures: dict[str, Any] = {"requests": len(requests), "rows": len(dense), "layouts": []}
     runs = key_runs(dense.visk)
-    ends = [b for a, b in runs.values() if b - a >= ANN_MIN_ROWS]
-    large = [(a, b) for a, b in runs.values() if b - a >= ANN_MIN_ROWS]
     built = {
         "one graph of every row (format 18's)": ([(0, len(dense))], 16),
-        "each large key, one graph of the other keys": ([*large, (max(ends), len(dense))], 16),
+        "each large key, the other keys in groups of ≥ 16,384": (
+            graph_slices(runs, group=ANN_MIN_ROWS),
+            16,
+        ),
         "format 19's slices, 8 edges per node": (graph_slices(runs), 8),
     }
     commit = dense.commit_id
@@ -226,7 +226,7 @@ def graphs(index: Path) -> dict[str, Any]:
     on_disk = sum(p.stat().st_size for p in source.parent.glob(f"{commit}.*hnsw"))
     with tempfile.TemporaryDirectory(prefix="bench-semantic-graphs-") as tmp:
         layouts: list[tuple[str, DenseIndex, int]] = [
-            ("format 19: each large key, the other keys in groups of ≥ 16,384", dense, on_disk)
+            ("format 19: each large key, one graph of the other keys", dense, on_disk)
         ]
         for label, (slices, connectivity) in built.items():
             where = Path(tmp) / str(len(layouts))

@@ -334,34 +334,41 @@ def _prune(vectors_dir: Path, commit_id: str) -> None:
             path.unlink(missing_ok=True)
 
 
-def graph_slices(runs: dict[int, tuple[int, int]]) -> list[tuple[int, int]]:
+def graph_slices(
+    runs: dict[int, tuple[int, int]], *, group: int | None = None
+) -> list[tuple[int, int]]:
     """The slices of a complete sidecar's rows that get a graph each, from its keys'
     ``runs`` (``catalog.vectors.key_runs``): a key holding at least :data:`ANN_MIN_ROWS`
-    rows alone, the other keys' rows in consecutive groups of at least that many (a short
-    last group joins the one before). Every row is in exactly one graph, so the graphs
-    together hold each vector once; a caller who may not see some key of a group is
-    scanned on that group's visible rows instead (``server/dense.py``).
+    rows alone, and the other keys' rows together in one graph. Every row is in exactly
+    one graph, so the graphs together hold each vector once.
+
+    ``group``: the other keys' rows in consecutive groups of at least that many instead
+    (a short last group joins the one before): a caller who may not see one small key
+    then scans one group's rows, not all of them, but a caller who sees everything
+    searches one graph more per group. Measured and not taken (docs/semantic.md); the
+    benchmark builds it.
     """
+    least = group if group is not None else 1 << 62
     slices: list[tuple[int, int]] = []
-    group: tuple[int, int] | None = None  # small keys' rows gathered so far
+    pending: tuple[int, int] | None = None  # small keys' rows gathered so far
     grouped = False  # whether the last slice is a group of small keys
     for start, stop in sorted(runs.values()):
         if stop - start >= ANN_MIN_ROWS:
-            if group is not None:
-                slices.append(group)
-                group = None
+            if pending is not None:
+                slices.append(pending)
+                pending = None
             slices.append((start, stop))
             grouped = False
             continue
-        group = (group[0], stop) if group is not None else (start, stop)
-        if group[1] - group[0] >= ANN_MIN_ROWS:
-            slices.append(group)
-            group, grouped = None, True
-    if group is not None:
-        if grouped and slices[-1][1] == group[0]:
-            slices[-1] = (slices[-1][0], group[1])
+        pending = (pending[0], stop) if pending is not None else (start, stop)
+        if pending[1] - pending[0] >= least:
+            slices.append(pending)
+            pending, grouped = None, True
+    if pending is not None:
+        if grouped and slices[-1][1] == pending[0]:
+            slices[-1] = (slices[-1][0], pending[1])
         else:
-            slices.append(group)
+            slices.append(pending)
     return slices
 
 
