@@ -276,7 +276,9 @@ def load_dense(index_dir: Path, commit_id: str) -> DenseIndex | None:
             return None
         ords = np.array(rows["ord"], dtype=np.uint64)
         visk = np.array(rows["visk"], dtype=np.uint64)
-        quantized = rows["vec"]  # memory-mapped: the page cache, shared by the workers
+        # A view of the memory map (the page cache, shared by the workers), without the
+        # memmap subclass, whose indexing costs more on every candidate gathered.
+        quantized = np.asarray(rows["vec"])
         runs = key_runs(visk)
     except (OSError, ValueError, KeyError, IndexError):
         return None
