@@ -258,3 +258,22 @@ def test_a_caller_hiding_one_small_key_gets_the_large_keys_graph_and_no_hidden_r
         got = index.candidates(_query(index, row, rng), visible=visible, k=50)
         assert len(got) == 50
         assert not hidden & {c.ord for c in got}
+
+
+def test_a_graph_off_the_key_boundaries_or_overlapping_another_is_not_used(
+    keyed: Path, tmp_path: Path
+) -> None:
+    vectors = sidecar_path(tmp_path, COMMIT).parent
+    vectors.mkdir(parents=True)
+    for path in sidecar_path(keyed, COMMIT).parent.iterdir():
+        (vectors / path.name).write_bytes(path.read_bytes())
+    large = graph_path(tmp_path, COMMIT, 0, ANN_MIN_ROWS).read_bytes()
+    graph_path(tmp_path, COMMIT, 0, 100).write_bytes(large)  # ends inside the large key
+    # On the boundaries (every row), but overlapping the graphs read before it.
+    graph_path(tmp_path, COMMIT, 0, ANN_MIN_ROWS + 3_000).write_bytes(large)
+    index = load_dense(tmp_path, COMMIT)
+    assert index is not None
+    assert [(g.start, g.stop) for g in index.graphs] == [
+        (0, ANN_MIN_ROWS),
+        (ANN_MIN_ROWS, ANN_MIN_ROWS + 3_000),
+    ]
