@@ -86,7 +86,7 @@ SIDECAR_EVERY: Final = 2_048
 SIDECAR_GROWTH: Final = 4
 """A partial sidecar is written again once the new vectors since the last write reach
 ``SIDECAR_EVERY`` or a ``SIDECAR_GROWTH``-th of the rows written, whichever is more: a
-server gains vectors as they come, and a cold fill writes about five times its final
+server gains vectors as they come, and a cold fill writes under six times its final
 sidecar in all instead of once per 2,048 vectors."""
 ANN_CONNECTIVITY: Final = 16  # graph edges per node (usearch's default)
 ANN_EXPANSION_ADD: Final = 128  # candidates weighed per insertion (usearch's default)
