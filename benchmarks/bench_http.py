@@ -53,7 +53,7 @@ from benchmarks.catalog_index import natural_requests
 from benchmarks.ports import free_port
 from catalog.index_schema import SCHEMA_VERSION
 from catalog.vectors import VECTORS_DIR
-from indexer.vectors import CACHE_NAME
+from indexer.vectors import VectorCache
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
@@ -93,9 +93,10 @@ OPERATOR = {"authorization": f"Bearer {OPS_TOKEN}"}
 
 def ensure_index(index: Path) -> None:
     """Build the APIs.guru index with the real indexer unless one is there, its tool
-    vectors included (the semantic side is on by default). The vector cache starts as
-    a copy of bench_search_latency's, when that one has been built: the same documents
-    give mostly the same tool texts, and a text's vector is keyed by its content.
+    vectors included (the semantic side is on by default). Its vector journal starts
+    with every vector of bench_search_latency's index, when that one has been built: the
+    same documents give mostly the same tool texts, and a text's vector is keyed by its
+    content.
     """
     if (index / "meta.json").is_file():
         return
@@ -103,10 +104,8 @@ def ensure_index(index: Path) -> None:
 
     specs = corpus("apis-guru") / "api"
     seed = REPO / ".sezzlee" / "bench" / f"search-latency-v{SCHEMA_VERSION}" / "full"
-    seed = seed / VECTORS_DIR / CACHE_NAME
-    if seed.is_file() and not (index / VECTORS_DIR / CACHE_NAME).exists():
-        (index / VECTORS_DIR).mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(seed, index / VECTORS_DIR / CACHE_NAME)
+    if (seed / VECTORS_DIR).is_dir() and not (index / VECTORS_DIR).exists():
+        VectorCache(seed / VECTORS_DIR).save_journal(index / VECTORS_DIR)
     _index_with_indexer(specs, index)
 
 

@@ -43,7 +43,6 @@ import json
 import multiprocessing
 import random
 import re
-import shutil
 import signal
 import statistics
 import sys
@@ -63,11 +62,11 @@ from catalog.index_schema import SCHEMA_VERSION
 from catalog.load import convert_document
 from catalog.model import CatalogTool
 from catalog.query import STOP_WORDS
-from catalog.vectors import VECTORS_DIR, ann_path
+from catalog.vectors import VECTORS_DIR, sidecar_path
 from catalog.visibility import visibility_key
 from indexer.converted import ConvertedBuild, write_converted
 from indexer.fields import encode_fields
-from indexer.vectors import CACHE_NAME, VectorCache, fill_vectors, shared_encoder
+from indexer.vectors import VectorCache, fill_vectors, shared_encoder
 from scripts.corpora import corpus, github_spec
 from server.identity.caller import Caller
 from server.query_vectors import QueryVectors
@@ -230,17 +229,16 @@ def _encoder() -> Encoder:
 
 def build_vectors() -> dict[str, Any]:
     """Each cached index's tool vectors, as the indexer fills them (``fill_vectors``
-    with the index's own ``VectorCache``; the full index's graph comes with them).
+    with the index's own ``VectorCache``; the full index's graphs come with them).
 
     The prefix catalog's tools are a subset of the full one's with the same texts, so
-    its cache starts as a copy of the full index's: no text is embedded twice.
+    its journal starts with every vector of the full index: no text is embedded twice.
     """
     out: dict[str, Any] = {}
     for key, seed in (("github", None), ("full", None), ("mid", "full")):
         vectors = CACHE / key / VECTORS_DIR
-        if seed is not None and not (vectors / CACHE_NAME).exists():
-            vectors.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(CACHE / seed / VECTORS_DIR / CACHE_NAME, vectors / CACHE_NAME)
+        if seed is not None and not vectors.exists():
+            VectorCache(CACHE / seed / VECTORS_DIR).save_journal(vectors)
         print(f"embedding the tools of {key} ...", file=sys.stderr, flush=True)
         stats = fill_vectors(CACHE / key, None, _encoder, VectorCache(vectors))
         if stats is None or not stats.complete:
@@ -250,7 +248,9 @@ def build_vectors() -> dict[str, Any]:
             "embedded": stats.embedded,
             "cached": stats.cached,
             "seconds": round(stats.seconds, 1),
-            "graph": ann_path(CACHE / key, stats.commit_id).exists(),
+            "graph": any(
+                sidecar_path(CACHE / key, stats.commit_id).parent.glob(f"{stats.commit_id}.*hnsw")
+            ),
         }
         print(f"{key}: {out[key]}", file=sys.stderr, flush=True)
     return out
@@ -335,8 +335,7 @@ class _Served:
             return "none (no vectors)"
         if len(index) < self.view.meta.operations:
             return f"partial ({len(index):,} vectors): scan"
-        everything = self.view.visible_hashes(self.caller.audience) is None
-        return "graph" if everything and index.ann is not None else "scan"
+        return index.path(self.view.visible_hashes(self.caller.audience))
 
     def time(self, queries: Sequence[str], *, semantic: bool, passes: int = 1) -> dict[str, Any]:
         """p50/p99 of ``search_tools`` as the server runs it (``server.tools.call_tool``),

@@ -19,8 +19,15 @@ Measures:
   seconds and peak RSS (about 20 minutes of embedding on 2 cores; the figures the README
   quotes, so ``make bench`` runs it).
 
-Usage: ``python -m benchmarks.bench_semantic [build] [scan] [query] [directory]``
-(all four by default).
+* ``rebuild=DIR``: the APIs.guru directory built from an empty index whose journal
+  holds the vectors of the vectors directory ``DIR`` (an earlier build's, so nothing is
+  embedded): the size of each vectors file, and each dense path's recall@50 against the
+  exact top 50 and its latency on the real vectors, for callers who see everything, the
+  public tools only, or everything but one small visibility key (``directory`` reports
+  the same for its warm build).
+
+Usage: ``python -m benchmarks.bench_semantic [build] [scan] [query] [directory]
+[rebuild=DIR]`` (the first four by default).
 Prints a Markdown section; writes ``benchmarks/results/semantic.json``.
 """
 
@@ -38,14 +45,17 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
+from benchmarks.catalog_index import natural_requests
 from catalog.config import SearchConfig
 from catalog.embedding import DIMENSIONS, quantize
-from catalog.query import clamp_request
-from catalog.vectors import VECTORS_DIR
-from catalog.visibility import Audience
+from catalog.query import clamp_request, operation_text
+from catalog.vectors import ANN_MIN_ROWS, VECTORS_DIR, graph_path, key_runs, sidecar_path
+from catalog.visibility import PUBLIC_KEY, Audience, visibility_hash
+from indexer.vectors import VectorCache, graph_slices, save_graph
 from scripts.corpora import corpus, github_spec
-from server.dense import DenseIndex
+from server.dense import DenseIndex, load_dense
 from server.query_vectors import QueryVectors
 from server.reader import Reader
 from server.semantic import Semantic
@@ -102,8 +112,7 @@ def build() -> dict[str, Any]:
         cold = _build(specs, work / "cold", on)
         searches = search(work / "cold")
         warm_index = work / "warm"
-        (warm_index / VECTORS_DIR).mkdir(parents=True)
-        shutil.copy(work / "cold" / VECTORS_DIR / "cache-v1.bin", warm_index / VECTORS_DIR)
+        VectorCache(work / "cold" / VECTORS_DIR).save_journal(warm_index / VECTORS_DIR)
         warm = _build(specs, warm_index, on)
         lexical = _build(specs, work / "lexical", off)
     cold["texts_per_second"] = round(cold["embedded"] / max(cold["vector_seconds"], 1e-9), 1)
@@ -123,11 +132,155 @@ def directory() -> dict[str, Any]:
         on.write_text("[search]\nsemantic = true\n")
         cold = _build(specs, work / "cold", on)
         warm_index = work / "warm"
-        (warm_index / VECTORS_DIR).mkdir(parents=True)
-        shutil.copy(work / "cold" / VECTORS_DIR / "cache-v1.bin", warm_index / VECTORS_DIR)
+        VectorCache(work / "cold" / VECTORS_DIR).save_journal(warm_index / VECTORS_DIR)
         warm = _build(specs, warm_index, on)
+        warm["vector_files"] = _vector_files(warm_index)
+        warm["dense"] = graphs(warm_index)
     cold["texts_per_second"] = round(cold["embedded"] / max(cold["vector_seconds"], 1e-9), 1)
     return {"cold": cold, "warm": warm}
+
+
+def rebuild(seed: Path) -> dict[str, Any]:
+    """The APIs.guru directory built from an empty index whose journal holds the vectors
+    of the vectors directory ``seed`` (an earlier build's: nothing is embedded), with the
+    size of each vectors file and the dense paths measured on the result (:func:`graphs`).
+    The figures of a new format without the 20 minutes of a cold build.
+    """
+    with tempfile.TemporaryDirectory(prefix="bench-semantic-rebuild-") as tmp:
+        work = Path(tmp)
+        specs = work / "apis-guru"
+        shutil.copytree(corpus("apis-guru") / "api", specs)
+        on = work / "on.toml"
+        on.write_text("[search]\nsemantic = true\n")
+        seeded = VectorCache(seed).save_journal(work / "warm" / VECTORS_DIR)
+        warm = _build(specs, work / "warm", on)
+        warm["seeded"] = seeded
+        warm["vector_files"] = _vector_files(work / "warm")
+        warm["dense"] = graphs(work / "warm")
+    return {"warm": warm}
+
+
+def _vector_files(index: Path) -> dict[str, int]:
+    """Bytes of each kind of file in ``index``'s vectors directory."""
+    kinds: dict[str, int] = {}
+    for path in (index / VECTORS_DIR).iterdir():
+        kind = {".hnsw": "graphs", ".npy": "sidecar"}.get(path.suffix, path.name)
+        kinds[kind] = kinds.get(kind, 0) + path.stat().st_size
+    return kinds
+
+
+def _request_vectors() -> NDArray[np.float32]:
+    """The distinct ``queries.txt`` queries and the natural agent-intents requests,
+    embedded as the server embeds a query."""
+    texts = list(dict.fromkeys(_queries() + natural_requests()))
+    encoder = QueryVectors(threads=2)
+    return np.stack([encoder.embed(operation_text(t)) for t in texts])
+
+
+def graphs(index: Path) -> dict[str, Any]:
+    """The dense paths on a real index's complete sidecar, for a caller who sees every
+    tool, one who sees the public tools only, and one who sees every tool but those of
+    one small visibility key: each path's recall@50 against the exact top 50 of the
+    rows the caller may see (the mean share over the requests) and its p50 / p99 ms.
+
+    Measured for the graphs the indexer wrote (format 20) and for other layouts over the
+    same rows, built here: one graph of every row (format 18's whole graph), each large
+    key alone with the other keys in groups of at least 16,384 rows, and format 20's
+    slices with 8 edges per node; and the exact scan of every row, as int8 blocks (this
+    format) and from a float32 copy of the rows (format 18's, which a scanning worker
+    held: 1.5 KB a row).
+    """
+    reader = Reader(index, interval=0.1, semantic=True)
+    view = reader.load_once()
+    assert view is not None
+    dense = load_dense(index, view.meta.commit_id)
+    assert dense is not None
+    assert len(dense) == view.meta.operations
+    requests = _request_vectors()
+    floats = np.asarray(dense.quantized, dtype=np.float32) / np.float32(127.0)
+    keys, counts = np.unique(dense.visk, return_counts=True)
+    small = sorted(int(k) for k, n in zip(keys, counts, strict=True) if n < 100)
+    everything = frozenset(int(k) for k in keys)
+    audiences: dict[str, frozenset[int] | None] = {
+        "everyone": None,
+        "public tools only": frozenset({visibility_hash(PUBLIC_KEY)}),
+        "every tool but one small key's": everything - {small[len(small) // 2]},
+    }
+    exact: dict[str, list[set[int]]] = {}
+    for label, visible in audiences.items():
+        allowed = np.isin(dense.visk, list(visible if visible is not None else everything))
+        exact[label] = [
+            {int(o) for o in dense.ords[np.argsort(-np.where(allowed, floats @ v, -np.inf))[:K]]}
+            for v in requests
+        ]
+    figures: dict[str, Any] = {"requests": len(requests), "rows": len(dense), "layouts": []}
+    runs = key_runs(dense.visk)
+    built = {
+        "one graph of every row (format 18's)": ([(0, len(dense))], 16),
+        "each large key, the other keys in groups of ≥ 16,384": (
+            graph_slices(runs, group=ANN_MIN_ROWS),
+            16,
+        ),
+        "format 20's slices, 8 edges per node": (graph_slices(runs), 8),
+    }
+    commit = dense.commit_id
+    source = sidecar_path(index, commit)
+    on_disk = sum(p.stat().st_size for p in source.parent.glob(f"{commit}.*hnsw"))
+    with tempfile.TemporaryDirectory(prefix="bench-semantic-graphs-") as tmp:
+        layouts: list[tuple[str, DenseIndex, int]] = [
+            ("format 20: each large key, one graph of the other keys", dense, on_disk)
+        ]
+        for label, (slices, connectivity) in built.items():
+            where = Path(tmp) / str(len(layouts))
+            sidecar_path(where, commit).parent.mkdir(parents=True)
+            sidecar_path(where, commit).symlink_to(source)
+            for a, b in slices:
+                rows = np.arange(a, b, dtype=np.uint64)
+                target = graph_path(where, commit, a, b)
+                vectors = np.ascontiguousarray(dense.quantized[a:b])
+                save_graph(vectors, rows, target, connectivity=connectivity)
+            loaded = load_dense(where, commit)
+            assert loaded is not None
+            size = sum(p.stat().st_size for p in sidecar_path(where, commit).parent.glob("*.hnsw"))
+            layouts.append((label, loaded, size))
+        scanned = DenseIndex(
+            commit_id=commit, ords=dense.ords, visk=dense.visk, quantized=dense.quantized
+        )
+        layouts.append(("no graph: the exact scan, int8 blocks (format 20)", scanned, 0))
+        for label, index_, size in layouts:
+            row: dict[str, Any] = {"layout": label, "graph_bytes": size}
+            for audience, visible in audiences.items():
+                row[audience] = _dense_path(index_, visible, requests, exact[audience])
+            figures["layouts"].append(row)
+    samples = []
+    for vector in requests:  # format 18's scan: one einsum over the float32 copy
+        started = time.perf_counter()
+        np.einsum("ij,j->i", floats, vector)
+        samples.append(time.perf_counter() - started)
+    figures["float32 copy scan"] = _percentiles(samples)
+    return figures
+
+
+def _dense_path(
+    index: DenseIndex,
+    visible: frozenset[int] | None,
+    requests: NDArray[np.float32],
+    exact: list[set[int]],
+) -> dict[str, Any]:
+    """One audience's path through ``index``: recall@50 against ``exact``, p50 / p99 ms."""
+    for vector in requests:  # untimed: the pages of the files mapped, the plan made
+        index.candidates(vector, visible=visible, k=K)
+    found, samples = 0, []
+    for vector, best in zip(requests, exact, strict=True):
+        started = time.perf_counter()
+        got = index.candidates(vector, visible=visible, k=K)
+        samples.append(time.perf_counter() - started)
+        found += len(best & {c.ord for c in got})
+    return {
+        "path": index.path(visible),
+        "recall": round(found / (K * len(requests)), 3),
+        "ms": _percentiles(samples),
+    }
 
 
 def _queries() -> list[str]:
@@ -221,8 +374,13 @@ def query() -> dict[str, Any]:
 
 
 def main(argv: list[str]) -> int:
-    wanted = set(argv) or {"build", "scan", "query", "directory"}
+    seed = next((a.removeprefix("rebuild=") for a in argv if a.startswith("rebuild=")), None)
+    wanted = {a for a in argv if not a.startswith("rebuild=")}
+    if not argv:
+        wanted = {"build", "scan", "query", "directory"}
     results: dict[str, Any] = {}
+    if seed is not None:
+        results["rebuild"] = rebuild(Path(seed))
     if "query" in wanted:
         results["query"] = query()
     if "scan" in wanted:
@@ -279,6 +437,9 @@ def main(argv: list[str]) -> int:
                 f"| {r['index_bytes'] / 2**20:.0f} MiB | {r['vector_bytes'] / 2**20:.0f} MiB |"
             )
         print()
+    for key in ("directory", "rebuild"):
+        if key in results:
+            _print_dense(results[key]["warm"])
     if "scan" in results:
         print(
             "| dense scan, k = 50 (synthetic rows) | everyone: p50 / p99 ms "
@@ -296,6 +457,38 @@ def main(argv: list[str]) -> int:
             f"queries × 3, no cache hit): p50 **{q['p50_ms']} ms**, p99 {q['p99_ms']} ms.\n"
         )
     return 0
+
+
+def _print_dense(warm: dict[str, Any]) -> None:
+    """The vectors files and dense paths of a warm APIs.guru build."""
+    files = warm["vector_files"]
+    lexical = warm["index_bytes"] - warm["vector_bytes"]
+    print(
+        f"APIs.guru, warm build ({warm['operations']:,} tools, {warm['seconds']} s, "
+        f"{warm['embedded']} embedded): index {warm['index_bytes'] / 2**20:.0f} MiB, "
+        f"{warm['index_bytes'] / lexical:.2f}× its lexical part "
+        f"({lexical / 2**20:.0f} MiB); vectors "
+        + ", ".join(f"{k} {v / 2**20:.1f} MiB" for k, v in sorted(files.items()))
+        + ".\n"
+    )
+    dense = warm["dense"]
+    print(
+        f"| graph layout ({dense['rows']:,} rows, k = 50, {dense['requests']} requests; "
+        "recall@50 vs exact, p50 / p99 ms) | graphs | everyone | public tools only "
+        "| every tool but one small key's |"
+    )
+    print("|---|---:|---|---|---|")
+    for r in dense["layouts"]:
+        cells = [
+            f"{r[a]['path']}: {r[a]['recall']:.3f}, {r[a]['ms'][0]} / {r[a]['ms'][1]}"
+            for a in ("everyone", "public tools only", "every tool but one small key's")
+        ]
+        print(f"| {r['layout']} | {r['graph_bytes'] / 2**20:.1f} MiB | " + " | ".join(cells) + " |")
+    copy = dense["float32 copy scan"]
+    print(
+        f"\nThe exact scan of every row from a float32 copy (format 18's; 1.5 KB a row held "
+        f"by a scanning worker): {copy[0]} / {copy[1]} ms.\n"
+    )
 
 
 if __name__ == "__main__":

@@ -1,12 +1,15 @@
-"""The tool vectors of one commit on disk: the sidecar format both processes share.
+"""The tool vectors of one commit on disk: the sidecar and graph formats both processes share.
 
 The indexer writes, after each lexical commit, one sidecar per commit id
 (``IndexMeta.commit_id``): ``vectors/<commit_id>.npy`` in the index directory, a numpy
 array of :data:`SIDECAR_DTYPE` rows, one per tool that has its vector so far (a subset
-while vectors are being computed). A server reads only the sidecar named by the commit
-id of the catalog it serves, so it never pairs one commit's cards with another's
-vectors (docs/semantic.md). Each write replaces the file whole (temporary name, fsync,
-rename): a reader sees the old rows or the new ones, never a torn file.
+while vectors are being computed), in :func:`sidecar_order`: the rows of one visibility
+key are contiguous, so a caller's visible rows are a few slices. A server reads only
+the sidecar named by the commit id of the catalog it serves, so it never pairs one
+commit's cards with another's vectors (docs/semantic.md). Each write replaces the file
+whole (temporary name, fsync, rename): a reader sees the old rows or the new ones, never
+a torn file. The sidecars are also the indexer's store of computed vectors (each row
+carries its text key), so no other file holds a second copy of them.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from pathlib import Path
 from typing import Final
 
 import numpy as np
+from numpy.typing import NDArray
 from usearch.compiled import MetricKind, ScalarKind
 
 from catalog.embedding import DIMENSIONS
@@ -26,21 +30,28 @@ __all__ = [
     "ANN_SCALAR",
     "SIDECAR_DTYPE",
     "VECTORS_DIR",
-    "ann_path",
     "commit_of_name",
-    "key_ann_path",
+    "graph_path",
+    "graph_range",
+    "key_runs",
+    "sidecar_order",
     "sidecar_path",
 ]
 
 VECTORS_DIR: Final = "vectors"
-"""Inside the index directory: the sidecars and the indexer's vector cache."""
+"""Inside the index directory: the sidecars, their graphs and the indexer's journal."""
 
-SIDECAR_DTYPE: Final = np.dtype([("ord", "<u8"), ("visk", "<u8"), ("vec", "i1", (DIMENSIONS,))])
+SIDECAR_DTYPE: Final = np.dtype(
+    [("ord", "<u8"), ("visk", "<u8"), ("key", "V16"), ("vec", "i1", (DIMENSIONS,))]
+)
 """One row: the tool's card ``ord``, its ``visk`` (``catalog.visibility.visibility_hash``
-of its visibility key) and its unit vector as int8 (``catalog.embedding.quantize``)."""
+of its visibility key), its text key (``catalog.embedding.content_key``: the indexer
+finds a text's vector again by it) and its unit vector as int8
+(``catalog.embedding.quantize``)."""
 
 _COMMIT_ID: Final = re.compile(r"[0-9a-f]{16}")
-_VISK: Final = re.compile(r"[0-9a-f]{16}")
+_RANGE: Final = re.compile(r"(0|[1-9][0-9]{0,9})-([1-9][0-9]{0,9})")
+_OLD_VISK: Final = re.compile(r"[0-9a-f]{16}")  # format 18's per-key graph names
 
 
 def sidecar_path(index_dir: Path, commit_id: str) -> Path:
@@ -58,39 +69,77 @@ def sidecar_path(index_dir: Path, commit_id: str) -> Path:
 ANN_METRIC: Final = MetricKind.Cos
 ANN_SCALAR: Final = ScalarKind.I8  # the sidecar's own int8 components, as they are
 ANN_MIN_ROWS: Final = 16_384
-"""From this many rows a complete sidecar also gets a graph index for approximate
-nearest neighbours (``ann_path``): below it the exact scan takes about a millisecond."""
+"""From this many rows a complete sidecar also gets graph indexes for approximate
+nearest neighbours (:func:`graph_path`); below it the exact scan takes about a
+millisecond. A visibility key holding this many rows has a graph of its own, and the
+other keys' rows are grouped into graphs of at least this many rows."""
 
 
-def ann_path(index_dir: Path, commit_id: str) -> Path:
-    """Where the graph index (HNSW, usearch) of commit ``commit_id``'s complete sidecar
-    lives: its keys are the sidecar's row numbers.
+def sidecar_order(visk: NDArray[np.uint64], ords: NDArray[np.uint64]) -> NDArray[np.int64]:
+    """The order of a sidecar's rows, given each row's ``visk`` and ``ord``: the keys
+    holding at least :data:`ANN_MIN_ROWS` rows first, then the others, each key's rows
+    together (keys by hash, a key's rows by ``ord``). A caller's visible rows are then a
+    few contiguous slices, and the small keys' rows form one run that graphs can split.
+    """
+    _, inverse, counts = np.unique(visk, return_inverse=True, return_counts=True)
+    small = (counts < ANN_MIN_ROWS)[inverse]
+    order: NDArray[np.int64] = np.lexsort((ords, visk, small)).astype(np.int64)
+    return order
+
+
+def key_runs(visk: NDArray[np.uint64]) -> dict[int, tuple[int, int]]:
+    """Each key's slice ``(start, stop)`` of a sidecar's rows.
 
     Raises:
-        ValueError: as :func:`sidecar_path`.
+        ValueError: a key's rows are not contiguous (not a sidecar of this format).
     """
-    return sidecar_path(index_dir, commit_id).with_suffix(".hnsw")
+    if not len(visk):
+        return {}
+    starts = np.concatenate(([0], np.flatnonzero(visk[1:] != visk[:-1]) + 1))
+    stops = np.concatenate((starts[1:], [len(visk)]))
+    runs = {int(visk[a]): (int(a), int(b)) for a, b in zip(starts, stops, strict=True)}
+    if len(runs) != len(starts):
+        raise ValueError("the rows of a visibility key are not contiguous")
+    return runs
 
 
-def key_ann_path(index_dir: Path, commit_id: str, visk: int) -> Path:
-    """Where the graph index over the rows of one visibility key (``visk``, its hash) of
-    commit ``commit_id`` lives: written for a key holding at least :data:`ANN_MIN_ROWS`
-    tools, so a caller who sees that key but not everything is answered without rows of
-    any key it may not see. Its keys are the sidecar's row numbers too.
+def graph_path(index_dir: Path, commit_id: str, start: int, stop: int) -> Path:
+    """Where the graph index (HNSW, usearch) over rows ``start``..``stop`` (a slice of
+    whole keys) of commit ``commit_id``'s complete sidecar lives. Its keys are the rows'
+    numbers in the sidecar; the graphs of one commit never share a row.
 
     Raises:
-        ValueError: as :func:`sidecar_path`.
+        ValueError: as :func:`sidecar_path`, or the slice is empty.
     """
-    return sidecar_path(index_dir, commit_id).with_suffix(f".{visk:016x}.hnsw")
+    if not 0 <= start < stop:
+        raise ValueError(f"not a slice of rows: {start}-{stop}")
+    return sidecar_path(index_dir, commit_id).with_suffix(f".{start}-{stop}.hnsw")
+
+
+def graph_range(name: str) -> tuple[int, int] | None:
+    """The slice of rows a graph file's ``name`` (from :func:`graph_path`) covers, or None
+    for any other name.
+    """
+    parts = name.split(".")
+    if len(parts) != 3 or parts[2] != "hnsw" or not _COMMIT_ID.fullmatch(parts[0]):
+        return None
+    found = _RANGE.fullmatch(parts[1])
+    if found is None or int(found[1]) >= int(found[2]):
+        return None
+    return int(found[1]), int(found[2])
 
 
 def commit_of_name(name: str) -> str | None:
     """The commit id a file of the vectors directory belongs to (a sidecar or one of its
-    graphs), or None for any other file (the cache, a temporary file).
+    graphs, including the graph names of format 18), or None for any other file (the
+    journal, a temporary file).
     """
     parts = name.split(".")
     if parts[-1] not in ("npy", "hnsw") or not _COMMIT_ID.fullmatch(parts[0]):
         return None
-    if len(parts) == 2 or (len(parts) == 3 and parts[-1] == "hnsw" and _VISK.fullmatch(parts[1])):
+    if len(parts) == 2:
+        return parts[0]
+    graph = graph_range(name) is not None or _OLD_VISK.fullmatch(parts[1]) is not None
+    if len(parts) == 3 and parts[-1] == "hnsw" and graph:
         return parts[0]
     return None

@@ -1,4 +1,4 @@
-"""Tool vectors after each lexical commit: the content-hash cache, the sidecar, the worker.
+"""Tool vectors after each lexical commit: the vector store, the sidecar, the worker.
 
 The lexical catalog is committed and served first; vectors follow (docs/semantic.md).
 Embedding a whole catalog takes minutes, so it never holds up a commit or the watch loop:
@@ -8,13 +8,17 @@ Embedding a whole catalog takes minutes, so it never holds up a commit or the wa
   each key up in the :class:`VectorCache`, embeds the texts of the misses (read back from
   the commit's stored card and payload) in small chunks, and writes the sidecar of that
   commit id (``catalog.vectors``) as it goes, so a server gains vectors progressively.
-* The cache (``vectors/cache-v1.bin``) is an append-only file of (16-byte text key, int8
-  vector) records, kept across rebuilds and restarts: a tool whose text did not change is
-  never embedded again, whatever its ordinal or commit. It is rewritten with the live keys
-  only once it holds half as many records again as the current commit uses.
+* The :class:`VectorCache` is every vector the vectors directory holds, by text key: the
+  rows of the sidecars kept (each carries its text key) and the journal
+  (``vectors/cache-v1.bin``), an append-only file of (16-byte text key, int8 vector)
+  records to which each chunk is appended as soon as it is embedded. Both survive
+  rebuilds and restarts, so a tool whose text did not change is never embedded again,
+  whatever its ordinal or commit. Once a commit's complete sidecar is written the
+  journal is deleted: every live vector is in that sidecar, so none is stored twice.
 * :class:`VectorWorker` runs :func:`fill_vectors` in a thread. A newer commit supersedes
-  the job in progress within one chunk; what it embedded stays in the cache. The
-  sidecars of commits other than the current one and the one before are deleted.
+  the job in progress within one chunk; what it embedded stays in the journal. The
+  sidecars (and graphs) of commits other than the current one and the one before are
+  deleted.
 """
 
 from __future__ import annotations
@@ -52,9 +56,10 @@ from catalog.vectors import (
     ANN_SCALAR,
     SIDECAR_DTYPE,
     VECTORS_DIR,
-    ann_path,
     commit_of_name,
-    key_ann_path,
+    graph_path,
+    key_runs,
+    sidecar_order,
     sidecar_path,
 )
 from indexer.report import Reporter
@@ -65,20 +70,26 @@ __all__ = [
     "VectorStats",
     "VectorWorker",
     "fill_vectors",
+    "graph_slices",
+    "save_graph",
     "shared_encoder",
+    "sidecar_due",
     "write_ann",
 ]
 
-CACHE_NAME: Final = "cache-v1.bin"
+CACHE_NAME: Final = "cache-v1.bin"  # the journal (format 18's cache reads as one)
 _KEY: Final = 16
 _RECORD_DTYPE: Final = np.dtype([("key", f"V{_KEY}"), ("vec", "i1", (DIMENSIONS,))])
 EMBED_CHUNK: Final = 64
 """Texts embedded between two checks for a newer commit (under a second here)."""
 SIDECAR_EVERY: Final = 2_048
-"""New vectors between two partial sidecars of a commit being filled."""
+SIDECAR_GROWTH: Final = 4
+"""A partial sidecar is written again once the new vectors since the last write reach
+``SIDECAR_EVERY`` or a ``SIDECAR_GROWTH``-th of the rows written, whichever is more: a
+server gains vectors as they come, and a cold fill writes under six times its final
+sidecar in all instead of once per 2,048 vectors."""
 ANN_CONNECTIVITY: Final = 16  # graph edges per node (usearch's default)
 ANN_EXPANSION_ADD: Final = 128  # candidates weighed per insertion (usearch's default)
-_COMPACT_MIN: Final = 4_096  # records below which the cache is never rewritten
 _PAYLOADS_KEPT: Final = 64  # decoded payload documents remembered while reading texts
 
 
@@ -103,17 +114,28 @@ class VectorStats(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class VectorCache:
-    """Text key → int8 vector, persistent and append-only (see the module docstring)."""
+    """Text key → int8 vector: every vector the index's vectors directory holds, in its
+    sidecars (each row carries its text key) and in the journal (see the module docstring).
+    """
 
     def __init__(self, directory: Path) -> None:
         directory.mkdir(parents=True, exist_ok=True)
+        self.directory = directory
         self.path = directory / CACHE_NAME
         self._rows: dict[bytes, int] = {}
         self._vectors = np.zeros((1024, DIMENSIONS), dtype=np.int8)
-        self._records = 0  # records in the file (duplicates included)
+        self._records = 0  # records in the journal (duplicates included)
         self._load()
 
     def _load(self) -> None:
+        for path in sorted(self.directory.iterdir()):
+            if path.suffix == ".npy" and commit_of_name(path.name) is not None:
+                try:
+                    rows = np.load(path, mmap_mode="r")
+                except (OSError, ValueError):
+                    continue  # being replaced, or not a sidecar: its vectors are elsewhere
+                if rows.dtype == SIDECAR_DTYPE:  # another format's has no text keys
+                    self._put([bytes(k) for k in rows["key"]], np.asarray(rows["vec"]))
         try:
             data = self.path.read_bytes()
         except FileNotFoundError:
@@ -128,6 +150,11 @@ class VectorCache:
 
     def __len__(self) -> int:
         return len(self._rows)
+
+    @property
+    def journal_records(self) -> int:
+        """Records in the journal file (0 once a complete sidecar holds them)."""
+        return self._records
 
     def row(self, key: bytes) -> int:
         """The row of ``key``'s vector, or -1."""
@@ -149,7 +176,7 @@ class VectorCache:
             self._vectors[row] = vector
 
     def add(self, keys: Sequence[bytes], vectors: NDArray[np.int8]) -> None:
-        """Remember ``vectors`` under ``keys``, appended to the file and synced first."""
+        """Remember ``vectors`` under ``keys``, appended to the journal and synced first."""
         records = np.zeros(len(keys), dtype=_RECORD_DTYPE)
         records["key"] = keys
         records["vec"] = vectors
@@ -160,24 +187,33 @@ class VectorCache:
         self._records += len(keys)
         self._put(keys, vectors)
 
-    def compact(self, live: set[bytes]) -> bool:
-        """Rewrite the file with the ``live`` keys' records only, when it holds half as
-        many again (and at least a few thousand); whether it was rewritten.
+    def settle(self, live: set[bytes]) -> bool:
+        """Delete the journal and forget every vector but the ``live`` keys': called once
+        a complete sidecar, synced, holds every live key's vector, so the journal's
+        records are either there or no longer used. Whether there was a journal.
         """
-        if self._records <= max(_COMPACT_MIN, len(live) * 3 // 2):
-            return False
         kept = [k for k in self._rows if k in live]
         rows = np.array([self._rows[k] for k in kept], dtype=np.int64)
-        records = np.zeros(len(kept), dtype=_RECORD_DTYPE)
-        records["key"] = kept
-        records["vec"] = self._vectors[rows] if kept else records["vec"]
-        _write_atomically(self.path, records.tobytes())
         vectors = self._vectors[rows].copy() if kept else np.zeros((0, DIMENSIONS), np.int8)
         self._rows = {}
         self._vectors = np.zeros((max(1024, len(kept)), DIMENSIONS), dtype=np.int8)
         self._put(kept, vectors)
-        self._records = len(kept)
-        return True
+        had = self.path.exists()
+        self.path.unlink(missing_ok=True)
+        self._records = 0
+        return had
+
+    def save_journal(self, target: Path) -> int:
+        """Write every vector held here as the journal of the vectors directory ``target``
+        (a new index seeded with another's vectors embeds none of their texts again);
+        how many were written.
+        """
+        records = np.zeros(len(self._rows), dtype=_RECORD_DTYPE)
+        records["key"] = list(self._rows)
+        records["vec"] = self._vectors[: len(self._rows)]
+        target.mkdir(parents=True, exist_ok=True)
+        _write_atomically(target / CACHE_NAME, records.tobytes())
+        return len(records)
 
 
 def _write_atomically(path: Path, data: bytes) -> None:
@@ -195,6 +231,14 @@ def _write_atomically(path: Path, data: bytes) -> None:
         os.fsync(directory)
     finally:
         os.close(directory)
+
+
+def sidecar_due(since: int, written: int) -> bool:
+    """Whether a partial sidecar of ``written`` rows is written again, ``since`` new
+    vectors later: once they reach :data:`SIDECAR_EVERY` or a :data:`SIDECAR_GROWTH`-th
+    of the rows written, whichever is more.
+    """
+    return since >= max(SIDECAR_EVERY, written // SIDECAR_GROWTH)
 
 
 def _sidecar_bytes(rows: NDArray[np.void]) -> bytes:
@@ -290,37 +334,79 @@ def _prune(vectors_dir: Path, commit_id: str) -> None:
             path.unlink(missing_ok=True)
 
 
-def write_ann(index_dir: Path, commit_id: str) -> bool:
-    """Build the graph indexes of commit ``commit_id``'s sidecar and save them beside it:
-    one over every row, and one over the rows of each visibility key holding at least
-    :data:`ANN_MIN_ROWS` of them (but not all); whether any was written.
+def graph_slices(
+    runs: dict[int, tuple[int, int]], *, group: int | None = None
+) -> list[tuple[int, int]]:
+    """The slices of a complete sidecar's rows that get a graph each, from its keys'
+    ``runs`` (``catalog.vectors.key_runs``): a key holding at least :data:`ANN_MIN_ROWS`
+    rows alone, and the other keys' rows together in one graph. Every row is in exactly
+    one graph, so the graphs together hold each vector once.
 
-    The graphs are the server's fast path (``server/dense.py``): the whole one for a
-    caller who sees every tool, a key's own for a caller who sees that key, so no
-    graph a caller is answered from holds a tool it may not see. Each is written whole
-    under a temporary name and renamed, and holds as many rows as it should in the
-    sidecar it was built from, so a server pairs it with that complete sidecar only.
+    ``group``: the other keys' rows in consecutive groups of at least that many instead
+    (a short last group joins the one before): a caller who may not see one small key
+    then scans one group's rows, not all of them, but a caller who sees everything
+    searches one graph more per group. Measured and not taken (docs/semantic.md); the
+    benchmark builds it.
+    """
+    least = group if group is not None else 1 << 62
+    slices: list[tuple[int, int]] = []
+    pending: tuple[int, int] | None = None  # small keys' rows gathered so far
+    grouped = False  # whether the last slice is a group of small keys
+    for start, stop in sorted(runs.values()):
+        if stop - start >= ANN_MIN_ROWS:
+            if pending is not None:
+                slices.append(pending)
+                pending = None
+            slices.append((start, stop))
+            grouped = False
+            continue
+        pending = (pending[0], stop) if pending is not None else (start, stop)
+        if pending[1] - pending[0] >= least:
+            slices.append(pending)
+            pending, grouped = None, True
+    if pending is not None:
+        if grouped and slices[-1][1] == pending[0]:
+            slices[-1] = (slices[-1][0], pending[1])
+        else:
+            slices.append(pending)
+    return slices
+
+
+def write_ann(index_dir: Path, commit_id: str) -> bool:
+    """Build the graph indexes of commit ``commit_id``'s complete sidecar (one per slice
+    of :func:`graph_slices`) and save them beside it; whether the commit has graphs.
+
+    The graphs are the server's fast path (``server/dense.py``): a caller is answered
+    from the graphs whose keys it may all see, so no graph a caller is answered from
+    holds a tool it may not see. Each is written whole under a temporary name and
+    renamed; one already written is kept (a fill interrupted while writing them).
     """
     rows = np.load(sidecar_path(index_dir, commit_id), mmap_mode="r")
     if len(rows) < ANN_MIN_ROWS:
         return False
-    vectors = np.asarray(rows["vec"])
-    _save_graph(vectors, np.arange(len(rows), dtype=np.uint64), ann_path(index_dir, commit_id))
-    keys, counts = np.unique(np.asarray(rows["visk"]), return_counts=True)
-    for key, count in zip(keys, counts, strict=True):
-        if ANN_MIN_ROWS <= count < len(rows):
-            members = np.flatnonzero(np.asarray(rows["visk"]) == key).astype(np.uint64)
-            _save_graph(vectors[members], members, key_ann_path(index_dir, commit_id, int(key)))
+    for start, stop in graph_slices(key_runs(np.asarray(rows["visk"]))):
+        target = graph_path(index_dir, commit_id, start, stop)
+        if not target.exists():
+            members = np.arange(start, stop, dtype=np.uint64)
+            save_graph(np.ascontiguousarray(rows["vec"][start:stop]), members, target)
     return True
 
 
-def _save_graph(vectors: NDArray[np.int8], rows: NDArray[np.uint64], target: Path) -> None:
-    """An HNSW graph of ``vectors`` keyed by their sidecar ``rows``, saved at ``target``."""
+def save_graph(
+    vectors: NDArray[np.int8],
+    rows: NDArray[np.uint64],
+    target: Path,
+    *,
+    connectivity: int = ANN_CONNECTIVITY,
+) -> None:
+    """An HNSW graph of ``vectors`` keyed by their sidecar ``rows``, saved at ``target``
+    (another ``connectivity``: the benchmark comparing graph layouts).
+    """
     graph = Index(
         ndim=DIMENSIONS,
         metric=ANN_METRIC,
         dtype=ANN_SCALAR,
-        connectivity=ANN_CONNECTIVITY,
+        connectivity=connectivity,
         expansion_add=ANN_EXPANSION_ADD,
     )
     graph.add(rows, vectors, threads=0)
@@ -369,6 +455,8 @@ def fill_vectors(
     written = _sidecar_rows(path)
     rows = np.array([cache.row(k) for k in commit.keys], dtype=np.int64)
     cached = int((rows >= 0).sum())
+    ords = np.asarray(commit.ords, dtype=np.uint64)
+    visk = np.asarray(commit.visk, dtype=np.uint64)
 
     def stats(*, embedded: int, complete: bool) -> VectorStats:
         return VectorStats(
@@ -386,9 +474,11 @@ def fill_vectors(
         known = np.flatnonzero(rows >= 0)
         if len(known) == written:
             return
+        known = known[sidecar_order(visk[known], ords[known])]
         sidecar = np.zeros(len(known), dtype=SIDECAR_DTYPE)
-        sidecar["ord"] = np.asarray(commit.ords, dtype=np.uint64)[known]
-        sidecar["visk"] = np.asarray(commit.visk, dtype=np.uint64)[known]
+        sidecar["ord"] = ords[known]
+        sidecar["visk"] = visk[known]
+        sidecar["key"] = [commit.keys[i] for i in known]
         sidecar["vec"] = cache.vectors(rows[known])
         _write_atomically(path, _sidecar_bytes(sidecar))
         written = len(known)
@@ -421,14 +511,13 @@ def fill_vectors(
             rows[where] = cache.row(key)
         embedded += len(chunk)
         since += len(chunk)
-        if since >= SIDECAR_EVERY:
+        if sidecar_due(since, written):
             write()
             since = 0
     write()
-    if not ann_path(index_dir, commit_id).exists():
-        write_ann(index_dir, commit_id)
+    write_ann(index_dir, commit_id)
     _prune(path.parent, commit_id)
-    cache.compact(set(commit.keys))
+    cache.settle(set(commit.keys))
     return stats(embedded=embedded, complete=True)
 
 

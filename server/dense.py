@@ -6,22 +6,19 @@ and reads no other file, so cards and vectors never come from two commits. A too
 without a row (its vector not computed yet) is simply no dense candidate: it is still
 found by its words.
 
-For a caller who may not see every tool the scan is exact: every row is scored (one
-float32 dot product per row, dequantised once: at load when the commit has no graph,
-else at the first such caller's search), rows the caller may not see are
-masked out by their ``visk`` before the top ``k`` is taken, and ties are broken by
-``ord``. A row's score depends on its vector and the query alone, so hiding or showing
-other tools never moves a visible tool's rank among the visible ones, and a hidden tool
-is never a candidate.
+A sidecar's rows are grouped by visibility key (``catalog.vectors.sidecar_order``), so
+the rows a caller may see are a few contiguous slices. A large commit has graph indexes
+(HNSW, written by the indexer beside its complete sidecar, ``catalog.vectors.graph_path``),
+each over a slice of whole keys, together covering every row once. A caller is answered
+from each graph whose keys it may all see, and every other row it may see is scored
+exactly (the scan); rows of keys it may not see are never read, so a hidden tool is never
+a candidate and can shape no graph search a caller is answered from. Every candidate is
+scored the same way, from its int8 row (converted to float32 a block at a time: no
+float copy of the rows is ever held), and ties go by ``ord``.
 
-For a caller who sees every tool, a large commit's graph index (HNSW, written by the
-indexer beside a complete sidecar, ``catalog.vectors.ann_path``) finds the candidates
-in a fraction of the scan's time; they are then scored exactly like the scan's, from
-their int8 rows alone (a server whose callers all see everything never holds the
-float32 copy, four times the sidecar's vectors). The
-graph is approximate (it can miss a neighbour the scan would find), and it is used only
-when nothing is hidden from the caller, so no hidden tool can shape anyone's results
-through it (docs/semantic.md).
+A row's score depends on its vector and the query alone, so hiding or showing other
+tools never moves a visible tool's rank among the visible ones the scan finds. The
+graphs are approximate: a graph search can miss a neighbour the scan would find.
 """
 
 from __future__ import annotations
@@ -29,9 +26,9 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Final
+from typing import Final, NamedTuple
 
 import numpy as np
 from numpy.typing import NDArray
@@ -39,23 +36,32 @@ from usearch.index import Index
 
 from catalog.embedding import DIMENSIONS
 from catalog.fusion import Candidate
-from catalog.vectors import ANN_METRIC, ANN_SCALAR, ann_path, key_ann_path, sidecar_path
+from catalog.vectors import (
+    ANN_METRIC,
+    ANN_SCALAR,
+    SIDECAR_DTYPE,
+    graph_range,
+    key_runs,
+    sidecar_order,
+    sidecar_path,
+)
 
-__all__ = ["NO_VECTORS", "DenseIndex", "load_dense", "sidecar_stamp"]
+__all__ = ["NO_VECTORS", "DenseIndex", "Graph", "load_dense", "sidecar_stamp"]
 
-_MASKS: Final = 64  # visibility masks remembered per index (one per distinct audience)
+_PLANS: Final = 64  # search plans remembered per index (one per distinct audience)
+_BLOCK: Final = 1_024  # rows converted to float32 at a time (1.5 MB)
 ANN_EXPANSION: Final = 200
-"""Candidates the graph search weighs (usearch's ``expansion_search``, four times the
+"""Candidates a graph search weighs (usearch's ``expansion_search``, four times the
 pipeline's 50 dense candidates): more finds more of the exact neighbours and costs more."""
 
 Stamp = tuple[int, int, int, int]
 
 
 def sidecar_stamp(index_dir: Path, commit_id: str) -> Stamp | None:
-    """Identity of commit ``commit_id``'s sidecar (inode, mtime, size) and of its graph
-    (mtime, 0 when there is none), or None when the sidecar is not there (yet). The
-    indexer replaces each file whole on every write, so a changed stamp means new rows
-    or a new graph.
+    """Identity of commit ``commit_id``'s sidecar (inode, mtime, size) and of its graphs
+    (the latest mtime, 0 when there is none), or None when the sidecar is not there (yet).
+    The indexer replaces each file whole on every write, so a changed stamp means new
+    rows or a new graph.
     """
     try:
         st = sidecar_path(index_dir, commit_id).stat()
@@ -69,8 +75,23 @@ def sidecar_stamp(index_dir: Path, commit_id: str) -> Stamp | None:
 
 
 def _graph_paths(index_dir: Path, commit_id: str) -> list[Path]:
-    """Commit ``commit_id``'s graph files: the whole one and the keys' own."""
+    """Commit ``commit_id``'s graph files."""
     return sorted(sidecar_path(index_dir, commit_id).parent.glob(f"{commit_id}.*hnsw"))
+
+
+class Graph(NamedTuple):
+    """A graph index over the sidecar rows ``start``..``stop`` (keys: the row numbers)."""
+
+    start: int
+    stop: int
+    hnsw: Index
+
+
+class _Plan(NamedTuple):
+    """How one audience is answered: the graphs searched and the row slices scanned."""
+
+    graphs: tuple[Graph, ...]
+    scanned: tuple[tuple[int, int], ...]
 
 
 class DenseIndex:
@@ -84,37 +105,32 @@ class DenseIndex:
         visk: NDArray[np.uint64],
         quantized: NDArray[np.int8],
         stamp: Stamp | None = None,
-        ann: Index | None = None,
-        key_graphs: Mapping[int, Index] | None = None,
+        graphs: Sequence[Graph] = (),
     ) -> None:
+        try:
+            runs = key_runs(visk)
+        except ValueError:  # rows not grouped by key (not an indexer's sidecar): group them
+            order = sidecar_order(visk, ords)
+            ords, visk, quantized = ords[order], visk[order], quantized[order]
+            runs = key_runs(visk)
+            graphs = ()  # their row numbers named the rows before
         self.commit_id = commit_id
         self.ords = ords
         self.visk = visk
         self.quantized = quantized
         """The rows' int8 vectors as the sidecar stores them (``catalog.embedding.quantize``)."""
         self.stamp = stamp
-        self.ann = ann
-        """The graph index over these rows (keys are row numbers), or None: scan."""
-        self.key_graphs: Mapping[int, Index] = key_graphs or {}
-        """The graph over one visibility key's rows, by its hash, for large keys."""
-        self._masks: OrderedDict[frozenset[int], NDArray[np.bool_]] = OrderedDict()
+        self._runs = runs
+        self.graphs: tuple[Graph, ...] = tuple(graphs)
+        """The graph indexes over slices of these rows (none: every caller is scanned)."""
+        self._graph_keys = [
+            frozenset(k for k, (a, b) in runs.items() if g.start <= a and b <= g.stop)
+            for g in self.graphs
+        ]
+        self._plans: OrderedDict[frozenset[int] | None, _Plan] = OrderedDict()
         self._lock = threading.Lock()
         self._with_vector: frozenset[int] | None = None
-        self._float: NDArray[np.float32] | None = None
-        if ann is None and not self.key_graphs:
-            self.vectors()  # the scan is the only path: pay the conversion at load
-
-    @property
-    def dequantised(self) -> bool:
-        """Whether the float32 copy of the rows (:meth:`vectors`) is held."""
-        return self._float is not None
-
-    def vectors(self) -> NDArray[np.float32]:
-        """Every row's vector as float32, as the scan scores them (converted once)."""
-        with self._lock:
-            if self._float is None:
-                self._float = _dequantised(self.quantized)
-            return self._float
+        self._local = threading.local()
 
     def __len__(self) -> int:
         return len(self.ords)
@@ -125,19 +141,41 @@ class DenseIndex:
             self._with_vector = frozenset(int(o) for o in self.ords)
         return ordinal in self._with_vector
 
-    def _mask(self, visible: frozenset[int]) -> NDArray[np.bool_]:
+    def path(self, visible: frozenset[int] | None) -> str:
+        """How a caller seeing ``visible`` (None: everything) is answered: ``graph``,
+        ``graph + scan`` or ``scan`` (benchmarks and explain say which).
+        """
+        plan = self._plan(visible)
+        if plan.graphs:
+            return "graph + scan" if plan.scanned else "graph"
+        return "scan"
+
+    def _plan(self, visible: frozenset[int] | None) -> _Plan:
         with self._lock:
-            mask = self._masks.get(visible)
-            if mask is not None:
-                self._masks.move_to_end(visible)
-                return mask
-        keys = np.fromiter(visible, dtype=np.uint64, count=len(visible))
-        mask = np.isin(self.visk, keys)
+            plan = self._plans.get(visible)
+            if plan is not None:
+                self._plans.move_to_end(visible)
+                return plan
+        searched = [
+            i for i, keys in enumerate(self._graph_keys) if visible is None or keys <= visible
+        ]
+        covered = [(self.graphs[i].start, self.graphs[i].stop) for i in searched]
+        slices: list[tuple[int, int]] = []
+        for key, (start, stop) in sorted(self._runs.items(), key=lambda item: item[1]):
+            if visible is not None and key not in visible:
+                continue
+            if any(a <= start and stop <= b for a, b in covered):
+                continue
+            if slices and slices[-1][1] == start:  # adjacent keys: one slice
+                slices[-1] = (slices[-1][0], stop)
+            else:
+                slices.append((start, stop))
+        plan = _Plan(tuple(self.graphs[i] for i in searched), tuple(slices))
         with self._lock:
-            self._masks[visible] = mask
-            while len(self._masks) > _MASKS:
-                self._masks.popitem(last=False)
-        return mask
+            self._plans[visible] = plan
+            while len(self._plans) > _PLANS:
+                self._plans.popitem(last=False)
+        return plan
 
     def candidates(
         self, query: NDArray[np.float32], *, visible: frozenset[int] | None, k: int
@@ -148,60 +186,61 @@ class DenseIndex:
         """
         if k <= 0 or not len(self.ords):
             return []
-        if visible is None and self.ann is not None:
-            return self._nearest(query, k)
-        graphed = self.key_graphs.keys() & visible if visible is not None else set()
-        if graphed:
-            assert visible is not None
-            return self._by_key(query, visible, graphed, k)
-        scores = np.einsum("ij,j->i", self.vectors(), query)  # single-threaded, no BLAS pool
-        rows = np.arange(len(scores)) if visible is None else np.flatnonzero(self._mask(visible))
-        if not len(rows):
+        plan = self._plan(visible)
+        scaled = (np.asarray(query, dtype=np.float32) / np.float32(127.0)).astype(np.float32)
+        rows: list[NDArray[np.int64]] = []
+        scores: list[NDArray[np.float32]] = []
+        if plan.scanned:
+            found, seen = self._scan(plan.scanned, scaled, k)
+            rows.append(found)
+            scores.append(seen)
+        for graph in plan.graphs:
+            keys = graph.hnsw.search(query, min(k, graph.stop - graph.start)).keys
+            found = np.asarray(keys, dtype=np.int64)
+            rows.append(found)
+            scores.append(self._scores(self.quantized[found], scaled))
+        if not rows:
             return []
-        seen = scores[rows]
+        every, seen = np.concatenate(rows), np.concatenate(scores)
+        order = np.lexsort((self.ords[every], -seen))[:k]
+        return [
+            Candidate(int(o), float(s))
+            for o, s in zip(self.ords[every[order]], seen[order], strict=True)
+        ]
+
+    def _scan(
+        self, slices: Sequence[tuple[int, int]], scaled: NDArray[np.float32], k: int
+    ) -> tuple[NDArray[np.int64], NDArray[np.float32]]:
+        """Every row of ``slices`` scored; the best ``k`` of them and every row tied with
+        the ``k``-th (so ties are broken by ``ord`` afterwards, not by row number).
+        """
+        rows = np.concatenate([np.arange(a, b, dtype=np.int64) for a, b in slices])
+        seen = np.concatenate([self._scores(self.quantized[a:b], scaled) for a, b in slices])
         if k < len(rows):
             best = np.argpartition(-seen, k - 1)[:k]
-            cut = seen[best].min()
-            keep = np.flatnonzero(seen >= cut)  # the whole tie group at the cut
+            keep = np.flatnonzero(seen >= seen[best].min())  # the whole tie group at the cut
             rows, seen = rows[keep], seen[keep]
-        order = np.lexsort((self.ords[rows], -seen))[:k]
-        return [
-            Candidate(int(o), float(s))
-            for o, s in zip(self.ords[rows[order]], seen[order], strict=True)
-        ]
+        return rows, seen
 
-    def _nearest(self, query: NDArray[np.float32], k: int) -> list[Candidate]:
-        """The graph's ``k`` nearest rows, scored as the scan scores them, best first."""
-        assert self.ann is not None
-        found = self.ann.search(query, min(k, len(self.ords)))
-        return self._scored(query, np.asarray(found.keys, dtype=np.int64), k)
-
-    def _by_key(
-        self, query: NDArray[np.float32], visible: frozenset[int], graphed: set[int], k: int
-    ) -> list[Candidate]:
-        """The ``k`` nearest of the rows ``visible`` admits: each graphed key's graph gives
-        its own nearest rows, and the rows of the other visible keys are all scored (a
-        graph holds one key's rows, so no key the caller may not see is in it).
+    def _scores(
+        self, quantized: NDArray[np.int8], scaled: NDArray[np.float32]
+    ) -> NDArray[np.float32]:
+        """Each int8 row's dot product with ``scaled`` (the query / 127: the cosine with the
+        unit vector the row stands for), converted to float32 a block at a time into a
+        buffer of this thread's, so no float copy of the rows is made.
         """
-        found = [
-            np.asarray(self.key_graphs[key].search(query, k).keys, dtype=np.int64)
-            for key in sorted(graphed)
-        ]
-        rest = visible - graphed
-        if rest:
-            found.append(np.flatnonzero(self._mask(frozenset(rest))))
-        return self._scored(query, np.concatenate(found), k)
-
-    def _scored(
-        self, query: NDArray[np.float32], rows: NDArray[np.int64], k: int
-    ) -> list[Candidate]:
-        """The best ``k`` of ``rows``, scored as the scan scores them, ties by ``ord``."""
-        seen = _dequantised(self.quantized[rows]) @ query
-        order = np.lexsort((self.ords[rows], -seen))[:k]
-        return [
-            Candidate(int(o), float(s))
-            for o, s in zip(self.ords[rows[order]], seen[order], strict=True)
-        ]
+        out = np.empty(len(quantized), dtype=np.float32)
+        buffer: NDArray[np.float32] | None = getattr(self._local, "buffer", None)
+        if buffer is None:
+            buffer = np.empty((_BLOCK, DIMENSIONS), dtype=np.float32)
+            self._local.buffer = buffer
+        for start in range(0, len(quantized), _BLOCK):
+            block = quantized[start : start + _BLOCK]
+            converted = buffer[: len(block)]
+            np.copyto(converted, block)
+            # single-threaded, no BLAS pool
+            np.einsum("ij,j->i", converted, scaled, out=out[start : start + len(block)])
+        return out
 
     def without_vector(self) -> _Unvectored:
         """The ordinals of tools that have no vector here, as a container (for explain)."""
@@ -233,41 +272,50 @@ def load_dense(index_dir: Path, commit_id: str) -> DenseIndex | None:
         return None
     try:
         rows = np.load(sidecar_path(index_dir, commit_id), mmap_mode="r")
+        if rows.dtype != SIDECAR_DTYPE:  # another format's: its commit is being rebuilt
+            return None
         ords = np.array(rows["ord"], dtype=np.uint64)
         visk = np.array(rows["visk"], dtype=np.uint64)
-        quantized = np.asarray(rows["vec"], dtype=np.int8)
-    except (OSError, ValueError, KeyError):
+        # A view of the memory map (the page cache, shared by the workers), without the
+        # memmap subclass, whose indexing costs more on every candidate gathered.
+        quantized = np.asarray(rows["vec"])
+        runs = key_runs(visk)
+    except (OSError, ValueError, KeyError, IndexError):
         return None
-    whole = _graph(ann_path(index_dir, commit_id), len(ords)) if stamp[3] else None
-    keys: dict[int, Index] = {}
-    if whole is not None:  # key graphs are written after the whole one, never alone
-        counts = dict(zip(*np.unique(visk, return_counts=True), strict=True))
-        for key, count in counts.items():
-            path = key_ann_path(index_dir, commit_id, int(key))
-            graph = _graph(path, int(count)) if path.exists() else None
-            if graph is not None:
-                keys[int(key)] = graph
     return DenseIndex(
         commit_id=commit_id,
         ords=ords,
         visk=visk,
         quantized=quantized,
         stamp=stamp,
-        ann=whole,
-        key_graphs=keys,
+        graphs=_graphs(index_dir, commit_id, runs) if stamp[3] else (),
     )
 
 
-def _dequantised(quantized: NDArray[np.int8]) -> NDArray[np.float32]:
-    """int8 rows as the unit vectors they stand for (the inverse of ``quantize``)."""
-    vectors: NDArray[np.float32] = np.ascontiguousarray(quantized, dtype=np.float32)
-    return vectors / np.float32(127.0)
+def _graphs(index_dir: Path, commit_id: str, runs: dict[int, tuple[int, int]]) -> list[Graph]:
+    """The commit's graphs that fit its sidecar: each over a slice that starts and ends
+    on key boundaries, overlaps no other, and holds exactly that slice's rows (a graph
+    of another sidecar of the commit, or of another format, is left unread).
+    """
+    starts = {a for a, _ in runs.values()}
+    stops = {b for _, b in runs.values()}
+    found: list[Graph] = []
+    for path in _graph_paths(index_dir, commit_id):
+        bounds = graph_range(path.name)
+        if bounds is None or bounds[0] not in starts or bounds[1] not in stops:
+            continue
+        start, stop = bounds
+        if any(start < g.stop and g.start < stop for g in found):
+            continue
+        index = _graph(path, stop - start)
+        if index is not None:
+            found.append(Graph(start, stop, index))
+    return found
 
 
 def _graph(path: Path, rows: int) -> Index | None:
-    """The graph index at ``path``, memory-mapped, if it holds exactly ``rows`` rows (as
-    many as the complete sidecar it was built from has for it); None otherwise or when
-    unreadable.
+    """The graph index at ``path``, memory-mapped, if it holds exactly ``rows`` rows;
+    None otherwise or when unreadable.
     """
     graph = Index(
         ndim=DIMENSIONS, metric=ANN_METRIC, dtype=ANN_SCALAR, expansion_search=ANN_EXPANSION

@@ -1,5 +1,6 @@
-"""The graph index of a large commit: written beside its complete sidecar, used only for a
-caller who sees every tool, scored exactly, and pruned with its sidecar.
+"""The graph indexes of a large commit: written beside its complete sidecar, each over a
+slice of whole visibility keys and every row in one of them, searched for a caller only
+when it may see all of a graph's keys, scored exactly, and pruned with their sidecar.
 
 The rows are synthetic (a catalog of 16,384 embedded tools would take minutes to
 embed); the files are the real formats, written and read by the real functions.
@@ -7,23 +8,34 @@ embed); the files are the real formats, written and read by the real functions.
 
 from __future__ import annotations
 
+import tracemalloc
 from pathlib import Path
 
 import numpy as np
 import pytest
+from numpy.typing import NDArray
 
 from catalog.embedding import DIMENSIONS, quantize
-from catalog.vectors import ANN_MIN_ROWS, SIDECAR_DTYPE, ann_path, key_ann_path, sidecar_path
-from indexer.vectors import _prune, write_ann
-from server.dense import load_dense
+from catalog.vectors import (
+    ANN_MIN_ROWS,
+    SIDECAR_DTYPE,
+    commit_of_name,
+    graph_path,
+    key_runs,
+    sidecar_order,
+    sidecar_path,
+)
+from indexer.vectors import _prune, graph_slices, write_ann
+from server.dense import DenseIndex, load_dense
 
 COMMIT = "00000000000000aa"
 BIG = 99
+SMALL = 7  # keys 0..6, besides BIG
 
 
 def _sidecar(
     index_dir: Path, commit_id: str, rows: int, seed: int = 0, *, big_key: int = 0
-) -> np.ndarray:
+) -> NDArray[np.void]:
     rng = np.random.default_rng(seed)
     # Low intrinsic dimension, as sentence embeddings have (uniform noise in 384
     # dimensions is the one input no graph index searches well).
@@ -32,13 +44,33 @@ def _sidecar(
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
     table = np.zeros(rows, dtype=SIDECAR_DTYPE)
     table["ord"] = np.arange(rows, dtype=np.uint64) * 3  # ordinals are spread, not row numbers
-    table["visk"] = np.arange(rows, dtype=np.uint64) % 7
-    table["visk"][:big_key] = BIG  # the first rows: one large key (as "public" is)
+    table["visk"] = np.arange(rows, dtype=np.uint64) % SMALL
+    table["visk"][:big_key] = BIG  # the first tools: one large key (as "public" is)
     table["vec"] = quantize(vectors)
+    table = table[sidecar_order(table["visk"], table["ord"])]  # as the indexer writes it
     path = sidecar_path(index_dir, commit_id)
     path.parent.mkdir(parents=True, exist_ok=True)
     np.save(path, table)
     return table
+
+
+def _floats(index: DenseIndex) -> NDArray[np.float32]:
+    """The rows as the unit vectors they stand for (the test's own reference)."""
+    return np.asarray(index.quantized, dtype=np.float32) / np.float32(127.0)
+
+
+def _query(index: DenseIndex, row: int, rng: np.random.Generator) -> NDArray[np.float32]:
+    query = _floats(index)[row] + 0.02 * rng.standard_normal(DIMENSIONS).astype(np.float32)
+    normed: NDArray[np.float32] = query / np.linalg.norm(query)
+    return normed
+
+
+def _graph_rows(index_dir: Path) -> int:
+    return sum(
+        b - a
+        for p in sidecar_path(index_dir, COMMIT).parent.glob("*.hnsw")
+        for a, b in [tuple(int(x) for x in p.name.split(".")[1].split("-"))]
+    )
 
 
 @pytest.fixture(scope="module")
@@ -52,10 +84,16 @@ def large(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_a_small_commit_gets_no_graph(tmp_path: Path) -> None:
     _sidecar(tmp_path, COMMIT, ANN_MIN_ROWS - 1)
     assert not write_ann(tmp_path, COMMIT)
-    assert not ann_path(tmp_path, COMMIT).exists()
+    assert not list(sidecar_path(tmp_path, COMMIT).parent.glob("*.hnsw"))
     index = load_dense(tmp_path, COMMIT)
     assert index is not None
-    assert index.ann is None
+    assert index.graphs == ()
+    assert index.path(None) == "scan"
+
+
+def test_the_graphs_hold_every_row_once(large: Path) -> None:
+    # Format 18 kept a graph of every row besides each large key's own: two copies.
+    assert _graph_rows(large) == ANN_MIN_ROWS
 
 
 def test_a_caller_who_sees_everything_gets_the_graphs_neighbours_scored_exactly(
@@ -63,88 +101,85 @@ def test_a_caller_who_sees_everything_gets_the_graphs_neighbours_scored_exactly(
 ) -> None:
     index = load_dense(large, COMMIT)
     assert index is not None
-    assert index.ann is not None
+    assert index.path(None) == "graph"
     rng = np.random.default_rng(1)
     found = 0
     for _ in range(20):
         row = int(rng.integers(ANN_MIN_ROWS))
-        query = index.vectors()[row] + 0.02 * rng.standard_normal(DIMENSIONS).astype(np.float32)
-        query /= np.linalg.norm(query)
+        query = _query(index, row, rng)
         fast = index.candidates(query, visible=None, k=50)
-        exact_scores = index.vectors() @ query
-        best = np.argsort(-exact_scores)[:50]
-        exact = {int(index.ords[i]) for i in best}
-        assert fast[0].ord == row * 3  # the near-duplicate of the query comes first
+        exact_scores = _floats(index) @ query
+        exact = {int(index.ords[i]) for i in np.argsort(-exact_scores)[:50]}
+        at = {int(o): i for i, o in enumerate(index.ords)}
+        assert fast[0].ord == index.ords[row]  # the near-duplicate of the query comes first
         for candidate in fast:  # each score is the scan's own, exactly
-            at = candidate.ord // 3
-            assert candidate.score == pytest.approx(float(exact_scores[at]), abs=1e-5)
+            assert candidate.score == pytest.approx(
+                float(exact_scores[at[candidate.ord]]), abs=1e-5
+            )
         assert [c.score for c in fast] == sorted((c.score for c in fast), reverse=True)
         found += len(exact & {c.ord for c in fast})
     assert found / (20 * 50) >= 0.9  # approximate, but it finds most exact neighbours
 
 
-def test_a_caller_who_may_not_see_everything_is_scanned_and_never_given_a_hidden_row(
+def test_a_caller_who_may_not_see_a_graphs_keys_is_scanned_and_never_given_a_hidden_row(
     large: Path,
 ) -> None:
     index = load_dense(large, COMMIT)
     assert index is not None
-    assert index.ann is not None
-    query = index.vectors()[5].copy()  # row 5 has visk 5: hidden below
     visible = frozenset({0, 1, 2, 3})
+    assert index.path(visible) == "scan"  # keys 4..6 share the one graph: not searched
+    hidden_row = int(np.flatnonzero(index.visk == 5)[0])
+    query = _floats(index)[hidden_row].copy()
     got = index.candidates(query, visible=visible, k=50)
-    assert got
-    assert all((c.ord // 3) % 7 in visible for c in got)
-    scores = index.vectors() @ query
-    rows = [i for i in range(ANN_MIN_ROWS) if i % 7 in visible]
-    ranked = sorted((float(scores[i]) for i in rows), reverse=True)
     assert len(got) == 50
+    by_ord = {int(o): int(v) for o, v in zip(index.ords, index.visk, strict=True)}
+    assert all(by_ord[c.ord] in visible for c in got)
+    scores = _floats(index) @ query
+    ranked = sorted((float(scores[i]) for i in np.flatnonzero(index.visk < 4)), reverse=True)
     # Exact: no visible row scoring better than the last candidate was left out.
-    assert got[-1].score >= ranked[50] - 1e-5
     assert [c.score for c in got] == pytest.approx(ranked[:50], abs=1e-5)
 
 
-def test_a_graph_that_does_not_cover_the_sidecar_is_not_used(large: Path, tmp_path: Path) -> None:
+def test_a_graph_that_does_not_cover_the_sidecar_is_not_used(tmp_path: Path) -> None:
     _sidecar(tmp_path, COMMIT, ANN_MIN_ROWS)
     write_ann(tmp_path, COMMIT)
     _sidecar(tmp_path, COMMIT, ANN_MIN_ROWS + 10, seed=2)  # the sidecar grew since
     index = load_dense(tmp_path, COMMIT)
     assert index is not None
-    assert index.ann is None
+    assert index.graphs == ()
 
 
-def test_pruning_removes_an_old_commits_graph_with_its_sidecar(tmp_path: Path) -> None:
+def test_pruning_removes_an_old_commits_graphs_with_its_sidecar(tmp_path: Path) -> None:
     commits = ["00000000000000a1", "00000000000000a2", "00000000000000a3"]
     for commit in commits:
         _sidecar(tmp_path, commit, 4)
-        ann_path(tmp_path, commit).write_bytes(b"graph")
+        graph_path(tmp_path, commit, 0, 4).write_bytes(b"graph")
+        # a graph name of format 18 (a key's own), left by an index written before
+        sidecar_path(tmp_path, commit).with_suffix(".eab9d3fa9e0a165b.hnsw").write_bytes(b"g")
     _prune(sidecar_path(tmp_path, commits[2]).parent, commits[2])
     left = sorted(p.name for p in sidecar_path(tmp_path, commits[2]).parent.iterdir())
-    assert left == sorted(f"{c}.{s}" for c in commits[1:] for s in ("hnsw", "npy"))
+    assert left == sorted(
+        f"{c}.{s}" for c in commits[1:] for s in ("0-4.hnsw", "eab9d3fa9e0a165b.hnsw", "npy")
+    )
+    assert commit_of_name("cache-v1.bin") is None
+    assert commit_of_name(f"{commits[0]}.4-0.hnsw") is None
 
 
-def test_the_graph_path_never_converts_the_rows_to_float(large: Path, tmp_path: Path) -> None:
-    index = load_dense(large, COMMIT)
-    assert index is not None
-    assert index.ann is not None
-    query = index.quantized[3].astype(np.float32) / np.float32(127.0)
-    query /= np.linalg.norm(query)
-    fast = index.candidates(query, visible=None, k=50)
-    assert fast[0].ord == 3 * 3
-    assert not index.dequantised  # a server whose callers see everything holds int8 only
-    # The scores are the scan's own, and the first scan converts the rows once.
-    scanned = index.candidates(query, visible=frozenset(range(7)), k=50)
-    assert index.dequantised
-    exact = {c.ord: c.score for c in scanned}
-    for candidate in fast:
-        if candidate.ord in exact:
-            assert candidate.score == pytest.approx(exact[candidate.ord], abs=1e-6)
-    # A commit without a graph has only the scan: its rows are converted at load.
-    sidecar_path(tmp_path, COMMIT).parent.mkdir(parents=True)
-    np.save(sidecar_path(tmp_path, COMMIT), np.load(sidecar_path(large, COMMIT))[:100])
-    small = load_dense(tmp_path, COMMIT)
-    assert small is not None
-    assert small.ann is None
-    assert small.dequantised
+def test_no_path_holds_a_float_copy_of_the_rows(large: Path) -> None:
+    # Format 18 converted every row to float32 (1.5 KB a row) for the first scan.
+    tracemalloc.start()
+    try:
+        index = load_dense(large, COMMIT)
+        assert index is not None
+        query = _floats(index)[3].copy()
+        query /= np.linalg.norm(query)
+        tracemalloc.reset_peak()
+        for visible in (None, frozenset(range(SMALL)), frozenset({1, 2})):
+            assert index.candidates(query, visible=visible, k=50)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < ANN_MIN_ROWS * DIMENSIONS  # less than the int8 rows themselves
 
 
 @pytest.fixture(scope="module")
@@ -158,23 +193,28 @@ def keyed(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_a_large_key_gets_its_own_graph_and_a_caller_seeing_it_is_served_from_it(
     keyed: Path,
 ) -> None:
-    assert key_ann_path(keyed, COMMIT, BIG).exists()
-    assert not key_ann_path(keyed, COMMIT, 1).exists()  # 3,000 rows over 7 keys: small
     index = load_dense(keyed, COMMIT)
     assert index is not None
-    assert set(index.key_graphs) == {BIG}
+    # The large key alone, then the 3,000 rows of the seven small keys together.
+    assert [(g.start, g.stop) for g in index.graphs] == [
+        (0, ANN_MIN_ROWS),
+        (ANN_MIN_ROWS, ANN_MIN_ROWS + 3_000),
+    ]
+    assert _graph_rows(keyed) == ANN_MIN_ROWS + 3_000
     visible = frozenset({BIG, 2})
+    assert index.path(visible) == "graph + scan"  # key 2's rows are scanned
+    assert index.path(frozenset({BIG, *range(SMALL)})) == "graph"
     rng = np.random.default_rng(4)
     found = 0
     for _ in range(10):
         row = int(rng.integers(ANN_MIN_ROWS + 3_000))
-        query = index.vectors()[row] + 0.02 * rng.standard_normal(DIMENSIONS).astype(np.float32)
-        query /= np.linalg.norm(query)
+        query = _query(index, row, rng)
         got = index.candidates(query, visible=visible, k=50)
         assert len(got) == 50
-        rows = [c.ord // 3 for c in got]
+        at = {int(o): i for i, o in enumerate(index.ords)}
+        rows = [at[c.ord] for c in got]
         assert all(index.visk[r] in visible for r in rows)  # never a key it may not see
-        scores = index.vectors() @ query
+        scores = _floats(index) @ query
         allowed = np.flatnonzero(np.isin(index.visk, list(visible)))
         exact = set(allowed[np.argsort(-scores[allowed])[:50]].tolist())
         found += len(exact & set(rows))
@@ -183,11 +223,57 @@ def test_a_large_key_gets_its_own_graph_and_a_caller_seeing_it_is_served_from_it
     assert found / 500 >= 0.9
 
 
-def test_pruning_removes_an_old_commits_key_graphs_too(tmp_path: Path) -> None:
-    commits = ["00000000000000b1", "00000000000000b2", "00000000000000b3"]
-    for commit in commits:
-        _sidecar(tmp_path, commit, 4)
-        key_ann_path(tmp_path, commit, BIG).write_bytes(b"graph")
-    _prune(sidecar_path(tmp_path, commits[2]).parent, commits[2])
-    left = {p.name.split(".")[0] for p in sidecar_path(tmp_path, commits[2]).parent.iterdir()}
-    assert left == set(commits[1:])
+def test_the_small_keys_share_one_graph_or_groups_of_at_least_a_minimum() -> None:
+    big, n = ANN_MIN_ROWS, ANN_MIN_ROWS // 4
+    runs = {1: (0, big + 5)}  # a large key
+    runs |= {10 + i: (big + 5 + i * n, big + 5 + (i + 1) * n) for i in range(9)}
+    end = big + 5 + 9 * n
+    assert graph_slices(runs) == [(0, big + 5), (big + 5, end)]  # what the indexer writes
+    # In groups (measured, not taken): four small keys make a group; the ninth alone is
+    # too short and joins the one before.
+    grouped = [(0, big + 5), (big + 5, big + 5 + 4 * n), (big + 5 + 4 * n, end)]
+    assert graph_slices(runs, group=ANN_MIN_ROWS) == grouped
+    assert graph_slices({1: (0, 10), 2: (10, 30)}) == [(0, 30)]
+    assert key_runs(np.array([5, 5, 2, 2, 2], dtype=np.uint64)) == {5: (0, 2), 2: (2, 5)}
+    with pytest.raises(ValueError, match="contiguous"):
+        key_runs(np.array([5, 2, 5], dtype=np.uint64))
+
+
+def test_a_caller_hiding_one_small_key_gets_the_large_keys_graph_and_no_hidden_row(
+    tmp_path: Path,
+) -> None:
+    # A caller hiding key 6 is answered from the large key's graph and scans the other
+    # small keys' rows: the small keys' graph holds key 6, so it is not searched.
+    _sidecar(tmp_path, COMMIT, ANN_MIN_ROWS + 20_000, seed=5, big_key=ANN_MIN_ROWS)
+    assert write_ann(tmp_path, COMMIT)
+    index = load_dense(tmp_path, COMMIT)
+    assert index is not None
+    assert len(index.graphs) == 2
+    visible = frozenset({BIG, *range(SMALL - 1)})
+    assert index.path(visible) == "graph + scan"
+    rng = np.random.default_rng(6)
+    hidden = {int(o) for o in index.ords[index.visk == SMALL - 1]}
+    for _ in range(5):
+        row = int(np.flatnonzero(index.visk == SMALL - 1)[int(rng.integers(100))])
+        got = index.candidates(_query(index, row, rng), visible=visible, k=50)
+        assert len(got) == 50
+        assert not hidden & {c.ord for c in got}
+
+
+def test_a_graph_off_the_key_boundaries_or_overlapping_another_is_not_used(
+    keyed: Path, tmp_path: Path
+) -> None:
+    vectors = sidecar_path(tmp_path, COMMIT).parent
+    vectors.mkdir(parents=True)
+    for path in sidecar_path(keyed, COMMIT).parent.iterdir():
+        (vectors / path.name).write_bytes(path.read_bytes())
+    large = graph_path(tmp_path, COMMIT, 0, ANN_MIN_ROWS).read_bytes()
+    graph_path(tmp_path, COMMIT, 0, 100).write_bytes(large)  # ends inside the large key
+    # On the boundaries (every row), but overlapping the graphs read before it.
+    graph_path(tmp_path, COMMIT, 0, ANN_MIN_ROWS + 3_000).write_bytes(large)
+    index = load_dense(tmp_path, COMMIT)
+    assert index is not None
+    assert [(g.start, g.stop) for g in index.graphs] == [
+        (0, ANN_MIN_ROWS),
+        (ANN_MIN_ROWS, ANN_MIN_ROWS + 3_000),
+    ]
