@@ -33,7 +33,7 @@ from catalog.index_schema import SCHEMA_VERSION
 from catalog.model import CatalogTool
 from indexer.build import Converter, cpu_workers
 from indexer.conversion import Conversion
-from indexer.errors import IndexerError
+from indexer.errors import IndexerError, VectorsFailedError
 from indexer.fields import decode_tools
 from indexer.manifest import FileState, Manifest
 from indexer.names import apply_names, assign_names
@@ -184,6 +184,9 @@ def _follow(session: Session, args: argparse.Namespace) -> None:
     # waited for in short steps, so a signal still stops it.
     while not session.wait_for_vectors(0.5):
         pass
+    if session.vectors_failure is not None:
+        # The lexical catalog is committed and served; the build's work is not done.
+        raise VectorsFailedError(session.vectors_failure)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -255,7 +258,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         reporter.event("fatal", level="error", message=str(exc))
         return exc.exit_status
     except KeyboardInterrupt as exc:
-        if built and not session.syncing:
+        if args.watch and built and not session.syncing:
             return 0  # between builds: the normal way to stop a watch
         status = _interrupted(reporter, _as_interrupted(exc))
         session.close()

@@ -39,3 +39,13 @@ class IndexStoreError(IndexerError):
     """tantivy could not open, write or commit the index."""
 
     exit_status: ClassVar[int] = 3
+
+
+class VectorsFailedError(IndexerError):
+    """A build's tool vectors could not be computed (its lexical catalog is committed)."""
+
+    exit_status: ClassVar[int] = 4
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+        super().__init__(f"the tool vectors failed: {reason}")

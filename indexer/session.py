@@ -238,6 +238,11 @@ class Session:
         """
         return self.vectors is None or self.vectors.wait(timeout)
 
+    @property
+    def vectors_failure(self) -> str | None:
+        """Why the last commit's vectors failed, while they are failing (None otherwise)."""
+        return None if self.vectors is None else self.vectors.failure
+
     def _update(self, touched: Iterable[str] = (), config: Config | None = None) -> SyncResult:
         started = time.perf_counter()
         if config is not None:

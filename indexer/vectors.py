@@ -90,6 +90,11 @@ server gains vectors as they come, and a cold fill writes under six times its fi
 sidecar in all instead of once per 2,048 vectors."""
 ANN_CONNECTIVITY: Final = 16  # graph edges per node (usearch's default)
 ANN_EXPANSION_ADD: Final = 128  # candidates weighed per insertion (usearch's default)
+RETRY_FIRST_S: Final = 5.0
+RETRY_MAX_S: Final = 300.0
+"""A failed fill is tried again after 5 s, then twice as long after each failure, at most
+5 minutes apart: a watch may see no other sync for hours, and its catalog would stay
+ranked by words alone until then."""
 _PAYLOADS_KEPT: Final = 64  # decoded payload documents remembered while reading texts
 
 
@@ -535,10 +540,12 @@ class VectorWorker:
         reporter: Reporter,
         *,
         encoder: Callable[[], Encoder],
+        retry_first: float = RETRY_FIRST_S,
     ) -> None:
         self.index_dir = index_dir
         self.reporter = reporter
         self._encoder = encoder
+        self._retry_first = retry_first
         self._model: Encoder | None = None
         self._cache: VectorCache | None = None
         self._state = threading.Condition()
@@ -547,6 +554,8 @@ class VectorWorker:
         self._closed = False
         self.last: VectorStats | None = None
         """What the last finished or superseded job did."""
+        self.failure: str | None = None
+        """Why the last job failed, until a job succeeds (it is tried again meanwhile)."""
         self._thread = threading.Thread(target=self._run, name="sezzlee-vectors", daemon=True)
         self._thread.start()
 
@@ -583,10 +592,15 @@ class VectorWorker:
         return self._pending is not None or self._closed
 
     def _run(self) -> None:
+        retry: tuple[str, float] | None = None  # a failed commit, and when to try it again
+        delay = self._retry_first
         while True:
             with self._state:
                 while self._pending is None and not self._closed:
-                    self._state.wait()
+                    if retry is not None and time.monotonic() >= retry[1]:
+                        self._pending = retry[0]
+                        break
+                    self._state.wait(None if retry is None else retry[1] - time.monotonic())
                 if self._closed:
                     return
                 commit_id = self._pending
@@ -594,14 +608,20 @@ class VectorWorker:
                 self._busy = commit_id is not None
             if commit_id is None:
                 continue
+            done = False
             try:
-                self._fill(commit_id)
+                done = self._fill(commit_id)
             finally:
                 with self._state:
                     self._busy = False
                     self._state.notify_all()
+            if done:
+                retry, delay = None, self._retry_first
+            else:
+                retry, delay = (commit_id, time.monotonic() + delay), min(2 * delay, RETRY_MAX_S)
 
-    def _fill(self, commit_id: str) -> None:
+    def _fill(self, commit_id: str) -> bool:
+        """One job; False when it failed (said as a ``vectors_failed`` event)."""
         try:
             if self._cache is None:
                 self._cache = VectorCache(self.index_dir / VECTORS_DIR)
@@ -612,13 +632,17 @@ class VectorWorker:
                 self._cache,
                 superseded=self._superseded,
             )
-        except (OSError, ValueError) as exc:  # the lexical catalog is served regardless
+        except Exception as exc:  # the lexical catalog is served regardless
+            # Any fault (a full disk, a model that cannot load, a bug) ends this job, never
+            # the thread: the job is tried again (:data:`RETRY_FIRST_S`).
+            self.failure = f"{type(exc).__name__}: {exc}"
             self.reporter.event(
-                "vectors_failed", level="error", commit_id=commit_id, reason=str(exc)
+                "vectors_failed", level="error", commit_id=commit_id, reason=self.failure
             )
-            return
+            return False
+        self.failure = None
         if found is None:
-            return
+            return True
         self.last = found
         if found.embedded or found.complete is False:
             self.reporter.event(
@@ -631,3 +655,4 @@ class VectorWorker:
                 complete=found.complete,
                 seconds=round(found.seconds, 3),
             )
+        return True

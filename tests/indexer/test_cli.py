@@ -431,3 +431,40 @@ def test_semantic_indexing_without_the_pinned_model_exits_2(specs: Path, tmp_pat
     assert fatal
     assert "not the pinned" in str(fatal[0]["message"])
     assert not (index / "meta.json").exists()  # refused before anything was written
+
+
+def test_a_build_whose_vectors_fail_exits_4_with_its_catalog_committed(
+    specs: Path, tmp_path: Path
+) -> None:
+    # Before: the build logged vectors_failed and exited 0, as if its work were done.
+    index = tmp_path / "index"
+    index.mkdir()
+    (index / "vectors").write_text("a file where the vectors directory goes")
+    proc = _run("--specs", specs, "--index", index)
+    assert proc.returncode == 4, proc.stderr
+    events = _events(proc.stderr)
+    assert [e["event"] for e in events if e["level"] == "error"] == ["vectors_failed", "fatal"]
+    assert "the tool vectors failed" in str(events[-1]["message"])
+    assert len(read_index(index).tools) == 2  # the lexical catalog is committed and served
+
+
+def test_a_build_interrupted_while_its_vectors_fill_exits_130(specs: Path, tmp_path: Path) -> None:
+    # Before: an interrupt after the lexical commit was taken for a watch's normal stop (0).
+    for i in range(12):
+        ops = [f"op{i}x{j}Things" for j in range(25)]
+        (specs / f"bulk{i:02d}.yaml").write_text(spec_yaml(f"Bulk{i}", ops))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "indexer", "--specs", str(specs), "--index", str(tmp_path / "i")],
+        cwd=ROOT,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stderr is not None
+    for line in proc.stderr:
+        if '"event":"summary"' in line:  # committed; 302 tools' vectors take seconds
+            proc.send_signal(signal.SIGINT)
+            break
+    rest = proc.stderr.read()
+    proc.stderr.close()
+    assert proc.wait(timeout=30) == 130
+    assert [e["event"] for e in _events(rest)] == ["interrupted"]

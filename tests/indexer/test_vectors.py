@@ -6,6 +6,8 @@ the session), the real encoder (counted by a subclass), sidecars read back with 
 
 from __future__ import annotations
 
+import json
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -28,6 +30,7 @@ from indexer.vectors import (
     EMBED_CHUNK,
     SIDECAR_EVERY,
     VectorCache,
+    VectorWorker,
     fill_vectors,
     sidecar_due,
 )
@@ -366,3 +369,68 @@ def test_a_newer_commit_supersedes_a_fill_and_nothing_is_embedded_twice(
     view = read_index(index)
     assert view.meta is not None
     assert sidecar_path(index, view.meta.commit_id).is_file()
+
+
+def test_a_failed_fill_is_tried_again_until_it_completes(
+    tmp_path: Path, quiet_reporter: Reporter, encoder: CountingEncoder
+) -> None:
+    # Before: a failed fill waited for the next sync, which a watch may not see for hours.
+    index = tmp_path / "index"
+    write_converted(index, _catalog())
+    view = read_index(index)
+    assert view.meta is not None
+    calls: list[str] = []
+
+    def flaky() -> Encoder:
+        calls.append("load")
+        if len(calls) == 1:
+            raise OSError("the model file could not be read")
+        return encoder
+
+    worker = VectorWorker(index, quiet_reporter, encoder=flaky, retry_first=0.05)
+    try:
+        worker.schedule(view.meta.commit_id)
+        deadline = time.monotonic() + 60
+        while worker.last is None and time.monotonic() < deadline:
+            worker.wait(0.1)
+    finally:
+        worker.close()
+    assert calls == ["load", "load"]
+    assert worker.failure is None
+    assert worker.last is not None
+    assert worker.last.complete
+    assert len(_sidecar(index)) == len(_catalog())
+    events = [json.loads(line) for line in (tmp_path / "indexer.log").read_text().splitlines()]
+    failed = [e for e in events if e["event"] == "vectors_failed"]
+    assert [e["reason"] for e in failed] == ["OSError: the model file could not be read"]
+
+
+def test_a_fault_that_is_not_an_os_error_fails_the_job_not_the_worker(
+    tmp_path: Path, quiet_reporter: Reporter, encoder: CountingEncoder
+) -> None:
+    # Before: only OSError and ValueError were caught; anything else ended the thread and
+    # no commit got vectors again until a restart.
+    index = tmp_path / "index"
+    write_converted(index, _catalog())
+    view = read_index(index)
+    assert view.meta is not None
+
+    model_back = False
+
+    def load() -> Encoder:
+        if not model_back:
+            raise RuntimeError("no such model")
+        return encoder
+
+    worker = VectorWorker(index, quiet_reporter, encoder=load, retry_first=60)
+    try:
+        worker.schedule(view.meta.commit_id)
+        assert worker.wait(30)
+        assert worker.failure == "RuntimeError: no such model"
+        model_back = True  # the next job (a sync's) succeeds: the thread is still there
+        worker.schedule(view.meta.commit_id)
+        assert worker.wait(60)
+    finally:
+        worker.close()
+    assert worker.failure is None
+    assert len(_sidecar(index)) == len(_catalog())
