@@ -130,6 +130,7 @@ class DenseIndex:
         self._plans: OrderedDict[frozenset[int] | None, _Plan] = OrderedDict()
         self._lock = threading.Lock()
         self._with_vector: frozenset[int] | None = None
+        self._by_ord: tuple[NDArray[np.uint64], NDArray[np.intp]] | None = None
         self._local = threading.local()
 
     def __len__(self) -> int:
@@ -178,27 +179,38 @@ class DenseIndex:
         return plan
 
     def candidates(
-        self, query: NDArray[np.float32], *, visible: frozenset[int] | None, k: int
+        self,
+        query: NDArray[np.float32],
+        *,
+        visible: frozenset[int] | None,
+        k: int,
+        only: Sequence[int] | None = None,
     ) -> list[Candidate]:
         """The ``k`` visible tools nearest ``query`` (``ord`` and cosine), best first,
         ties by ``ord``. ``visible``: the visibility-key hashes the caller may see (None:
-        every tool).
+        every tool). ``only``: the ordinals the caller's filters pass (its tags), scored
+        exactly whatever ``visible`` says; None when the tags do not narrow the search.
         """
         if k <= 0 or not len(self.ords):
             return []
-        plan = self._plan(visible)
         scaled = (np.asarray(query, dtype=np.float32) / np.float32(127.0)).astype(np.float32)
         rows: list[NDArray[np.int64]] = []
         scores: list[NDArray[np.float32]] = []
-        if plan.scanned:
-            found, seen = self._scan(plan.scanned, scaled, k)
-            rows.append(found)
-            scores.append(seen)
-        for graph in plan.graphs:
-            keys = graph.hnsw.search(query, min(k, graph.stop - graph.start)).keys
-            found = np.asarray(keys, dtype=np.int64)
+        if only is not None:
+            found = self._rows_of(only)
             rows.append(found)
             scores.append(self._scores(self.quantized[found], scaled))
+        else:
+            plan = self._plan(visible)
+            if plan.scanned:
+                found, seen = self._scan(plan.scanned, scaled, k)
+                rows.append(found)
+                scores.append(seen)
+            for graph in plan.graphs:
+                keys = graph.hnsw.search(query, min(k, graph.stop - graph.start)).keys
+                found = np.asarray(keys, dtype=np.int64)
+                rows.append(found)
+                scores.append(self._scores(self.quantized[found], scaled))
         if not rows:
             return []
         every, seen = np.concatenate(rows), np.concatenate(scores)
@@ -207,6 +219,19 @@ class DenseIndex:
             Candidate(int(o), float(s))
             for o, s in zip(self.ords[every[order]], seen[order], strict=True)
         ]
+
+    def _rows_of(self, ordinals: Sequence[int]) -> NDArray[np.int64]:
+        """The rows of the tools at ``ordinals`` that have a vector."""
+        with self._lock:
+            if self._by_ord is None:
+                by_ord = np.argsort(self.ords, kind="stable")
+                self._by_ord = (self.ords[by_ord], by_ord)
+            ords, by_ord = self._by_ord
+        wanted = np.asarray(ordinals, dtype=np.uint64)
+        at = np.minimum(np.searchsorted(ords, wanted), max(len(ords) - 1, 0))
+        hit = ords[at] == wanted
+        found: NDArray[np.int64] = by_ord[at[hit]].astype(np.int64)
+        return found
 
     def _scan(
         self, slices: Sequence[tuple[int, int]], scaled: NDArray[np.float32], k: int

@@ -57,10 +57,13 @@ class Semantic:
         if index is None or not keywords(request.query):
             return view.search(request, audience, budget=budget)
         text = operation_text(request.query)
-        visible = view.visible_hashes(audience)  # on the loop: the view's caches are not locked
+        # On the loop: the view's caches are not locked.
+        visible = view.visible_hashes(audience)
+        only = view.tagged_ordinals(request.tags, audience)
 
         def nearest() -> list[Candidate]:
-            return index.candidates(self.queries.embed(text), visible=visible, k=DENSE_DEPTH)
+            vector = self.queries.embed(text)
+            return index.candidates(vector, visible=visible, only=only, k=DENSE_DEPTH)
 
         # Submitted now, not at the next await: the thread embeds the query and finds its
         # neighbours while this one reads the words.
@@ -83,7 +86,9 @@ class Semantic:
         if index is None or not keywords(request.query):
             return None
         vector = self.queries.embed(operation_text(request.query))
-        return index.candidates(vector, visible=view.visible_hashes(audience), k=DENSE_DEPTH)
+        visible = view.visible_hashes(audience)
+        only = view.tagged_ordinals(request.tags, audience)
+        return index.candidates(vector, visible=visible, only=only, k=DENSE_DEPTH)
 
     def unvectored(self, view: CatalogView) -> Container[int]:
         """The ordinals of ``view``'s tools that have no vector yet (explain says so)."""

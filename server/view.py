@@ -75,6 +75,7 @@ from server.explain import Explained, matched_words
 
 __all__ = [
     "LEXICAL_DEPTH",
+    "TAGGED_SCAN_MAX",
     "TAG_VOCABULARY_CAP",
     "CatalogView",
     "Hit",
@@ -91,6 +92,9 @@ _TARGET_CACHE: Final = 4_096  # decoded definitions remembered per view; cleared
 _UNFILTERED_CAP: Final = 2_048  # unfiltered hits read before the filtered query takes over
 _QUOTED: Final = 200  # characters of the query a response_too_large message quotes
 LEXICAL_DEPTH: Final = 50
+TAGGED_SCAN_MAX: Final = 16_384
+"""Tools a tags filter may pass for the semantic side to score each of them exactly (a
+few milliseconds at most); the size from which a commit has graphs."""
 """Lexical candidates read for fusion (at least ``limit``): a tool the dense side ranks
 high can be lifted above ones the keywords found, not only appended after them."""
 _UNCERTAIN: Final = b',"authUncertain":true}'
@@ -314,6 +318,26 @@ class CatalogView:
         seen = audience.visible | audience.uncertain if audience.uncertain else audience.visible
         state = self._state(seen)
         return None if state.allow is None and not state.deny else state.hashes
+
+    def tagged_ordinals(self, tags: tuple[str, ...], audience: Audience) -> list[int] | None:
+        """The ordinals of the tools ``audience`` may see that carry ``tags``, in order,
+        for the semantic side to score exactly; None without tags, or when they pass more
+        than :data:`TAGGED_SCAN_MAX` tools (the dense candidates are then taken by
+        visibility alone, and the tags drop those they exclude, §5.1).
+
+        Without it the 50 nearest visible tools were taken first and the tags applied
+        after: a tag whose tools were not among them got no dense candidate at all.
+        """
+        if not tags:
+            return None
+        scope = self._scope(tags, audience)
+        if scope.filters is None or not scope.total:
+            return []
+        if scope.total > TAGGED_SCAN_MAX:
+            return None
+        hits = self.searcher.search(scope.filters, scope.total, count=False).hits
+        ords = self.searcher.fast_field_values("ord", [address for _, address in hits])
+        return sorted(int(o) for o in ords if o is not None)
 
     def _scope(self, tags: tuple[str, ...], audience: Audience) -> _Scope:
         """Step 1: what the filters alone decide — which tools may appear and how many."""

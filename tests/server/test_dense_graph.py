@@ -277,3 +277,19 @@ def test_a_graph_off_the_key_boundaries_or_overlapping_another_is_not_used(
         (0, ANN_MIN_ROWS),
         (ANN_MIN_ROWS, ANN_MIN_ROWS + 3_000),
     ]
+
+
+def test_a_tags_filters_ordinals_are_scored_exactly_whatever_the_graphs(large: Path) -> None:
+    index = load_dense(large, COMMIT)
+    assert index is not None
+    assert index.graphs  # a caller who sees everything would be answered from them
+    rng = np.random.default_rng(7)
+    query = _query(index, 5, rng)
+    wanted = [int(o) for o in index.ords[::97]]  # a tag's tools, from every key
+    ordinals = [*wanted, 1]  # ord 1 has no vector (ordinals are multiples of 3)
+    found = index.candidates(query, visible=None, only=ordinals, k=50)
+    rows = np.flatnonzero(np.isin(index.ords, wanted))
+    exact = _floats(index)[rows] @ query
+    best = rows[np.lexsort((index.ords[rows], -exact))][:50]
+    assert [c.ord for c in found] == [int(o) for o in index.ords[best]]
+    assert index.candidates(query, visible=None, only=[], k=50) == []

@@ -287,3 +287,35 @@ def test_a_caller_who_sees_part_admits_by_visk_what_the_filtered_lookup_admits(
     slow = view._admitted(dense, scope._replace(unfiltered=False))
     assert [(h.ord, h.score) for h in fast] == [(h.ord, h.score) for h in slow]
     assert 0 < len(fast) < len(dense)  # some candidates were hidden, and they were dropped
+
+
+def test_a_tags_filter_gets_its_dense_candidates_from_its_own_tools(
+    tmp_path: Path, encoder: Encoder
+) -> None:
+    # Before: the 50 nearest visible tools were taken first and the tags applied after.
+    # Sixty untagged tools nearer the request filled all 50, so the tagged ones had no
+    # dense candidate and were listed in catalog order, not by meaning.
+    near = [make_tool(f"depot_{i}", f"Count the boxes in warehouse {i}") for i in range(60)]
+    store = [
+        make_tool("store_label", "Print a price label", tags=["store"]),
+        make_tool("store_restock", "Restock a shelf", tags=["store"]),
+        make_tool("store_tally", "Tally the goods on hand", tags=["store"]),
+    ]
+    index = tmp_path / "index"
+    write_converted(index, near + store, heap_bytes=TEST_HEAP_BYTES, encoder=lambda: encoder)
+    reader = Reader(index, interval=3600.0, semantic=True)
+    view = reader.load_once()
+    assert view is not None
+    reader.install(view)
+    semantic = Semantic(queries=QueryVectors(threads=1), reader=reader)
+    request = clamp_request(
+        {"query": "how many units remain in the warehouse", "tags": ["store"], "limit": 5}
+    )
+    answer = asyncio.run(semantic.search(view, request, Audience(), budget=10**7))
+    found = [r["name"] for r in json.loads(answer)["results"]]
+    assert found[0] == "store_tally"  # by meaning; catalog order would put store_label first
+    assert sorted(found) == ["store_label", "store_restock", "store_tally"]
+    dense = semantic.candidates_now(view, request, Audience())
+    assert dense is not None
+    assert len(dense) == 3  # exactly the tagged tools, each scored
+    assert answer == view.search(request, Audience(), budget=10**7, dense=dense)
