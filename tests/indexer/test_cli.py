@@ -467,4 +467,8 @@ def test_a_build_interrupted_while_its_vectors_fill_exits_130(specs: Path, tmp_p
     rest = proc.stderr.read()
     proc.stderr.close()
     assert proc.wait(timeout=30) == 130
-    assert [e["event"] for e in _events(rest)] == ["interrupted"]
+    events = _events(rest)
+    assert [e["event"] for e in events if e["event"] != "vectors"] == ["interrupted"]
+    # The fill stopped by the interrupt may report what it wrote: never a complete fill.
+    assert all(e["complete"] is False for e in events if e["event"] == "vectors")
+    assert all(line.startswith("{") for line in rest.splitlines())  # no traceback
