@@ -371,14 +371,20 @@ def test_a_newer_commit_supersedes_a_fill_and_nothing_is_embedded_twice(
     assert sidecar_path(index, view.meta.commit_id).is_file()
 
 
-def test_a_failed_fill_is_tried_again_until_it_completes(
-    tmp_path: Path, quiet_reporter: Reporter, encoder: CountingEncoder
-) -> None:
-    # Before: a failed fill waited for the next sync, which a watch may not see for hours.
+def _lexical_commit(tmp_path: Path) -> tuple[Path, str]:
+    """An index of :func:`_catalog` without vectors, and its commit's id."""
     index = tmp_path / "index"
     write_converted(index, _catalog())
     view = read_index(index)
     assert view.meta is not None
+    return index, view.meta.commit_id
+
+
+def test_a_failed_fill_is_tried_again_until_it_completes(
+    tmp_path: Path, quiet_reporter: Reporter, encoder: CountingEncoder
+) -> None:
+    # Before: a failed fill waited for the next sync, which a watch may not see for hours.
+    index, commit_id = _lexical_commit(tmp_path)
     calls: list[str] = []
 
     def flaky() -> Encoder:
@@ -389,7 +395,7 @@ def test_a_failed_fill_is_tried_again_until_it_completes(
 
     worker = VectorWorker(index, quiet_reporter, encoder=flaky, retry_first=0.05)
     try:
-        worker.schedule(view.meta.commit_id)
+        worker.schedule(commit_id)
         deadline = time.monotonic() + 60
         while worker.last is None and time.monotonic() < deadline:
             worker.wait(0.1)
@@ -410,10 +416,7 @@ def test_a_fault_that_is_not_an_os_error_fails_the_job_not_the_worker(
 ) -> None:
     # Before: only OSError and ValueError were caught; anything else ended the thread and
     # no commit got vectors again until a restart.
-    index = tmp_path / "index"
-    write_converted(index, _catalog())
-    view = read_index(index)
-    assert view.meta is not None
+    index, commit_id = _lexical_commit(tmp_path)
 
     model_back = False
 
@@ -424,11 +427,11 @@ def test_a_fault_that_is_not_an_os_error_fails_the_job_not_the_worker(
 
     worker = VectorWorker(index, quiet_reporter, encoder=load, retry_first=60)
     try:
-        worker.schedule(view.meta.commit_id)
+        worker.schedule(commit_id)
         assert worker.wait(30)
         assert worker.failure == "RuntimeError: no such model"
         model_back = True  # the next job (a sync's) succeeds: the thread is still there
-        worker.schedule(view.meta.commit_id)
+        worker.schedule(commit_id)
         assert worker.wait(60)
     finally:
         worker.close()
