@@ -17,7 +17,7 @@ for byte the one ``CatalogView.search`` gives with the same dense candidates.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Container
+from collections.abc import Callable, Container
 from typing import TYPE_CHECKING, Final
 
 from catalog.fusion import Candidate
@@ -53,18 +53,9 @@ class Semantic:
         Raises:
             server.errors.ResponseTooLarge: as ``CatalogView.search``.
         """
-        index = self.reader.dense_for(view)
-        if index is None or not keywords(request.query):
+        nearest = self._nearest(view, request, audience)
+        if nearest is None:
             return view.search(request, audience, budget=budget)
-        text = operation_text(request.query)
-        # On the loop: the view's caches are not locked.
-        visible = view.visible_hashes(audience)
-        only = view.tagged_ordinals(request.tags, audience)
-
-        def nearest() -> list[Candidate]:
-            vector = self.queries.embed(text)
-            return index.candidates(vector, visible=visible, only=only, k=DENSE_DEPTH)
-
         # Submitted now, not at the next await: the thread embeds the query and finds its
         # neighbours while this one reads the words.
         dense = asyncio.get_running_loop().run_in_executor(None, nearest)
@@ -82,13 +73,29 @@ class Semantic:
         (``--explain-search``), or None (rank by words alone) when the query has no
         keyword or the view's commit has no vectors yet: those :meth:`search` fuses.
         """
+        nearest = self._nearest(view, request, audience)
+        return None if nearest is None else nearest()
+
+    def _nearest(
+        self, view: CatalogView, request: SearchRequest, audience: Audience
+    ) -> Callable[[], list[Candidate]] | None:
+        """The dense candidates of ``request`` as a call that embeds the query and searches
+        the vectors (in a worker thread, or now), the caller's filters read here, on the
+        calling thread: the view's caches are not locked. None when there is nothing to
+        fuse: a query without keywords, or a commit without vectors yet.
+        """
         index = self.reader.dense_for(view)
         if index is None or not keywords(request.query):
             return None
-        vector = self.queries.embed(operation_text(request.query))
+        text = operation_text(request.query)
         visible = view.visible_hashes(audience)
         only = view.tagged_ordinals(request.tags, audience)
-        return index.candidates(vector, visible=visible, only=only, k=DENSE_DEPTH)
+
+        def nearest() -> list[Candidate]:
+            vector = self.queries.embed(text)
+            return index.candidates(vector, visible=visible, only=only, k=DENSE_DEPTH)
+
+        return nearest
 
     def unvectored(self, view: CatalogView) -> Container[int]:
         """The ordinals of ``view``'s tools that have no vector yet (explain says so)."""
