@@ -109,7 +109,7 @@ def test_a_request_finds_the_tool_that_does_it(semantic_index: Path, queries: Qu
     ords = _ords(semantic_index)
     assert len(dense) == len(ords) == len(_catalog())
     for request, expected in [
-        ("show me the open PRs", "pulls_list"),
+        ("list the open pull requests", "pulls_list"),
         ("sign up a new client", "customers_create"),
         ("email the bill to the client", "invoices_send"),
     ]:

