@@ -1,4 +1,4 @@
-"""The int8 export semantic search serves agrees with the upstream fp32 weights, and the
+"""The model semantic search serves (derived from the int8 export) agrees with the upstream fp32 weights, and the
 check would notice if it did not."""
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ TEXTS = [
 ]
 
 
-def test_the_int8_export_is_the_upstream_model() -> None:
+def test_the_served_model_is_the_upstream_model() -> None:
     cosines = model_reference.agreement(TEXTS)
     assert cosines.min() >= 0.99, cosines
 
