@@ -66,11 +66,6 @@ MAX_TOKENS: Final = 128
 """Tokens embedded per text. Tool texts are a title, words and 200 characters of
 description; the model was trained on at most 128 word pieces."""
 
-BATCH: Final = 1
-"""Texts per model call: one. The model quantises each call's activations with one scale
-for the whole call, so a text embedded beside others got another vector than alone (up
-to 0.03 a component): the indexer's vector of a text and the server's must be the same
-numbers, and a cached vector must not depend on the texts it was embedded with."""
 
 DESCRIPTION_CHARS: Final = 200
 """Characters of the operation's description in a tool's text: its first sentences
@@ -237,7 +232,7 @@ class Encoder:
 
     ``threads`` is onnxruntime's intra-op thread count: the server embeds one short query
     at a time (``[search] query_threads``), the indexer one tool text at a time
-    (:data:`BATCH`). The session's other options are :func:`_session_options`'.
+    (:meth:`embed`). The session's other options are :func:`_session_options`'.
     """
 
     def __init__(self, *, threads: int = 1) -> None:
@@ -256,12 +251,17 @@ class Encoder:
         self._tokenizer.enable_truncation(MAX_TOKENS)
 
     def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
-        """One unit vector per text, in order (shape ``(len(texts), DIMENSIONS)``)."""
+        """One unit vector per text, in order (shape ``(len(texts), DIMENSIONS)``).
+
+        One text per model call: the model quantises each call's activations with one
+        scale for the whole call, so a text embedded beside others got another vector than
+        alone (up to 0.03 a component). The indexer's vector of a text and the server's
+        must be the same numbers, and a cached vector must not depend on the texts it was
+        embedded with.
+        """
         out = np.zeros((len(texts), DIMENSIONS), dtype=np.float32)
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-        for start in range(0, len(order), BATCH):
-            batch = order[start : start + BATCH]
-            out[batch] = self._batch([texts[i] for i in batch])
+        for row, text in enumerate(texts):
+            out[row] = self._batch([text])[0]
         return out
 
     def _batch(self, texts: list[str]) -> NDArray[np.float32]:
