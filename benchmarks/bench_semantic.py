@@ -126,16 +126,9 @@ def directory() -> dict[str, Any]:
     """
     with tempfile.TemporaryDirectory(prefix="bench-semantic-dir-") as tmp:
         work = Path(tmp)
-        specs = work / "apis-guru"
-        shutil.copytree(corpus("apis-guru") / "api", specs)
-        on = work / "on.toml"
-        on.write_text("[search]\nsemantic = true\n")
+        specs, on = _workspace(work)
         cold = _build(specs, work / "cold", on)
-        warm_index = work / "warm"
-        VectorCache(work / "cold" / VECTORS_DIR).save_journal(warm_index / VECTORS_DIR)
-        warm = _build(specs, warm_index, on)
-        warm["vector_files"] = _vector_files(warm_index)
-        warm["dense"] = graphs(warm_index)
+        warm = _warm(specs, on, work / "warm", work / "cold" / VECTORS_DIR)
     cold["texts_per_second"] = round(cold["embedded"] / max(cold["vector_seconds"], 1e-9), 1)
     return {"cold": cold, "warm": warm}
 
@@ -148,16 +141,30 @@ def rebuild(seed: Path) -> dict[str, Any]:
     """
     with tempfile.TemporaryDirectory(prefix="bench-semantic-rebuild-") as tmp:
         work = Path(tmp)
-        specs = work / "apis-guru"
-        shutil.copytree(corpus("apis-guru") / "api", specs)
-        on = work / "on.toml"
-        on.write_text("[search]\nsemantic = true\n")
-        seeded = VectorCache(seed).save_journal(work / "warm" / VECTORS_DIR)
-        warm = _build(specs, work / "warm", on)
-        warm["seeded"] = seeded
-        warm["vector_files"] = _vector_files(work / "warm")
-        warm["dense"] = graphs(work / "warm")
+        specs, on = _workspace(work)
+        warm = _warm(specs, on, work / "warm", seed)
     return {"warm": warm}
+
+
+def _workspace(work: Path) -> tuple[Path, Path]:
+    """A copy of the APIs.guru directory in ``work``, and a config with the semantic side on."""
+    specs = work / "apis-guru"
+    shutil.copytree(corpus("apis-guru") / "api", specs)
+    on = work / "on.toml"
+    on.write_text("[search]\nsemantic = true\n")
+    return specs, on
+
+
+def _warm(specs: Path, config: Path, index: Path, seed: Path) -> dict[str, Any]:
+    """``specs`` built into the empty ``index`` whose journal holds the vectors of the
+    vectors directory ``seed`` (nothing to embed), with its vectors files' sizes and its
+    dense paths (:func:`graphs`)."""
+    seeded = VectorCache(seed).save_journal(index / VECTORS_DIR)
+    warm = _build(specs, index, config)
+    warm["seeded"] = seeded
+    warm["vector_files"] = _vector_files(index)
+    warm["dense"] = graphs(index)
+    return warm
 
 
 def _vector_files(index: Path) -> dict[str, int]:
