@@ -106,7 +106,7 @@ def embed(texts: Sequence[str], weights: Weights, tok: tokenizers.Tokenizer) -> 
 
 
 def agreement(texts: Sequence[str]) -> NDArray[np.float32]:
-    """Cosine of the int8 export's vector and the upstream fp32 vector, per text."""
+    """Cosine of the served model's vector and the upstream fp32 vector, per text."""
     weights, tok = upstream()
     reference = embed(texts, weights, tok)
     served = Encoder(threads=1).embed(texts)

@@ -3,6 +3,8 @@ upstream fp32 weights, and the check would notice if it did not."""
 
 from __future__ import annotations
 
+from typing import Final
+
 import numpy as np
 
 from benchmarks import model_reference
@@ -28,9 +30,15 @@ TEXTS = [
 ]
 
 
+# The served model runs int8 kernels, which differ by CPU: these texts agree with the fp32
+# weights at 0.991 or better on AVX-512 VNNI and at 0.986 on AVX2 alone, while one layer's
+# weights permuted gives 0.67 to 0.75 (docs/semantic.md, "Other CPUs").
+AGREEMENT: Final = 0.98
+
+
 def test_the_served_model_is_the_upstream_model() -> None:
     cosines = model_reference.agreement(TEXTS)
-    assert cosines.min() >= 0.99, cosines
+    assert cosines.min() >= AGREEMENT, cosines
 
 
 def test_the_reference_notices_other_weights() -> None:
@@ -39,4 +47,4 @@ def test_the_reference_notices_other_weights() -> None:
     weights[name] = np.random.default_rng(0).permutation(weights[name])
     served = Encoder(threads=1).embed(TEXTS)
     cosines = (model_reference.embed(TEXTS, weights, tok) * served).sum(axis=1)
-    assert cosines.min() < 0.99, cosines
+    assert cosines.max() < AGREEMENT, cosines
