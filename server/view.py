@@ -89,19 +89,22 @@ TAG_VOCABULARY_CAP: Final = 100
 _AUDIENCE_CACHE: Final = 256  # distinct audiences remembered per view; cleared beyond
 _PREFIX_CACHE: Final = 65_536  # keyword prefixes remembered per view; cleared beyond
 _TARGET_CACHE: Final = 4_096  # decoded definitions remembered per view; cleared beyond
+_TAG_TOTAL_CACHE: Final = 1_024  # tags filters' totals remembered per view; cleared beyond
 _UNFILTERED_CAP: Final = 2_048  # unfiltered hits read before the filtered query takes over
 _QUOTED: Final = 200  # characters of the query a response_too_large message quotes
 LEXICAL_DEPTH: Final = 50
+"""Lexical candidates read for fusion (at least ``limit``): a tool the dense side ranks
+high can be lifted above ones the keywords found, not only appended after them."""
 TAGGED_SCAN_MAX: Final = 16_384
 """Tools a tags filter may pass for the semantic side to score each of them exactly (a
 few milliseconds at most); the size from which a commit has graphs."""
-"""Lexical candidates read for fusion (at least ``limit``): a tool the dense side ranks
-high can be lifted above ones the keywords found, not only appended after them."""
 _UNCERTAIN: Final = b',"authUncertain":true}'
 _DEFINITION: Final = msgspec.json.Decoder(ToolDefinition)
 _JSON: Final = msgspec.json.Encoder()
 
 _Address = tuple[int, int]
+_TaggedScope = tuple[tuple[str, ...] | None, tuple[str, ...], tuple[str, ...]]
+"""A tags filter's scope: the visibility keys allowed (None: all) and denied, the tags."""
 
 
 class _Seen(NamedTuple):
@@ -230,6 +233,9 @@ class CatalogView:
         # Every key a tool document can carry; a caller seeing all of them sees the index.
         self._all_keys = frozenset(meta.policies) | frozenset(meta.tags) | {PUBLIC_KEY}
         self._key_counts: dict[str, int] = {}
+        # A tagged search with the semantic side on needs its scope twice (the tagged
+        # tools to score, then the lexical step), and agents repeat their filters.
+        self._tag_totals: dict[_TaggedScope, int] = {}
         self._seen: dict[frozenset[str], _Seen] = {}
         self._prefixes: dict[str, bool] = {}
         self._targets: dict[str, tuple[ToolDefinition, InvokeRecord]] = {}
@@ -583,7 +589,14 @@ class CatalogView:
         filters: tantivy.Query,
     ) -> int:
         if tags:
-            return _count(self.searcher.search(filters, 1, count=True))
+            key = (allow, deny, tags)
+            total = self._tag_totals.get(key)
+            if total is None:
+                if len(self._tag_totals) >= _TAG_TOTAL_CACHE:
+                    self._tag_totals.clear()
+                total = _count(self.searcher.search(filters, 1, count=True))
+                self._tag_totals[key] = total
+            return total
         if allow is not None:
             return sum(self._count_key(k) for k in allow)
         everything = self._tool_count()

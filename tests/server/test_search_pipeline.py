@@ -89,6 +89,38 @@ def test_scope_counts_from_the_filters_alone(view: CatalogView) -> None:
     assert (nobody.total, nobody.filters) == (0, None)
 
 
+class _CountingSearcher:
+    """A searcher that records each counting search (the totals) and passes all through."""
+
+    def __init__(self, inner: tantivy.Searcher) -> None:
+        self.inner = inner
+        self.counts = 0
+
+    def search(self, query: tantivy.Query, limit: int = 10, **options: Any) -> Any:
+        self.counts += bool(options.get("count", True))
+        return self.inner.search(query, limit, **options)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def test_a_tags_filters_total_is_counted_once_per_view(tmp_path: Path) -> None:
+    # A tagged search with the semantic side on reads its scope twice: the tagged tools
+    # for the dense side (tagged_ordinals), then the lexical step. One count serves both.
+    view = build_view(tmp_path / "i", _tools())
+    counting = _CountingSearcher(view.searcher)
+    view.searcher = counting  # type: ignore[assignment]
+    request = clamp_request({"query": "order", "tags": ["Orders"]})
+    tagged = view.tagged_ordinals(request.tags, PUBLIC)
+    assert tagged is not None
+    assert len(tagged) == 3
+    answer = json.loads(view.search(request, PUBLIC, budget=10**7, dense=[]))
+    assert answer["total"] == 3
+    assert counting.counts == 1
+    assert view._scope(("orders",), ADMIN_TOO).total == 3  # another audience: counted anew
+    assert counting.counts == 2
+
+
 # -- step 2: words ------------------------------------------------------------------------
 
 
