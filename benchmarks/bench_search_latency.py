@@ -62,12 +62,13 @@ from catalog.index_schema import SCHEMA_VERSION
 from catalog.load import convert_document
 from catalog.model import CatalogTool
 from catalog.query import STOP_WORDS
-from catalog.vectors import VECTORS_DIR, sidecar_path
+from catalog.vectors import VECTORS_DIR
 from catalog.visibility import visibility_key
 from indexer.converted import ConvertedBuild, write_converted
 from indexer.fields import encode_fields
 from indexer.vectors import VectorCache, fill_vectors, shared_encoder
 from scripts.corpora import corpus, github_spec
+from server.dense import graph_paths
 from server.identity.caller import Caller
 from server.query_vectors import QueryVectors
 from server.reader import Reader
@@ -248,9 +249,7 @@ def build_vectors() -> dict[str, Any]:
             "embedded": stats.embedded,
             "cached": stats.cached,
             "seconds": round(stats.seconds, 1),
-            "graph": any(
-                sidecar_path(CACHE / key, stats.commit_id).parent.glob(f"{stats.commit_id}.*hnsw")
-            ),
+            "graph": bool(graph_paths(CACHE / key, stats.commit_id)),
         }
         print(f"{key}: {out[key]}", file=sys.stderr, flush=True)
     return out

@@ -55,7 +55,7 @@ from catalog.vectors import ANN_MIN_ROWS, VECTORS_DIR, graph_path, key_runs, sid
 from catalog.visibility import PUBLIC_KEY, Audience, visibility_hash
 from indexer.vectors import VectorCache, graph_slices, save_graph
 from scripts.corpora import corpus, github_spec
-from server.dense import DenseIndex, load_dense
+from server.dense import DenseIndex, graph_paths, load_dense
 from server.query_vectors import QueryVectors
 from server.reader import Reader
 from server.semantic import Semantic
@@ -232,7 +232,7 @@ def graphs(index: Path) -> dict[str, Any]:
     }
     commit = dense.commit_id
     source = sidecar_path(index, commit)
-    on_disk = sum(p.stat().st_size for p in source.parent.glob(f"{commit}.*hnsw"))
+    on_disk = sum(p.stat().st_size for p in graph_paths(index, commit))
     with tempfile.TemporaryDirectory(prefix="bench-semantic-graphs-") as tmp:
         layouts: list[tuple[str, DenseIndex, int]] = [
             ("format 20: each large key, one graph of the other keys", dense, on_disk)
@@ -248,7 +248,7 @@ def graphs(index: Path) -> dict[str, Any]:
                 save_graph(vectors, rows, target, connectivity=connectivity)
             loaded = load_dense(where, commit)
             assert loaded is not None
-            size = sum(p.stat().st_size for p in sidecar_path(where, commit).parent.glob("*.hnsw"))
+            size = sum(p.stat().st_size for p in graph_paths(where, commit))
             layouts.append((label, loaded, size))
         scanned = DenseIndex(
             commit_id=commit, ords=dense.ords, visk=dense.visk, quantized=dense.quantized

@@ -46,7 +46,7 @@ from catalog.vectors import (
     sidecar_path,
 )
 
-__all__ = ["NO_VECTORS", "DenseIndex", "Graph", "load_dense", "sidecar_stamp"]
+__all__ = ["NO_VECTORS", "DenseIndex", "Graph", "graph_paths", "load_dense", "sidecar_stamp"]
 
 _PLANS: Final = 64  # search plans remembered per index (one per distinct audience)
 _BLOCK: Final = 1_024  # rows converted to float32 at a time (1.5 MB)
@@ -68,13 +68,13 @@ def sidecar_stamp(index_dir: Path, commit_id: str) -> Stamp | None:
     except (OSError, ValueError):
         return None
     graphs = 0
-    for path in _graph_paths(index_dir, commit_id):
+    for path in graph_paths(index_dir, commit_id):
         with contextlib.suppress(OSError):
             graphs = max(graphs, path.stat().st_mtime_ns)
     return (st.st_ino, st.st_mtime_ns, st.st_size, graphs)
 
 
-def _graph_paths(index_dir: Path, commit_id: str) -> list[Path]:
+def graph_paths(index_dir: Path, commit_id: str) -> list[Path]:
     """Commit ``commit_id``'s graph files."""
     return sorted(sidecar_path(index_dir, commit_id).parent.glob(f"{commit_id}.*hnsw"))
 
@@ -325,7 +325,7 @@ def _graphs(index_dir: Path, commit_id: str, runs: dict[int, tuple[int, int]]) -
     starts = {a for a, _ in runs.values()}
     stops = {b for _, b in runs.values()}
     found: list[Graph] = []
-    for path in _graph_paths(index_dir, commit_id):
+    for path in graph_paths(index_dir, commit_id):
         bounds = graph_range(path.name)
         if bounds is None or bounds[0] not in starts or bounds[1] not in stops:
             continue
