@@ -261,21 +261,19 @@ class Encoder:
         """
         out = np.zeros((len(texts), DIMENSIONS), dtype=np.float32)
         for row, text in enumerate(texts):
-            out[row] = self._batch([text])[0]
+            out[row] = self._one(text)
         return out
 
-    def _batch(self, texts: list[str]) -> NDArray[np.float32]:
-        encodings = self._tokenizer.encode_batch(texts)
-        width = max(len(e.ids) for e in encodings)
-        ids = np.zeros((len(texts), width), dtype=np.int64)
-        mask = np.zeros((len(texts), width), dtype=np.int64)
-        for row, encoding in enumerate(encodings):
-            ids[row, : len(encoding.ids)] = encoding.ids
-            mask[row, : len(encoding.ids)] = 1
-        feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+    def _one(self, text: str) -> NDArray[np.float32]:
+        """``text``'s unit vector: its tokens' outputs averaged, then normalised."""
+        ids = np.array([self._tokenizer.encode(text).ids], dtype=np.int64)
+        feeds = {
+            "input_ids": ids,
+            "attention_mask": np.ones_like(ids),
+            "token_type_ids": np.zeros_like(ids),
+        }
         hidden = np.asarray(self._session.run(None, feeds)[0], dtype=np.float32)
-        weights = mask[..., None].astype(np.float32)
-        pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1.0)
+        pooled = hidden.sum(axis=1) / np.float32(ids.shape[1])
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
-        result: NDArray[np.float32] = pooled / np.maximum(norms, 1e-12)
+        result: NDArray[np.float32] = (pooled / np.maximum(norms, 1e-12))[0]
         return result
