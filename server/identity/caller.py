@@ -37,7 +37,7 @@ Theory of operation (docs/decisions.md, Visibility and Caller identity):
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Final
+from typing import Any, Final
 
 import msgspec
 
@@ -138,12 +138,15 @@ def caller_from_headers(
     verified = None
     if secrets.resource is not None and bearer is not None:
         verified = secrets.resource.verify(bearer)
-    reading = _Reading(bearer, verified)
+    judged = _judged_bearer(bearer, plan, secrets) if verified is None else {}
+    # A token only some specs' verifiers accept belongs to those specs' documents.
+    owners = {source for source, claims in judged.items() if claims is not None}
+    reading = _Reading(bearer, verified, {secrets.verifiers[s]: c for s, c in judged.items()})
     for route in plan.routes:
         spec = config.spec(route.source)
         if verified is not None and "authorization" in inbound and spec.identity == "static":
             reading.vouch_service(route, spec)
-        routed = _routed(inbound, spec, verified)
+        routed = _routed(inbound, spec, verified, owned=not owners or route.source in owners)
         if any(name in routed for name in route.lowered):
             reading.read_route(route, spec, routed, secrets.verifiers.get(route.source))
         # else: nothing this document's backend may receive was sent
@@ -167,12 +170,40 @@ def _inbound(
     return authorization, inbound
 
 
-def _routed(inbound: dict[str, str], spec: SpecConfig, verified: Verified | None) -> dict[str, str]:
-    """The inbound headers as one document's backend may receive them: the caller's
-    token for this gateway is never passed on unless the spec's ``identity`` says so
-    (passed as it is, or marked for exchange).
+def _judged_bearer(
+    bearer: str | None, plan: IdentityPlan, secrets: Secrets
+) -> dict[str, dict[str, Any] | None]:
+    """Each ``jwt`` verifier's judgement of the ``Authorization`` bearer token, by the
+    source of the document that reads ``Authorization`` with it (claims, or None).
     """
-    if verified is None or "authorization" not in inbound or spec.identity == "passthrough":
+    if bearer is None:
+        return {}
+    return {
+        route.source: verifier.verify(bearer)
+        for route in plan.routes
+        if "authorization" in route.lowered
+        and (verifier := secrets.verifiers.get(route.source)) is not None
+    }
+
+
+def _routed(
+    inbound: dict[str, str], spec: SpecConfig, verified: Verified | None, *, owned: bool
+) -> dict[str, str]:
+    """The inbound headers as one document's backend may receive them.
+
+    The caller's token for this gateway (``verified``) is passed on only as the spec's
+    ``identity`` says (as it is, or marked for exchange). Any other ``Authorization``
+    never reaches a document with an ``identity``, which takes the gateway's token alone
+    (an exchanging document never sends an unexchanged token), nor a document it does
+    not belong to (``owned`` is false when another spec's verifier accepted it).
+    """
+    if "authorization" not in inbound:
+        return inbound
+    if verified is None:
+        if owned and spec.identity is None:
+            return inbound
+        return {name: value for name, value in inbound.items() if name != "authorization"}
+    if spec.identity == "passthrough":
         return inbound
     routed = dict(inbound)
     if spec.identity == "token_exchange":
@@ -206,13 +237,20 @@ class _Reading:
         "caller_id",
         "forwarded",
         "found",
+        "judged",
         "refused",
         "verified",
         "vouched",
     )
 
-    def __init__(self, bearer: str | None, verified: Verified | None) -> None:
+    def __init__(
+        self,
+        bearer: str | None,
+        verified: Verified | None,
+        judged: dict[JwtVerifier, dict[str, Any] | None],
+    ) -> None:
         self.bearer = bearer
+        self.judged = judged  # each verifier's judgement of ``bearer``, made once
         self.verified = verified
         self.accepted = verified is not None  # a verifier accepted the Authorization token
         self.refused = False  # a spec verifier refused it
@@ -277,7 +315,8 @@ class _Reading:
             return _merged(before, Presented())
         # Whatever the token looks like: one the configured key cannot verify (not a JWT
         # at all, or a JWT that fails) is no credential here.
-        claims = verifier.verify(token)
+        known = token == self.bearer and verifier in self.judged
+        claims = self.judged[verifier] if known else verifier.verify(token)
         if claims is None:
             self.refused = self.refused or token == self.bearer
             return None

@@ -12,12 +12,15 @@ import json
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import jwt
 import pytest
+from cryptography.hazmat.primitives.asymmetric import rsa
 
 from benchmarks.ports import free_port
 from catalog.config import decode_config
@@ -104,9 +107,13 @@ def check(tmp: Path, config_path: Path) -> subprocess.CompletedProcess[str]:
 
 
 @contextmanager
-def gateway(config_path: Path) -> Iterator[ServerThread]:
+def gateway(config_path: Path, environ: dict[str, str] | None = None) -> Iterator[ServerThread]:
     config = decode_config(config_path.read_bytes(), file=str(config_path))
-    secrets = resolve_secrets(config, environ={}, read_file=lambda name: b"")
+    secrets = resolve_secrets(
+        config,
+        environ=environ or {},
+        read_file=lambda name: (config_path.parent / name).read_bytes(),
+    )
     invoker = Invoker(config=config, secrets=secrets)
     app = create_app(config_path.parent / "index", config=config, secrets=secrets, invoker=invoker)
     with serve(app) as thread:
@@ -348,3 +355,60 @@ def test_a_framing_header_named_by_a_document_never_reaches_the_backend(
     assert error["code"] == "invalid_arguments"
     assert "Transfer-Encoding" in error["message"]
     assert a.seen == []
+
+
+# -- a token a spec's own verifier accepts belongs to that spec ---------------------------
+
+HS_SECRET = "hs-secret-of-at-least-thirty-two-bytes!"
+
+
+def _jwks_file(tmp: Path) -> None:
+    """The ``[auth]`` server's public keys: a key no token of this test is signed with."""
+    private = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    public: dict[str, Any] = json.loads(jwt.algorithms.RSAAlgorithm.to_jwk(private.public_key()))
+    public.update(kid="k1", alg="RS256", use="sig")
+    (tmp / "keys.json").write_text(json.dumps({"keys": [public]}))
+
+
+def test_a_token_only_a_specs_verifier_accepts_reaches_that_specs_backend_alone(
+    tmp_path: Path, a_and_b: tuple[Recording, Recording]
+) -> None:
+    # docs/authorization.md: hs.json's verifier accepts the token, the [auth] server does
+    # not. Before, the exchanging document's backend and the passthrough one's received
+    # it raw (2 crossings): only a token [auth] verified was routed by `identity`.
+    a, b = a_and_b
+    token = jwt.encode(
+        {"sub": "dana", "iss": "https://hs.test", "aud": "hs", "exp": int(time.time()) + 600},
+        HS_SECRET,
+        algorithm="HS256",
+    )
+    documents = {
+        "hs.json": document(a.base, {"hs_op": [{"token": []}]}, BEARER),
+        "billing.json": document(a.base, {"bill_op": [{"token": []}]}, BEARER),
+        "plain.json": document(b.base, {"plain_op": [{"token": []}]}, BEARER),
+        "opaque.json": document(b.base, {"opaque_op": [{"token": []}]}, BEARER),
+    }
+    _jwks_file(tmp_path)
+    config = (
+        '[auth]\nresource = "https://gateway.test/mcp"\n'
+        '[[auth.authorization_servers]]\nissuer = "https://as.test"\n'
+        'jwks_file = "keys.json"\ntoken_endpoint = "http://127.0.0.1:9/token"\n'
+        '[visibility]\nmissing_credentials = "uncertain"\n'
+        '[specs."hs.json"]\nforward_headers = ["Authorization"]\n'
+        'jwt = { issuer = "https://hs.test", audience = "hs", hs256_secret_env = "HS" }\n'
+        '[specs."billing.json"]\nidentity = "token_exchange"\n'
+        'exchange = { audience = "https://billing.test" }\n'
+        '[specs."plain.json"]\nidentity = "passthrough"\n'
+        '[specs."opaque.json"]\nforward_headers = ["Authorization"]\n'
+    )
+    with gateway(build(tmp_path, documents, config), environ={"HS": HS_SECRET}) as thread:
+        caller = agent(thread.url, authorization=f"Bearer {token}")
+        for name in ("hs.hs_op", "billing.bill_op", "plain.plain_op", "opaque.opaque_op"):
+            assert caller.invoke(name, {})["status"] == 200, name
+    paths = sorted(seen["path"] for seen in a.seen + b.seen)
+    assert paths == ["/bill_op", "/hs_op", "/opaque_op", "/plain_op"]
+    hs_calls = [seen for seen in a.seen if seen["path"] == "/hs_op"]
+    assert hs_calls[0]["headers"]["authorization"] == f"Bearer {token}"
+    assert crossings(a, token) + crossings(b, token) == 1  # the hs.json call alone
+    others = [seen for seen in a.seen + b.seen if seen["path"] != "/hs_op"]
+    assert all("authorization" not in seen["headers"] for seen in others)
