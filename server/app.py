@@ -150,6 +150,8 @@ def create_app(
                     await refresher
             if invoker is not None:
                 await invoker.aclose()  # the pooled backend connections
+            if state.semantic is not None:
+                state.semantic.close()
 
     return Litestar(
         route_handlers=[mcp_endpoint(state), healthz, readyz, metrics, protected_resource],

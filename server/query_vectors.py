@@ -41,6 +41,11 @@ class QueryVectors:
         with self._lock:
             self._recent.clear()
 
+    def remembered(self, query: str) -> bool:
+        """Whether :meth:`embed` would answer ``query`` from memory, without the model."""
+        with self._lock:
+            return query in self._recent
+
     def embed(self, query: str) -> NDArray[np.float32]:
         """The vector of ``query`` (blocking: call it off the event loop)."""
         with self._lock:

@@ -24,6 +24,7 @@ from catalog.fusion import Candidate
 from catalog.query import SearchRequest, keywords, operation_text
 from catalog.visibility import Audience
 from server.dense import NO_VECTORS
+from server.fair import FairExecutor
 from server.query_vectors import QueryVectors
 
 if TYPE_CHECKING:
@@ -43,12 +44,22 @@ class Semantic:
     def __init__(self, *, queries: QueryVectors, reader: Reader) -> None:
         self.queries = queries
         self.reader = reader
+        # One encoding at a time per worker process: the loop and the scans need the
+        # other core, and a second encoding would only take turns with the first.
+        self.encoder = FairExecutor(threads=1, name="sezzlee-encoder")
 
     async def search(
-        self, view: CatalogView, request: SearchRequest, audience: Audience, *, budget: int
+        self,
+        view: CatalogView,
+        request: SearchRequest,
+        audience: Audience,
+        *,
+        budget: int,
+        caller: str = "",
     ) -> bytes:
         """The search_tools answer with the semantic side: what ``view.search`` answers
         given :meth:`candidates_now`, computed in a worker thread during the lexical step.
+        ``caller`` (the source address) takes its turn at the encoder with the others.
 
         Raises:
             server.errors.ResponseTooLarge: as ``CatalogView.search``.
@@ -58,7 +69,11 @@ class Semantic:
             return view.search(request, audience, budget=budget)
         # Submitted now, not at the next await: the thread embeds the query and finds its
         # neighbours while this one reads the words.
-        dense = asyncio.get_running_loop().run_in_executor(None, nearest)
+        dense: asyncio.Future[list[Candidate]]
+        if self.queries.remembered(operation_text(request.query)):
+            dense = asyncio.get_running_loop().run_in_executor(None, nearest)
+        else:
+            dense = self.encoder.submit(caller, nearest)
         try:
             step = view.lexical(request, audience, fusing=True)
         except BaseException:
@@ -101,3 +116,7 @@ class Semantic:
         """The ordinals of ``view``'s tools that have no vector yet (explain says so)."""
         index = self.reader.dense_for(view)
         return NO_VECTORS if index is None else index.without_vector()
+
+    def close(self) -> None:
+        """Stop the encoder's thread (the app's lifespan ends)."""
+        self.encoder.shutdown()

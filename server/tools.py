@@ -172,7 +172,9 @@ async def call_tool(tool: str, arguments: Mapping[str, Any], ctx: ToolContext) -
         except InvalidSearchArguments as exc:
             raise InvalidArguments(str(exc), errors=exc.errors) from exc
         if ctx.semantic is not None:
-            return await ctx.semantic.search(view, request, audience, budget=ctx.budget)
+            return await ctx.semantic.search(
+                view, request, audience, budget=ctx.budget, caller=ctx.client
+            )
         return view.search(request, audience, budget=ctx.budget)
     if tool == "load_tool":
         name = arguments.get("name")
