@@ -10,7 +10,8 @@ it (``docs/limits.md``, "Input bounds"; goal: no request stalls a worker more th
   The documents holding them are indexed by the real indexer, and each pattern is
   attacked through invoke_tool on an operation whose inputSchema carries it, with
   ``c * 28 + x`` (seconds to hours for ``re``) and ``c * 100,000 + x``.
-* **queries**: search_tools with queries of 1, 2 and 3.9 MB of distinct words.
+* **queries**: search_tools with queries of 1, 2 and 3.9 MB of distinct words, and a
+  1,000-character word of ``@``.
 * **names**: load_tool and invoke_tool with a 3 MB tool name and invoke_tool with a
   3 MB version.
 
@@ -228,6 +229,16 @@ def _other_attacks(some_tool: str) -> list[Attack]:
         words = " ".join(f"w{i:x}q" for i in range(size // 8))[:size]
         label = f"search_tools, a {size / 1e6:.1f} MB query of distinct words"
         attacks.append(Attack("query", label, _frame("search_tools", {"query": words})))
+    # A word of "@": the backtracking address pattern that once stripped addresses from
+    # a query (catalog/addresses.py) was cubic in it.
+    ats = "@" * 1_000
+    attacks.append(
+        Attack(
+            "query",
+            "search_tools, a 1,000-character word of @",
+            _frame("search_tools", {"query": ats}),
+        )
+    )
     huge = "x" * 3_000_000
     attacks.append(Attack("name", "load_tool, a 3 MB name", _frame("load_tool", {"name": huge})))
     attacks.append(

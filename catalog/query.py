@@ -47,6 +47,7 @@ from typing import Any, Final, Literal
 import msgspec
 import tantivy
 
+from catalog.addresses import without_addresses
 from catalog.english import (
     STOP_WORDS,
     VERB_GROUPS,
@@ -135,9 +136,6 @@ VERB_EXACT_BOOST: Final = 6.0
 """Weight of BM25 of a group verb's whole-word match (times ``VERB_WEIGHT``)."""
 
 _RUN: Final = re.compile(r"[^\W_]+")  # the runs fold_words splits a text into
-_ADDRESS: Final = re.compile(r"\S*@\S*\.\S+|\S*://[^/\s]+")
-"""An e-mail address, or a URL's scheme and host (its path is kept: ``/hooks/stripe``).
-Whole from the whitespace before it, so no word is left cut in two."""
 
 PAIR_BOOST: Final = 2.0
 """Weight of BM25 of a pair of adjacent query words said, in order, by a tool's title."""
@@ -325,14 +323,14 @@ def keywords(query: str) -> tuple[Keyword, ...]:
 
 def operation_text(query: str) -> str:
     """``query`` without the addresses it names: e-mail addresses and URLs' scheme and
-    host (:data:`_ADDRESS`).
+    host (:func:`catalog.addresses.without_addresses`).
 
     An address names a value, never an operation (like an all-digit word), and its words
     are the commonest of examples in descriptions: ``jane@example.com`` made
     ``example`` and ``com`` rank every tool whose description shows an example address.
     A query that is nothing but addresses is kept whole: its words are all it says.
     """
-    stripped = _ADDRESS.sub(" ", query)
+    stripped = without_addresses(query)
     return stripped if _RUN.search(stripped) else query
 
 
