@@ -74,7 +74,7 @@ __all__ = [
     "visibility_summary",
 ]
 
-SCHEMA_VERSION: Final = 21
+SCHEMA_VERSION: Final = 22
 """Bumped on any change to the fields below or to what they hold, a conversion rule's
 included; an index recorded with another version is rebuilt from the specs, never opened
 as is. What each number changed: ``CHANGELOG.md``."""

@@ -10,14 +10,21 @@ commit's cards with another's vectors (docs/semantic.md). Each write replaces th
 whole (temporary name, fsync, rename): a reader sees the old rows or the new ones, never
 a torn file. The sidecars are also the indexer's store of computed vectors (each row
 carries its text key), so no other file holds a second copy of them.
+
+Each sidecar and graph has a seal beside it (:func:`seal_path`: its size and SHA-256,
+written right after it): a server maps no file that does not match its seal, so a file
+damaged on disk or overwritten by hand is refused, never mapped (docs/semantic.md).
 """
 
 from __future__ import annotations
 
+import hashlib
+import io
 import re
 from pathlib import Path
 from typing import Final
 
+import msgspec
 import numpy as np
 from numpy.typing import NDArray
 from usearch.compiled import MetricKind, ScalarKind
@@ -30,10 +37,13 @@ __all__ = [
     "ANN_SCALAR",
     "SIDECAR_DTYPE",
     "VECTORS_DIR",
+    "Seal",
     "commit_of_name",
     "graph_path",
     "graph_range",
     "key_runs",
+    "seal_of",
+    "seal_path",
     "sidecar_order",
     "sidecar_path",
 ]
@@ -134,6 +144,8 @@ def commit_of_name(name: str) -> str | None:
     graphs, including the graph names of format 18), or None for any other file (the
     journal, a temporary file).
     """
+    if name.endswith(_SEAL_SUFFIX):  # a seal goes with the file it seals
+        return commit_of_name(name.removesuffix(_SEAL_SUFFIX))
     parts = name.split(".")
     if parts[-1] not in ("npy", "hnsw") or not _COMMIT_ID.fullmatch(parts[0]):
         return None
@@ -143,3 +155,25 @@ def commit_of_name(name: str) -> str | None:
     if len(parts) == 3 and parts[-1] == "hnsw" and graph:
         return parts[0]
     return None
+
+
+_SEAL_SUFFIX: Final = ".seal"
+
+
+class Seal(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """What a vectors file held when the indexer wrote it."""
+
+    size: int
+    sha256: str
+
+
+def seal_path(path: Path) -> Path:
+    """Where the seal of the sidecar or graph at ``path`` lives."""
+    return path.with_name(path.name + _SEAL_SUFFIX)
+
+
+def seal_of(stream: io.BufferedReader) -> Seal:
+    """The seal of the file open as ``stream``, read from its start."""
+    stream.seek(0)
+    digest = hashlib.file_digest(stream, "sha256")
+    return Seal(size=stream.tell(), sha256=digest.hexdigest())

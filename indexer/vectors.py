@@ -23,6 +23,7 @@ Embedding a whole catalog takes minutes, so it never holds up a commit or the wa
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import io
 import os
@@ -56,9 +57,12 @@ from catalog.vectors import (
     ANN_SCALAR,
     SIDECAR_DTYPE,
     VECTORS_DIR,
+    Seal,
     commit_of_name,
     graph_path,
     key_runs,
+    seal_of,
+    seal_path,
     sidecar_order,
     sidecar_path,
 )
@@ -72,6 +76,7 @@ __all__ = [
     "fill_vectors",
     "graph_slices",
     "save_graph",
+    "seal_file",
     "shared_encoder",
     "sidecar_due",
     "write_ann",
@@ -225,17 +230,49 @@ def _write_atomically(path: Path, data: bytes) -> None:
     """``data`` as ``path``: written under a temporary name, synced, renamed over it, and
     the directory synced, so a reader or a crash sees the old file or the new one.
     """
+    temporary = _written(path, data)
+    os.replace(temporary, path)
+    _sync_directory(path.parent)
+
+
+def _written(path: Path, data: bytes) -> Path:
+    """``data`` written and synced under a temporary name beside ``path``."""
     temporary = path.with_name(f".{path.name}.tmp")
     with open(temporary, "wb") as stream:
         stream.write(data)
         stream.flush()
         os.fsync(stream.fileno())
-    os.replace(temporary, path)
-    directory = os.open(path.parent, os.O_RDONLY)
+    return temporary
+
+
+def _sync_directory(directory: Path) -> None:
+    handle = os.open(directory, os.O_RDONLY)
     try:
-        os.fsync(directory)
+        os.fsync(handle)
     finally:
-        os.close(directory)
+        os.close(handle)
+
+
+def seal_file(path: Path) -> None:
+    """Seal the file at ``path`` as it is (``catalog.vectors.seal_path``)."""
+    with open(path, "rb") as stream:
+        seal = seal_of(stream)
+    _write_atomically(seal_path(path), msgspec.json.encode([seal]))
+
+
+def _replace_sealed(temporary: Path, target: Path) -> None:
+    """Rename the written ``temporary`` over ``target``, its seal written first: the new
+    file's, and the one of the file it replaces, so that a server which opened either
+    finds it in the seal it reads next (``server.dense``).
+    """
+    with open(temporary, "rb") as stream:
+        seal = seal_of(stream)
+    previous: list[Seal] = []
+    with contextlib.suppress(OSError, msgspec.DecodeError, msgspec.ValidationError):
+        previous = msgspec.json.decode(seal_path(target).read_bytes(), type=list[Seal])[:1]
+    _write_atomically(seal_path(target), msgspec.json.encode([seal, *previous]))
+    os.replace(temporary, target)
+    _sync_directory(target.parent)
 
 
 def sidecar_due(since: int, written: int) -> bool:
@@ -419,7 +456,7 @@ def save_graph(
     graph.save(str(temporary))
     with temporary.open("rb") as written:
         os.fsync(written.fileno())
-    temporary.replace(target)
+    _replace_sealed(temporary, target)
 
 
 def fill_vectors(
@@ -485,7 +522,7 @@ def fill_vectors(
         sidecar["visk"] = visk[known]
         sidecar["key"] = [commit.keys[i] for i in known]
         sidecar["vec"] = cache.vectors(rows[known])
-        _write_atomically(path, _sidecar_bytes(sidecar))
+        _replace_sealed(_written(path, _sidecar_bytes(sidecar)), path)
         written = len(known)
 
     # The tools of each text that needs a vector (identical texts share one).

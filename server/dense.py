@@ -19,17 +19,28 @@ float copy of the rows is ever held), and ties go by ``ord``.
 A row's score depends on its vector and the query alone, so hiding or showing other
 tools never moves a visible tool's rank among the visible ones the scan finds. The
 graphs are approximate: a graph search can miss a neighbour the scan would find.
+
+A file is mapped only once it matches its seal (``catalog.vectors.seal_path``): a
+damaged sidecar is refused (:class:`DamagedVectors`: the commit is ranked by its words),
+a damaged graph is left out (its rows are scanned). A mapped file changed in place
+afterwards (the indexer only ever replaces files whole) is noticed before the next
+search touches it (:meth:`DenseIndex.intact`): reading a truncated map would kill the
+worker.
 """
 
 from __future__ import annotations
 
 import contextlib
+import io
+import os
 import threading
+import weakref
 from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Final, NamedTuple
 
+import msgspec
 import numpy as np
 from numpy.typing import NDArray
 from usearch.index import Index
@@ -40,13 +51,24 @@ from catalog.vectors import (
     ANN_METRIC,
     ANN_SCALAR,
     SIDECAR_DTYPE,
+    Seal,
     graph_range,
     key_runs,
+    seal_of,
+    seal_path,
     sidecar_order,
     sidecar_path,
 )
 
-__all__ = ["NO_VECTORS", "DenseIndex", "Graph", "graph_paths", "load_dense", "sidecar_stamp"]
+__all__ = [
+    "NO_VECTORS",
+    "DamagedVectors",
+    "DenseIndex",
+    "Graph",
+    "graph_paths",
+    "load_dense",
+    "sidecar_stamp",
+]
 
 _PLANS: Final = 64  # search plans remembered per index (one per distinct audience)
 _BLOCK: Final = 1_024  # rows converted to float32 at a time (1.5 MB)
@@ -57,26 +79,106 @@ pipeline's 50 dense candidates): more finds more of the exact neighbours and cos
 Stamp = tuple[int, int, int, int]
 
 
+class DamagedVectors(Exception):
+    """A vectors file does not match its seal: refused, never mapped."""
+
+
 def sidecar_stamp(index_dir: Path, commit_id: str) -> Stamp | None:
     """Identity of commit ``commit_id``'s sidecar (inode, mtime, size) and of its graphs
-    (the latest mtime, 0 when there is none), or None when the sidecar is not there (yet).
-    The indexer replaces each file whole on every write, so a changed stamp means new
-    rows or a new graph.
+    and seals (the latest mtime, 0 when there is none), or None when the sidecar is not
+    there (yet). The indexer replaces each file whole on every write, so a changed stamp
+    means new rows, a new graph or a new seal.
     """
     try:
-        st = sidecar_path(index_dir, commit_id).stat()
+        path = sidecar_path(index_dir, commit_id)
+        st = path.stat()
     except (OSError, ValueError):
         return None
-    graphs = 0
-    for path in graph_paths(index_dir, commit_id):
-        with contextlib.suppress(OSError):
-            graphs = max(graphs, path.stat().st_mtime_ns)
-    return (st.st_ino, st.st_mtime_ns, st.st_size, graphs)
+    latest = 0
+    for other in (seal_path(path), *graph_paths(index_dir, commit_id)):
+        for each in (other, seal_path(other)):
+            with contextlib.suppress(OSError):
+                latest = max(latest, each.stat().st_mtime_ns)
+    return (st.st_ino, st.st_mtime_ns, st.st_size, latest)
 
 
 def graph_paths(index_dir: Path, commit_id: str) -> list[Path]:
     """Commit ``commit_id``'s graph files."""
     return sorted(sidecar_path(index_dir, commit_id).parent.glob(f"{commit_id}.*hnsw"))
+
+
+class _Sealed(NamedTuple):
+    """A vectors file open for mapping, as it was when it matched its seal."""
+
+    stream: io.BufferedReader
+    size: int
+    mtime_ns: int
+
+    def unchanged(self) -> bool:
+        st = os.fstat(self.stream.fileno())
+        return (st.st_size, st.st_mtime_ns) == (self.size, self.mtime_ns)
+
+
+def _close(files: Sequence[_Sealed]) -> None:
+    for sealed in files:
+        sealed.stream.close()
+
+
+def _open_sealed(path: Path) -> _Sealed | None:
+    """``path`` open, once its bytes match its seal; None while it or its seal is not
+    there (yet).
+
+    The file is opened before its seal is read: the indexer writes a file's new seal
+    (listing the file it replaces too) before it renames the file into place, so the
+    seal read after the file always names it.
+
+    Raises:
+        DamagedVectors: its bytes or its seal are not what the indexer wrote.
+    """
+    try:
+        stream = open(path, "rb")  # noqa: SIM115  # held open as long as the map
+    except OSError:
+        return None  # not there (yet): read again when the stamp changes
+    try:
+        seals = msgspec.json.decode(seal_path(path).read_bytes(), type=list[Seal])
+        found = seal_of(stream)
+        st = os.fstat(stream.fileno())
+    except FileNotFoundError:
+        stream.close()
+        return None
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        stream.close()
+        raise DamagedVectors(f"{path.name}: its seal cannot be read ({exc})") from None
+    except OSError as exc:  # a read error: a damaged disk
+        stream.close()
+        raise DamagedVectors(f"{path.name}: cannot be read ({exc})") from None
+    if found in seals:
+        return _Sealed(stream, st.st_size, st.st_mtime_ns)
+    stream.close()
+    raise DamagedVectors(
+        f"{path.name}: {found.size} bytes, sha256 {found.sha256[:16]}…, matches no seal"
+    )
+
+
+def _mapped_rows(sealed: _Sealed) -> NDArray[np.void]:
+    """The ``.npy`` array of the open file, memory-mapped (the file checked, not its path
+    again: it may have been replaced since).
+    """
+    stream = sealed.stream
+    stream.seek(0)
+    version = np.lib.format.read_magic(stream)
+    if version == (1, 0):
+        shape, fortran, dtype = np.lib.format.read_array_header_1_0(stream)
+    else:
+        shape, fortran, dtype = np.lib.format.read_array_header_2_0(stream)
+    return np.memmap(
+        stream,
+        dtype=dtype,
+        mode="r",
+        offset=stream.tell(),
+        shape=shape,
+        order="F" if fortran else "C",
+    )
 
 
 class Graph(NamedTuple):
@@ -106,6 +208,8 @@ class DenseIndex:
         quantized: NDArray[np.int8],
         stamp: Stamp | None = None,
         graphs: Sequence[Graph] = (),
+        files: Sequence[_Sealed] = (),
+        refused: Sequence[str] = (),
     ) -> None:
         try:
             runs = key_runs(visk)
@@ -120,6 +224,11 @@ class DenseIndex:
         self.quantized = quantized
         """The rows' int8 vectors as the sidecar stores them (``catalog.embedding.quantize``)."""
         self.stamp = stamp
+        self.refused = tuple(refused)
+        """Why each graph of the commit left out was refused (its rows are scanned)."""
+        self._files = tuple(files)
+        # Open as long as the maps: their stat is what :meth:`intact` reads.
+        weakref.finalize(self, _close, self._files)
         self._runs = runs
         self.graphs: tuple[Graph, ...] = tuple(graphs)
         """The graph indexes over slices of these rows (none: every caller is scanned)."""
@@ -135,6 +244,12 @@ class DenseIndex:
 
     def __len__(self) -> int:
         return len(self.ords)
+
+    def intact(self) -> bool:
+        """Whether every mapped file is as it was when it matched its seal (a ``stat`` of
+        each): a file changed in place must not be read again.
+        """
+        return all(f.unchanged() for f in self._files)
 
     def has_vector(self, ordinal: int) -> bool:
         """Whether the tool at ``ordinal`` has a vector in this commit's sidecar."""
@@ -289,15 +404,22 @@ NO_VECTORS: Final = _Unvectored(None)
 
 
 def load_dense(index_dir: Path, commit_id: str) -> DenseIndex | None:
-    """Commit ``commit_id``'s vectors, or None when its sidecar is not there (yet) or
-    cannot be read (it is read again when it changes).
+    """Commit ``commit_id``'s vectors, or None when its sidecar is not there (yet), is
+    being written, or is of another format (it is read again when it changes).
+
+    Raises:
+        DamagedVectors: the sidecar does not match its seal.
     """
     stamp = sidecar_stamp(index_dir, commit_id)
     if stamp is None:
         return None
+    sealed = _open_sealed(sidecar_path(index_dir, commit_id))
+    if sealed is None:
+        return None
     try:
-        rows = np.load(sidecar_path(index_dir, commit_id), mmap_mode="r")
+        rows = _mapped_rows(sealed)
         if rows.dtype != SIDECAR_DTYPE:  # another format's: its commit is being rebuilt
+            sealed.stream.close()
             return None
         ords = np.array(rows["ord"], dtype=np.uint64)
         visk = np.array(rows["visk"], dtype=np.uint64)
@@ -306,25 +428,34 @@ def load_dense(index_dir: Path, commit_id: str) -> DenseIndex | None:
         quantized = np.asarray(rows["vec"])
         runs = key_runs(visk)
     except (OSError, ValueError, KeyError, IndexError):
+        sealed.stream.close()
         return None
+    graphs, files, refused = _graphs(index_dir, commit_id, runs) if stamp[3] else ([], [], [])
     return DenseIndex(
         commit_id=commit_id,
         ords=ords,
         visk=visk,
         quantized=quantized,
         stamp=stamp,
-        graphs=_graphs(index_dir, commit_id, runs) if stamp[3] else (),
+        graphs=graphs,
+        files=(sealed, *files),
+        refused=refused,
     )
 
 
-def _graphs(index_dir: Path, commit_id: str, runs: dict[int, tuple[int, int]]) -> list[Graph]:
+def _graphs(
+    index_dir: Path, commit_id: str, runs: dict[int, tuple[int, int]]
+) -> tuple[list[Graph], list[_Sealed], list[str]]:
     """The commit's graphs that fit its sidecar: each over a slice that starts and ends
-    on key boundaries, overlaps no other, and holds exactly that slice's rows (a graph
-    of another sidecar of the commit, or of another format, is left unread).
+    on key boundaries, overlaps no other, matches its seal and holds exactly that
+    slice's rows (a graph of another sidecar of the commit, or of another format, is
+    left unread); their open files; and why each damaged one was refused.
     """
     starts = {a for a, _ in runs.values()}
     stops = {b for _, b in runs.values()}
     found: list[Graph] = []
+    files: list[_Sealed] = []
+    refused: list[str] = []
     for path in graph_paths(index_dir, commit_id):
         bounds = graph_range(path.name)
         if bounds is None or bounds[0] not in starts or bounds[1] not in stops:
@@ -332,21 +463,33 @@ def _graphs(index_dir: Path, commit_id: str, runs: dict[int, tuple[int, int]]) -
         start, stop = bounds
         if any(start < g.stop and g.start < stop for g in found):
             continue
-        index = _graph(path, stop - start)
-        if index is not None:
-            found.append(Graph(start, stop, index))
-    return found
+        try:
+            sealed = _open_sealed(path)
+        except DamagedVectors as exc:
+            refused.append(str(exc))
+            continue
+        if sealed is None:
+            continue
+        index = _graph(path, sealed, stop - start)
+        if index is None:
+            sealed.stream.close()
+            continue
+        found.append(Graph(start, stop, index))
+        files.append(sealed)
+    return found, files, refused
 
 
-def _graph(path: Path, rows: int) -> Index | None:
-    """The graph index at ``path``, memory-mapped, if it holds exactly ``rows`` rows;
-    None otherwise or when unreadable.
+def _graph(path: Path, sealed: _Sealed, rows: int) -> Index | None:
+    """The graph index at ``path``, memory-mapped, if it is still the file ``sealed``
+    checked and holds exactly ``rows`` rows; None otherwise or when unreadable.
     """
     graph = Index(
         ndim=DIMENSIONS, metric=ANN_METRIC, dtype=ANN_SCALAR, expansion_search=ANN_EXPANSION
     )
     try:
         graph.view(str(path))
+        if path.stat().st_ino != os.fstat(sealed.stream.fileno()).st_ino:
+            return None  # replaced since it was checked: read again with the new stamp
     except (OSError, RuntimeError, ValueError):
         return None
     return graph if len(graph) == rows else None

@@ -34,7 +34,7 @@ import msgspec
 import tantivy
 
 from catalog.index_schema import SCHEMA_VERSION, IndexMeta, read_meta, register_analyzers
-from server.dense import DenseIndex, load_dense, sidecar_stamp
+from server.dense import DamagedVectors, DenseIndex, Stamp, load_dense, sidecar_stamp
 from server.view import CatalogView
 
 __all__ = ["IndexStatus", "Reader"]
@@ -79,6 +79,10 @@ class Reader:
         self.semantic = semantic
         """Read the tool vectors of the served commit (``[search] semantic``)."""
         self._dense: dict[str, DenseIndex] = {}  # commit id → its vectors, as last read
+        self._refused: dict[str, Stamp | None] = {}  # commit id → the stamp last refused
+        self.vectors_refused = 0
+        """Vectors files refused as damaged since start-up (a metric): a sidecar or graph
+        that does not match its seal, or a mapped one changed in place."""
         self.view: CatalogView | None = None
         """The current catalog; read it once per request."""
         self.generation = 0
@@ -125,10 +129,30 @@ class Reader:
         return view
 
     def dense_for(self, view: CatalogView) -> DenseIndex | None:
-        """The tool vectors of ``view``'s commit as read so far, or None (none yet: every
-        tool is ranked by its words alone).
+        """The tool vectors of ``view``'s commit as read so far, or None (none yet, or
+        refused: every tool is ranked by its words alone).
         """
-        return self._dense.get(view.meta.commit_id)
+        index = self._dense.get(view.meta.commit_id)
+        if index is None or index.intact():
+            return index
+        # Changed in place under its map: reading it again could kill the worker.
+        self._refuse(index.commit_id, "a mapped vectors file changed in place")
+        self._dense = {c: d for c, d in self._dense.items() if d is not index}
+        return None
+
+    def _refuse(self, commit_id: str, problem: str) -> None:
+        """Log a damaged vectors file once per state of the commit's files, and count it;
+        they are not read again until they change.
+        """
+        stamp = sidecar_stamp(self.index_dir, commit_id)
+        if self._refused.get(commit_id, ()) == stamp:
+            return
+        self._refused[commit_id] = stamp
+        self.vectors_refused += 1
+        _log.error(
+            "tool vectors refused: ranked by words until the indexer writes them again",
+            extra={"commit_id": commit_id, "problem": problem},
+        )
 
     def _read_vectors(self, views: list[CatalogView]) -> None:
         """Read again the sidecar of each of ``views``' commits that appeared or changed
@@ -141,11 +165,14 @@ class Reader:
         fresh: dict[str, DenseIndex] = {}
         for commit_id in {v.meta.commit_id for v in views}:
             held = current.get(commit_id)
+            if held is not None and not held.intact():
+                self._refuse(commit_id, "a mapped vectors file changed in place")
+                held = None
             stamp = sidecar_stamp(self.index_dir, commit_id)
             if held is not None and held.stamp == stamp:
                 fresh[commit_id] = held
                 continue
-            loaded = load_dense(self.index_dir, commit_id) if stamp is not None else None
+            loaded = self._load_dense(commit_id, stamp)
             if loaded is not None:
                 fresh[commit_id] = loaded
                 extra = {"commit_id": commit_id, "rows": len(loaded)}
@@ -154,6 +181,22 @@ class Reader:
                 fresh[commit_id] = held  # unreadable for now: keep what was read
         if fresh.keys() != current.keys() or any(current.get(c) is not d for c, d in fresh.items()):
             self._dense = fresh  # one assignment: a request reads one dict or the other
+
+    def _load_dense(self, commit_id: str, stamp: Stamp | None) -> DenseIndex | None:
+        """The commit's vectors as its files are now; None when there are none to read,
+        or they were refused (once per state of its files: they are not read again until
+        they change).
+        """
+        if stamp is None or self._refused.get(commit_id, ()) == stamp:
+            return None
+        try:
+            loaded = load_dense(self.index_dir, commit_id)
+        except DamagedVectors as exc:
+            self._refuse(commit_id, str(exc))
+            return None
+        for problem in loaded.refused if loaded is not None else ():
+            self._refuse(commit_id, problem)  # a graph left out: its rows are scanned
+        return loaded
 
     def _check(self) -> CatalogView | None:
         stamp = _commit_stamp(self.index_dir / "meta.json")

@@ -161,16 +161,18 @@ def test_only_the_current_and_the_previous_commits_sidecars_are_kept(
         ids.append(plan.meta.commit_id)
     assert len(set(ids)) == 3
     kept = sorted(p.name for p in (index / VECTORS_DIR).iterdir())
-    assert kept == sorted(f"{i}.npy" for i in ids[1:])  # and no journal: see below
+    # Each sidecar and its seal, and no journal: see below.
+    assert kept == sorted(f"{i}.{s}" for i in ids[1:] for s in ("npy", "npy.seal"))
 
 
 def test_a_complete_fill_stores_each_vector_once(tmp_path: Path, encoder: CountingEncoder) -> None:
     index = tmp_path / "index"
     tools = _catalog()
     write_converted(index, tools, heap_bytes=HEAP, encoder=lambda: encoder)
-    files = list((index / VECTORS_DIR).iterdir())
-    # The sidecar alone: no journal (format 18 kept a cache file as large as the sidecar).
-    assert [p.suffix for p in files] == [".npy"]
+    files = sorted((index / VECTORS_DIR).iterdir())
+    # The sidecar and its seal alone: no journal (format 18 kept a cache file as large as
+    # the sidecar).
+    assert [p.suffix for p in files] == [".npy", ".seal"]
     assert files[0].stat().st_size < (len(tools) + 1) * SIDECAR_DTYPE.itemsize
     # ...and it is the store the next fill finds the vectors in.
     assert len(VectorCache(index / VECTORS_DIR)) == len(tools)
@@ -262,7 +264,7 @@ def test_a_new_index_seeded_with_anothers_journal_embeds_nothing(
     encoder.texts = 0
     write_converted(second, _catalog(), heap_bytes=HEAP, encoder=lambda: encoder)
     assert encoder.texts == 0
-    assert sorted(p.suffix for p in (second / VECTORS_DIR).iterdir()) == [".npy"]
+    assert sorted(p.suffix for p in (second / VECTORS_DIR).iterdir()) == [".npy", ".seal"]
 
 
 def test_a_cold_fill_writes_its_partial_sidecars_less_and_less_often() -> None:

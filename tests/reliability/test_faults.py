@@ -527,3 +527,48 @@ def test_a_segment_truncated_in_place_does_not_take_the_server_down(
         assert agent.ok("search_tools", {})["total"] == total
     finally:
         server.stop()
+
+
+# -- the tool vectors damaged under a running server (issue 31) --------------------------------
+
+
+def _vectors_refused(server: ServerProcess) -> int:
+    text = httpx.get(server.base + "/metrics", timeout=5).text
+    (line,) = [x for x in text.splitlines() if x.startswith("sezzlee_vectors_refused_total ")]
+    return int(line.split()[1])
+
+
+def test_a_sidecar_truncated_in_place_is_refused_and_every_search_is_answered(
+    tmp_path: Path,
+) -> None:
+    """The vectors sidecar shrinks under the server's map: reading past its new end is
+    SIGBUS (the sidecar spans several pages: 60 rows).
+
+    Before, the worker died (requests failed while granian respawned it). Now the
+    server notices the change before the next search reads the map, refuses the file
+    (logged once, counted), and ranks by words until the indexer writes it again.
+    """
+    specs, index = tmp_path / "specs", tmp_path / "index"
+    specs.mkdir()
+    (specs / "orders.yaml").write_text(
+        spec_yaml("Orders", [f"find_order_{j}" for j in range(60)], summary="Find an order")
+    )
+    run_indexer(specs, index, _empty_config(tmp_path))
+    (sidecar,) = (index / "vectors").glob("*.npy")
+    assert sidecar.stat().st_size > 3 * 4096
+    server = ServerProcess(index)
+    try:
+        server.wait_ready()
+        agent = Agent(server.url, None)
+        assert agent.ok("search_tools", {"query": "find an order"})["results"]
+        assert _vectors_refused(server) == 0
+        os.truncate(sidecar, 128)
+        for query in ("find an order", "find", "order 7", "find an order"):
+            assert agent.ok("search_tools", {"query": query})["results"], query
+        assert _vectors_refused(server) == 1
+        assert server.process.poll() is None
+    finally:
+        server.stop()
+    log = server.log.read_text()
+    assert log.count("tool vectors refused") == 1, log
+    assert "Unexpected exit" not in log, log

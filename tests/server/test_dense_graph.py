@@ -1,6 +1,7 @@
 """The graph indexes of a large commit: written beside its complete sidecar, each over a
 slice of whole visibility keys and every row in one of them, searched for a caller only
-when it may see all of a graph's keys, scored exactly, and pruned with their sidecar.
+when it may see all of a graph's keys, scored exactly, and pruned with their sidecar; a
+damaged sidecar or graph refused before it is mapped.
 
 The rows are synthetic (a catalog of 16,384 embedded tools would take minutes to
 embed); the files are the real formats, written and read by the real functions.
@@ -8,9 +9,12 @@ embed); the files are the real formats, written and read by the real functions.
 
 from __future__ import annotations
 
+import io
+import os
 import tracemalloc
 from pathlib import Path
 
+import msgspec
 import numpy as np
 import pytest
 from numpy.typing import NDArray
@@ -19,14 +23,24 @@ from catalog.embedding import DIMENSIONS, quantize
 from catalog.vectors import (
     ANN_MIN_ROWS,
     SIDECAR_DTYPE,
+    Seal,
     commit_of_name,
     graph_path,
     key_runs,
+    seal_of,
+    seal_path,
     sidecar_order,
     sidecar_path,
 )
-from indexer.vectors import _prune, graph_slices, write_ann
-from server.dense import DenseIndex, load_dense
+from indexer.vectors import (
+    _prune,
+    _replace_sealed,
+    _written,
+    graph_slices,
+    seal_file,
+    write_ann,
+)
+from server.dense import DamagedVectors, DenseIndex, graph_paths, load_dense
 
 COMMIT = "00000000000000aa"
 BIG = 99
@@ -51,6 +65,7 @@ def _sidecar(
     path = sidecar_path(index_dir, commit_id)
     path.parent.mkdir(parents=True, exist_ok=True)
     np.save(path, table)
+    seal_file(path)
     return table
 
 
@@ -159,7 +174,9 @@ def test_pruning_removes_an_old_commits_graphs_with_its_sidecar(tmp_path: Path) 
     _prune(sidecar_path(tmp_path, commits[2]).parent, commits[2])
     left = sorted(p.name for p in sidecar_path(tmp_path, commits[2]).parent.iterdir())
     assert left == sorted(
-        f"{c}.{s}" for c in commits[1:] for s in ("0-4.hnsw", "eab9d3fa9e0a165b.hnsw", "npy")
+        f"{c}.{s}"
+        for c in commits[1:]
+        for s in ("0-4.hnsw", "eab9d3fa9e0a165b.hnsw", "npy", "npy.seal")
     )
     assert commit_of_name("cache-v1.bin") is None
     assert commit_of_name(f"{commits[0]}.4-0.hnsw") is None
@@ -271,6 +288,8 @@ def test_a_graph_off_the_key_boundaries_or_overlapping_another_is_not_used(
     graph_path(tmp_path, COMMIT, 0, 100).write_bytes(large)  # ends inside the large key
     # On the boundaries (every row), but overlapping the graphs read before it.
     graph_path(tmp_path, COMMIT, 0, ANN_MIN_ROWS + 3_000).write_bytes(large)
+    for bounds in ((0, 100), (0, ANN_MIN_ROWS + 3_000)):
+        seal_file(graph_path(tmp_path, COMMIT, *bounds))  # sealed: refused for their bounds
     index = load_dense(tmp_path, COMMIT)
     assert index is not None
     assert [(g.start, g.stop) for g in index.graphs] == [
@@ -293,3 +312,85 @@ def test_a_tags_filters_ordinals_are_scored_exactly_whatever_the_graphs(large: P
     best = rows[np.lexsort((index.ords[rows], -exact))][:50]
     assert [c.ord for c in found] == [int(o) for o in index.ords[best]]
     assert index.candidates(query, visible=None, only=[], k=50) == []
+
+
+# -- damaged files: refused, never mapped (issue 31) ---------------------------------------
+
+
+def _copy(source: Path, target: Path) -> None:
+    vectors = sidecar_path(target, COMMIT).parent
+    vectors.mkdir(parents=True)
+    for path in sidecar_path(source, COMMIT).parent.iterdir():
+        (vectors / path.name).write_bytes(path.read_bytes())
+
+
+def test_a_graph_overwritten_with_garbage_is_left_out_and_its_rows_are_scanned(
+    large: Path, tmp_path: Path
+) -> None:
+    # Mapped as it was, a garbage graph made usearch crash the worker (exit -11).
+    _copy(large, tmp_path)
+    (graph,) = graph_paths(tmp_path, COMMIT)
+    size = graph.stat().st_size
+    graph.write_bytes(np.random.default_rng(3).bytes(size))  # same size, other bytes
+    index = load_dense(tmp_path, COMMIT)
+    assert index is not None
+    assert index.graphs == ()
+    assert len(index.refused) == 1
+    assert graph.name in index.refused[0]
+    assert index.path(None) == "scan"
+    exact = load_dense(large, COMMIT)
+    assert exact is not None
+    query = _query(exact, 11, np.random.default_rng(5))
+    found = index.candidates(query, visible=None, k=10)
+    scores = _floats(exact) @ query
+    best = np.lexsort((exact.ords, -scores))[:10]
+    assert [c.ord for c in found] == [int(o) for o in exact.ords[best]]
+
+
+@pytest.mark.parametrize("damage", ["truncated", "flipped", "seal"])
+def test_a_damaged_sidecar_is_refused_before_it_is_mapped(tmp_path: Path, damage: str) -> None:
+    _sidecar(tmp_path, COMMIT, 64)
+    path = sidecar_path(tmp_path, COMMIT)
+    data = bytearray(path.read_bytes())
+    if damage == "truncated":
+        data = data[: len(data) // 2]
+    elif damage == "flipped":
+        data[-5] ^= 0xFF
+    if damage == "seal":
+        seal_path(path).write_bytes(b'[{"size": 1')
+    else:
+        path.write_bytes(bytes(data))
+    with pytest.raises(DamagedVectors, match=path.name):
+        load_dense(tmp_path, COMMIT)
+
+
+def test_a_server_that_opened_a_sidecar_being_replaced_finds_it_in_the_seal(
+    tmp_path: Path,
+) -> None:
+    # The indexer seals the new file, naming the old one too, before renaming it into
+    # place: whichever file a server opened, the seal it reads next names it.
+    table = _sidecar(tmp_path, COMMIT, 64)
+    path = sidecar_path(tmp_path, COMMIT)
+    opened = load_dense(tmp_path, COMMIT)  # a server mid-read holds the old file
+    assert opened is not None
+    buffer = io.BytesIO()
+    np.save(buffer, table[:32])
+    temporary = _written(path, buffer.getvalue())
+    _replace_sealed(temporary, path)
+    assert len(msgspec.json.decode(seal_path(path).read_bytes())) == 2
+    with open(path, "rb") as stream:
+        assert seal_of(stream) in msgspec.json.decode(seal_path(path).read_bytes(), type=list[Seal])
+    index = load_dense(tmp_path, COMMIT)
+    assert index is not None
+    assert len(index) == 32
+    assert opened.intact()  # renamed over, not changed: its map stays good
+
+
+def test_a_sidecar_truncated_under_its_map_is_noticed_before_it_is_read(tmp_path: Path) -> None:
+    _sidecar(tmp_path, COMMIT, 4_096)
+    index = load_dense(tmp_path, COMMIT)
+    assert index is not None
+    assert index.intact()
+    # Reading the map past the new end would be SIGBUS: the worker dead.
+    os.truncate(sidecar_path(tmp_path, COMMIT), 1_024)
+    assert not index.intact()
