@@ -118,7 +118,7 @@ def test_a_caller_who_sees_everything_gets_the_graphs_neighbours_scored_exactly(
     assert index is not None
     assert index.path(None) == "graph"
     rng = np.random.default_rng(1)
-    found = 0
+    found = first = 0
     for _ in range(20):
         row = int(rng.integers(ANN_MIN_ROWS))
         query = _query(index, row, rng)
@@ -126,7 +126,9 @@ def test_a_caller_who_sees_everything_gets_the_graphs_neighbours_scored_exactly(
         exact_scores = _floats(index) @ query
         exact = {int(index.ords[i]) for i in np.argsort(-exact_scores)[:50]}
         at = {int(o): i for i, o in enumerate(index.ords)}
-        assert fast[0].ord == index.ords[row]  # the near-duplicate of the query comes first
+        # The graph is built on several threads (not deterministic) and searched
+        # approximately: the query's near-duplicate comes first almost always, not always.
+        first += fast[0].ord == index.ords[row]
         for candidate in fast:  # each score is the scan's own, exactly
             assert candidate.score == pytest.approx(
                 float(exact_scores[at[candidate.ord]]), abs=1e-5
@@ -134,6 +136,7 @@ def test_a_caller_who_sees_everything_gets_the_graphs_neighbours_scored_exactly(
         assert [c.score for c in fast] == sorted((c.score for c in fast), reverse=True)
         found += len(exact & {c.ord for c in fast})
     assert found / (20 * 50) >= 0.9  # approximate, but it finds most exact neighbours
+    assert first >= 18
 
 
 def test_a_caller_who_may_not_see_a_graphs_keys_is_scanned_and_never_given_a_hidden_row(
