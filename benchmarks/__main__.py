@@ -35,6 +35,7 @@ ORDER = [
     "hostile_conns",
     "invoke",
     "stall",
+    "encoder_flood",
     "reload",
     "auth",
 ]
