@@ -38,7 +38,7 @@ import weakref
 from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Final, NamedTuple
+from typing import Any, Final, NamedTuple
 
 import msgspec
 import numpy as np
@@ -160,7 +160,7 @@ def _open_sealed(path: Path) -> _Sealed | None:
     )
 
 
-def _mapped_rows(sealed: _Sealed) -> NDArray[np.void]:
+def _mapped_rows(sealed: _Sealed) -> np.memmap[Any, np.dtype[np.void]]:
     """The ``.npy`` array of the open file, memory-mapped (the file checked, not its path
     again: it may have been replaced since).
     """
@@ -179,6 +179,29 @@ def _mapped_rows(sealed: _Sealed) -> NDArray[np.void]:
         shape=shape,
         order="F" if fortran else "C",
     )
+
+
+_CHUNK_ROWS: Final = 8_192  # sidecar rows read at a time for their keys (3.4 MB)
+
+
+def _key_columns(
+    sealed: _Sealed, rows: np.memmap[Any, np.dtype[np.void]]
+) -> tuple[NDArray[np.uint64], NDArray[np.uint64]]:
+    """The rows' ``ord`` and ``visk``, read from the file rather than through its map:
+    gathered through the map, every page of the sidecar stayed resident in the worker
+    (its RSS), where a search touches only the rows it scores.
+    """
+    count, size = len(rows), SIDECAR_DTYPE.itemsize
+    ords = np.empty(count, dtype=np.uint64)
+    visk = np.empty(count, dtype=np.uint64)
+    descriptor = sealed.stream.fileno()
+    for start in range(0, count, _CHUNK_ROWS):
+        stop = min(count, start + _CHUNK_ROWS)
+        data = os.pread(descriptor, (stop - start) * size, rows.offset + start * size)
+        block = np.frombuffer(data, dtype=SIDECAR_DTYPE, count=stop - start)
+        ords[start:stop] = block["ord"]
+        visk[start:stop] = block["visk"]
+    return ords, visk
 
 
 class Graph(NamedTuple):
@@ -421,8 +444,7 @@ def load_dense(index_dir: Path, commit_id: str) -> DenseIndex | None:
         if rows.dtype != SIDECAR_DTYPE:  # another format's: its commit is being rebuilt
             sealed.stream.close()
             return None
-        ords = np.array(rows["ord"], dtype=np.uint64)
-        visk = np.array(rows["visk"], dtype=np.uint64)
+        ords, visk = _key_columns(sealed, rows)
         # A view of the memory map (the page cache, shared by the workers), without the
         # memmap subclass, whose indexing costs more on every candidate gathered.
         quantized = np.asarray(rows["vec"])
