@@ -18,7 +18,7 @@ orders its ties.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Container, Sequence
 from typing import Final
 
 import msgspec
@@ -71,8 +71,13 @@ def fuse(
     k: int = RRF_K,
     lexical_weight: float = 1.0,
     dense_weight: float = 1.0,
+    first: Container[int] = (),
 ) -> list[Fused]:
     """One ranking of every candidate of either list, best first.
+
+    The tools whose ordinals are in ``first`` (a keyword-style query's matches of every
+    keyword, ``catalog/keyword_first.py``) all come before the others, each group in
+    its fused order.
 
     Score: ``lexical_weight / (k + lexical rank) + dense_weight / (k + dense rank)``,
     a missing rank adding nothing. Ties (equal fused scores) go to the better lexical
@@ -96,5 +101,10 @@ def fuse(
     unranked = len(lexical) + 1
     return sorted(
         fused.values(),
-        key=lambda f: (-f.score, unranked if f.lexical_rank is None else f.lexical_rank, f.ord),
+        key=lambda f: (
+            f.ord not in first,
+            -f.score,
+            unranked if f.lexical_rank is None else f.lexical_rank,
+            f.ord,
+        ),
     )

@@ -88,6 +88,7 @@ __all__ = [
     "clamp_request",
     "filter_query",
     "folded_tags",
+    "is_content_word",
     "keyword_terms",
     "keywords",
     "operation_text",
@@ -334,9 +335,17 @@ def operation_text(query: str) -> str:
     return stripped if _RUN.search(stripped) else query
 
 
+def is_content_word(word: str) -> bool:
+    """Whether a folded word of a query is a keyword in its own right: not a stop word,
+    a single letter or a number (:func:`keywords` keeps the others only when the query
+    holds nothing else).
+    """
+    return word not in STOP_WORDS and len(word) > 1 and not word.isdigit()
+
+
 def _keywords(query: str, *, limit: int) -> tuple[Keyword, ...]:
     words = list(dict.fromkeys(fold_words(operation_text(query))))
-    content = [w for w in words if w not in STOP_WORDS and len(w) > 1 and not w.isdigit()]
+    content = [w for w in words if is_content_word(w)]
     if content:
         words = content
     out: dict[str, Keyword] = {}

@@ -47,7 +47,7 @@ import msgspec
 import tantivy
 
 from catalog.cards import truncate
-from catalog.fusion import Candidate, fuse
+from catalog.fusion import Candidate, Fused, fuse
 from catalog.index_schema import (
     META_ID,
     PAYLOAD,
@@ -59,6 +59,7 @@ from catalog.index_schema import (
     read_meta,
     register_analyzers,
 )
+from catalog.keyword_first import is_keyword_style, matching_every_keyword
 from catalog.model import ToolDefinition
 from catalog.naming import MAX_NAME_LENGTH
 from catalog.query import (
@@ -149,6 +150,7 @@ class LexicalStep(NamedTuple):
     scope: _Scope
     ranked: list[Hit]  # the lexical candidates, best first
     fusing: bool  # read deep enough for fusion (LEXICAL_DEPTH)
+    words: Words = Words()  # the query's keywords and phrase evidence
 
 
 def _depth(limit: int, total: int, fusing: bool) -> int:
@@ -292,10 +294,11 @@ class CatalogView:
         """
         scope = self._scope(request.tags, audience)
         ranked: list[Hit] = []
+        words = Words()
         if scope.total:
             words = self._words(request.query, scope.state)
             ranked = self._lexical(words, scope, _depth(request.limit, scope.total, fusing))
-        return LexicalStep(request, audience, scope, ranked, fusing)
+        return LexicalStep(request, audience, scope, ranked, fusing, words)
 
     def complete(
         self, step: LexicalStep, dense: Sequence[Candidate] | None, *, budget: int
@@ -312,7 +315,9 @@ class CatalogView:
         scope = step.scope
         page: list[tantivy.DocAddress] = []
         if scope.total:
-            ranked = step.ranked if dense is None else self._fused(step.ranked, dense, scope)
+            ranked = step.ranked
+            if dense is not None:
+                ranked = self._fused(ranked, dense, scope, step.words, step.request.query)
             page = self._page(ranked, scope, min(step.request.limit, scope.total))
         return self._answer(page, step.request, step.audience, scope, budget=budget)
 
@@ -385,14 +390,40 @@ class CatalogView:
         filters = None if scope.everything else scope.filters
         return self._ranked(rank_query(self.schema, filters, words.keywords, words.phrases), depth)
 
-    def _fused(self, lexical: list[Hit], dense: Sequence[Candidate], scope: _Scope) -> list[Hit]:
+    def _fused(
+        self,
+        lexical: list[Hit],
+        dense: Sequence[Candidate],
+        scope: _Scope,
+        words: Words,
+        query: str,
+    ) -> list[Hit]:
         """Step 4: the lexical and the admitted dense candidates as one ranking
-        (:func:`catalog.fusion.fuse`), each hit scored by its fused score.
+        (:func:`catalog.fusion.fuse`), each hit scored by its fused score; a
+        keyword-style query's matches of every keyword first (:meth:`_keyword_first`).
         """
         admitted = self._admitted(dense, scope)
-        fused = fuse([h.candidate for h in lexical], [h.candidate for h in admitted])
+        fused = self._fuse(lexical, admitted, words, query)
         addresses = {h.ord: h.address for h in (*lexical, *admitted)}
         return [Hit(addresses[f.ord], f.ord, f.score) for f in fused]
+
+    def _fuse(
+        self, lexical: Sequence[Hit], admitted: Sequence[Hit], words: Words, query: str
+    ) -> list[Fused]:
+        """:func:`catalog.fusion.fuse` of the two candidate lists, keyword matches first
+        for a keyword-style query (``catalog/keyword_first.py``).
+        """
+        first: frozenset[int] = frozenset()
+        # Without dense candidates the fused order is the lexical one (catalog/fusion.py).
+        if admitted and is_keyword_style(query):
+            ords = list(dict.fromkeys(h.ord for h in (*lexical, *admitted)))
+            matching = matching_every_keyword(self.schema, words.keywords, ords)
+            if matching is not None:
+                hits = self.searcher.search(matching, len(ords), count=False).hits
+                found = self.searcher.fast_field_values("ord", [a for _, a in hits])
+                first = frozenset(int(o) for o in found if o is not None)
+        lexical_candidates = [h.candidate for h in lexical]
+        return fuse(lexical_candidates, [h.candidate for h in admitted], first=first)
 
     def _admitted(self, dense: Sequence[Candidate], scope: _Scope) -> list[Hit]:
         """The ``dense`` candidates that pass the caller's filters (visibility and tags),
@@ -526,9 +557,10 @@ class CatalogView:
         depth = _depth(request.limit, scope.total, dense is not None)
         lexical = self._lexical(words, scope, depth)
         admitted = self._admitted(dense or (), scope)
-        fused = fuse([h.candidate for h in lexical], [h.candidate for h in admitted])
-        by_ord = {f.ord: f for f in fused}
-        ranked = self._fused(lexical, dense, scope) if dense is not None else lexical
+        by_ord = {f.ord: f for f in self._fuse(lexical, admitted, words, request.query)}
+        ranked = lexical
+        if dense is not None:
+            ranked = self._fused(lexical, dense, scope, words, request.query)
         page = self._page(ranked, scope, limit)
         ords = [int(o or 0) for o in self.searcher.fast_field_values("ord", page)]
         matched = matched_words(self.searcher, self.schema, words, ords)

@@ -196,8 +196,9 @@ def test_admitted_dense_candidates_pass_visibility_and_tags(view: CatalogView) -
 
 def test_fusing_no_dense_candidates_keeps_the_lexical_hits(view: CatalogView) -> None:
     scope = view._scope((), PUBLIC)
-    lexical = view._lexical(view._words("order widget", scope.state), scope, 50)
-    fused = view._fused(lexical, [], scope)
+    words = view._words("order widget", scope.state)
+    lexical = view._lexical(words, scope, 50)
+    fused = view._fused(lexical, [], scope, words, "order widget")
     assert [h.address for h in fused] == [h.address for h in lexical]
 
 
