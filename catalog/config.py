@@ -47,7 +47,7 @@ from __future__ import annotations
 import os.path
 import re
 from collections.abc import Callable
-from typing import Final, Literal
+from typing import Annotated, Final, Literal
 from urllib.parse import urlsplit
 
 import msgspec
@@ -100,32 +100,37 @@ class ServerConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fie
     allowed_origins: tuple[str, ...] = ()
     """Origins accepted besides loopback ones (http://localhost:*, http://127.0.0.1:*)."""
     response_budget_bytes: int = DEFAULT_RESPONSE_BUDGET
+    """The most bytes of result text one search_tools answer may hold; a larger page is
+    refused with ``response_too_large``, saying how to narrow it (docs/decisions.md,
+    Search)."""
     max_request_body_bytes: int = DEFAULT_MAX_REQUEST_BODY
+    """Request bodies over this are answered 413 before they are read whole
+    (docs/wire.md §9)."""
     reload_interval_seconds: float = 0.1
     """How often a server checks the index for a new commit (a cheap meta read)."""
 
     # Connection hygiene (docs/connections.md). Every count is per worker process.
-    header_timeout_seconds: float = 10.0
+    header_timeout_seconds: Annotated[float, msgspec.Meta(gt=0)] = 10.0
     """A request head must arrive within this: a new connection's first head from the
     moment it opens (one that never sends a byte is closed), and each later one from
     the end of the previous answer, so it is also the idle timeout of a kept-alive
     connection (granian times all three with one setting)."""
-    body_timeout_seconds: float = 10.0
+    body_timeout_seconds: Annotated[float, msgspec.Meta(gt=0)] = 10.0
     """The whole request body must arrive within this after its head; a slower one is
     answered 408 and its connection closed."""
-    keepalive_max_requests: int = 1000
+    keepalive_max_requests: Annotated[int, msgspec.Meta(ge=0)] = 1000
     """Requests one kept-alive connection may carry; the last is answered with
     ``Connection: close`` (0: no limit)."""
     max_connections: int = 4096
     """Open connections a worker serves at once (granian's backpressure); more wait in
     the kernel's accept queue. Lowered at start-up to fit the open-file limit."""
-    max_listen_streams: int = 1024
+    max_listen_streams: Annotated[int, msgspec.Meta(ge=1)] = 1024
     """Open ``subscriptions/listen`` streams a worker keeps; the next is refused with
     -32603. At most half of ``max_connections``, so streams are refused before the
     connections run out and requests always have room."""
-    max_listen_streams_per_client: int = 8
+    max_listen_streams_per_client: Annotated[int, msgspec.Meta(ge=0)] = 8
     """Open listen streams from one source address (0: no per-client limit)."""
-    max_requests_per_client: int = 32
+    max_requests_per_client: Annotated[int, msgspec.Meta(ge=0)] = 32
     """Requests from one source address being served at once, listen streams included;
     the next is answered 429 before its body is read (0: no per-client limit). Behind a
     reverse proxy every caller shares its address: raise this, or set 0 and limit at
@@ -155,7 +160,7 @@ class SearchConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fie
     installed (``make install``): the indexer and the server refuse to start without it.
     false: nothing loads the model, and the ranking is exactly the keyword one. Read at
     start-up: a change takes effect when the indexer and the servers restart."""
-    query_threads: int = 1
+    query_threads: Annotated[int, msgspec.Meta(ge=1)] = 1
     """onnxruntime threads each server worker embeds a query with. One: the threads
     never spin (``catalog/embedding.py``), and waking a second one for each of a short
     query's small operators costs about what it saves, while it takes the core the
@@ -167,12 +172,20 @@ class InvokeConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fie
     """Defaults for every backend; a spec section can override the timeout."""
 
     timeout_seconds: float = 30.0
+    """The whole backend call (connect, send, answer) must finish within this; a spec's
+    ``timeout_seconds`` replaces it for its backend."""
     connect_timeout_seconds: float = 5.0
+    """Opening a connection to a backend (TCP and TLS) must finish within this, and
+    within the call's timeout."""
     max_response_bytes: int = 8 * 1024 * 1024
+    """A backend answer larger than this is cut off and the call fails with
+    ``response_too_large``."""
     max_request_bytes: int = 4 * 1024 * 1024
+    """The largest request body invoke_tool sends to a backend; a larger one is refused
+    with ``invalid_arguments`` (docs/limits.md)."""
     max_concurrency: int = 64
     """Concurrent requests per backend, per server process."""
-    caller_share: float = 0.25
+    caller_share: Annotated[float, msgspec.Meta(gt=0, le=1)] = 0.25
     """The fraction of a backend's ``max_concurrency`` one caller may hold at once
     (rounded up, at least 1); the caller's further calls wait for one of its own slots
     within the timeout. A caller is its credential's identity (a verified JWT's
@@ -183,13 +196,19 @@ class JwtConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields
     """How to verify a bearer JWT so that its scopes decide visibility."""
 
     issuer: str | None = None
+    """The ``iss`` a token must carry; absent: not checked."""
     audience: str | None = None
+    """The ``aud`` a token must name; absent: not checked."""
     hs256_secret_env: str | None = None
     """Environment variable holding the HS256 secret: at least 32 bytes (RFC 7518 §3.2),
     or the server refuses to start. With a verifier, a bearer token it cannot verify
     counts as no credential."""
     jwks_file: str | None = None
+    """A JWKS file of the issuer's public keys (RS/PS/ES) instead of an HS256 secret;
+    relative to the config file."""
     scope_claim: str = "scope"
+    """The claim holding the token's scopes (a space-separated string or a list; ``scp``
+    is read too when it is ``scope``)."""
 
 
 class AuthorizationServer(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -230,13 +249,16 @@ class AuthConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
     """This gateway's resource URL, as clients reach it (``https://gw.example/mcp``): the
     audience its tokens must carry and the ``resource`` of its metadata document."""
     authorization_servers: tuple[AuthorizationServer, ...] = ()
+    """The authorization servers whose tokens are accepted (at least one with
+    ``resource``)."""
     scopes_supported: tuple[str, ...] = ()
     """Scopes advertised besides those the catalog's security schemes use."""
     scope_claim: str = "scope"
+    """The claim holding a token's scopes (``scp`` is read too when it is ``scope``)."""
     require_auth: bool = False
     """true: every request without a valid token is answered 401 (so OAuth-only
     clients start their flow); false: anonymous callers see the public catalog."""
-    jwks_refresh_seconds: float = 300.0
+    jwks_refresh_seconds: Annotated[float, msgspec.Meta(gt=0)] = 300.0
     """How often a ``jwks_url`` is read again (a rotated key is accepted within this)."""
 
 
@@ -274,6 +296,7 @@ class SpecConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
     static_headers: dict[str, str] = msgspec.field(default_factory=dict)
     """Header name → name of the environment variable holding its value."""
     timeout_seconds: float | None = None
+    """This backend's call timeout; absent: ``[invoke] timeout_seconds``."""
     ca_bundle: str | None = None
     """PEM file of the CA certificates this backend's TLS certificate is checked against
     (absent: the system's). Like every file the config names, a relative path is taken
@@ -286,11 +309,15 @@ class SpecConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
     """``http://[user:password@]host:port``: the HTTP proxy this backend is reached
     through (a CONNECT tunnel for an https backend). Never read from the environment."""
     max_concurrency: int | None = None
+    """Concurrent requests to this backend per server process; absent:
+    ``[invoke] max_concurrency``."""
     credentials: dict[str, str] = msgspec.field(default_factory=dict)
     """Security scheme name → caller header that carries it, when it is not the obvious
     one (``Authorization`` for http/oauth2/openIdConnect, the parameter name for an
     apiKey in a header)."""
     jwt: JwtConfig | None = None
+    """Verify bearer tokens for this document as JWTs (``[specs."FILE".jwt]``): their
+    scopes then decide which of its operations a caller sees."""
     identity: Literal["passthrough", "token_exchange", "static"] | None = None
     """How a caller's verified ``[auth]`` token reaches this backend
     (``docs/authorization.md``). "token_exchange": exchanged at the token's authorization
@@ -312,12 +339,19 @@ class Match(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tru
     """
 
     namespace: str | None = None
+    """Glob over the tool's namespace."""
     tag: str | None = None
+    """A tag the operation carries (whole, folded)."""
     path: str | None = None
+    """Glob over the operation's path template (``/orders/{id}``)."""
     methods: tuple[str, ...] = ()
+    """HTTP methods, any case; empty: every method."""
     operation_id: str | None = None
-    name: str | None = None  # glob over the tool name as converted
+    """Glob over the document's ``operationId``."""
+    name: str | None = None
+    """Glob over the tool name as converted (before any override renames it)."""
     deprecated: bool | None = None
+    """true: only deprecated operations; false: only the others."""
 
     def is_empty(self) -> bool:
         return self == _EMPTY_MATCH
@@ -330,16 +364,22 @@ class AnnotationsOverride(msgspec.Struct, frozen=True, kw_only=True, forbid_unkn
     """Hints to set (true) or clear (false); an absent hint keeps its converted value."""
 
     read_only: bool | None = None
+    """``readOnlyHint``: the tool changes nothing."""
     destructive: bool | None = None
+    """``destructiveHint``: the tool may delete or overwrite."""
     idempotent: bool | None = None
+    """``idempotentHint``: calling it twice does what calling it once does."""
     open_world: bool | None = None
+    """``openWorldHint``: the tool reaches things outside the API's own data."""
 
 
 class Variant(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """One tool published from an operation, with some arguments fixed or defaulted."""
 
     name: str
+    """The variant's tool name (within the operation's namespace)."""
     description: str
+    """What the agent reads about the variant."""
     fixed: dict[str, object] = msgspec.field(default_factory=dict)
     """Removed from the variant's inputSchema, stated in its description, sent on invoke."""
     defaults: dict[str, object] = msgspec.field(default_factory=dict)
@@ -350,19 +390,28 @@ class Override(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
     """Reshape what an agent reads about matching operations (outputSchema never)."""
 
     match: Match = _EMPTY_MATCH
+    """Which operations it reshapes."""
     name: str | None = None
+    """The tool's new name (one matching operation only)."""
     description: str | None = None
+    """Replaces the tool's description."""
     search_terms: tuple[str, ...] | None = None
+    """Extra words the tool is found by."""
     tags: tuple[str, ...] | None = None
+    """Replaces the tool's tags."""
     annotations: AnnotationsOverride | None = None
+    """Hints set or cleared."""
 
 
 class VariantRule(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """Publish each matching operation as the listed variants."""
 
     match: Match = _EMPTY_MATCH
+    """Which operations it applies to."""
     tools: tuple[Variant, ...] = ()
+    """The variants each matching operation is published as."""
     keep_original: bool = False
+    """Publish the operation itself too, besides its variants."""
 
 
 class CurationConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -373,9 +422,13 @@ class CurationConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_f
     include: tuple[Match, ...] = ()
     """When any is given, only operations matching one of them are published."""
     exclude: tuple[Match, ...] = ()
+    """Operations matching any of them are not published."""
     rename_tags: dict[str, str] = msgspec.field(default_factory=dict)
+    """Tag → the tag it becomes (``"Issue Tracking" = "issues"``)."""
     override: tuple[Override, ...] = ()
+    """Reshape what agents read about matching operations, in order."""
     variants: tuple[VariantRule, ...] = ()
+    """Publish matching operations as variants with arguments fixed, in order."""
 
 
 class OperationCuration(
@@ -461,27 +514,12 @@ def decode_config(data: bytes, *, file: str) -> Config:
     _check_curation(config.curation, file)
     _check_server(config.server, file)
     _check_auth(config, file)
-    if config.search.query_threads < 1:
-        raise ConfigError(file, "search.query_threads: must be 1 or more")
-    if not 0 < config.invoke.caller_share <= 1:
-        raise ConfigError(file, "invoke.caller_share: a fraction above 0, at most 1")
     return config
 
 
 def _check_server(server: ServerConfig, file: str) -> None:
-    """The connection limits are positive and fit together (docs/connections.md)."""
-    for key in ("header_timeout_seconds", "body_timeout_seconds"):
-        if not getattr(server, key) > 0:
-            raise ConfigError(file, f"server.{key}: must be above 0")
-    for key in (
-        "keepalive_max_requests",
-        "max_listen_streams_per_client",
-        "max_requests_per_client",
-    ):
-        if getattr(server, key) < 0:
-            raise ConfigError(file, f"server.{key}: must be 0 (no limit) or more")
-    if server.max_listen_streams < 1:
-        raise ConfigError(file, "server.max_listen_streams: must be 1 or more")
+    """The connection limits fit together (docs/connections.md)."""
+    # Each key's own range is declared on its field (msgspec.Meta).
     if server.max_connections < 2 * server.max_listen_streams:
         raise ConfigError(
             file,
@@ -499,8 +537,6 @@ def _check_auth(config: Config, file: str) -> None:
         raise ConfigError(file, "auth.resource: set it (the audience tokens must carry)")
     if auth.resource is not None and not auth.authorization_servers:
         raise ConfigError(file, "auth.authorization_servers: name at least one")
-    if not auth.jwks_refresh_seconds > 0:
-        raise ConfigError(file, "auth.jwks_refresh_seconds: must be above 0")
     for i, server in enumerate(auth.authorization_servers):
         where = f"auth.authorization_servers[{i}]"
         if (server.jwks_file is None) == (server.jwks_url is None):

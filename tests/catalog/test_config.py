@@ -268,7 +268,7 @@ def test_search_section_turns_the_semantic_side_on_by_default_and_off_by_key() -
     assert decode_config(b"", file="c.toml").search.query_threads == 1
     off = decode_config(b"[search]\nsemantic = false\nquery_threads = 2\n", file="c.toml")
     assert (off.search.semantic, off.search.query_threads) == (False, 2)
-    with pytest.raises(ConfigError, match=r"search.query_threads: must be 1 or more"):
+    with pytest.raises(ConfigError, match=r"search.query_threads: Expected `int` >= 1"):
         decode_config(b"[search]\nquery_threads = 0\n", file="c.toml")
     with pytest.raises(ConfigError, match=r"c.toml.*semantc"):
         decode_config(b"[search]\nsemantc = false\n", file="c.toml")
