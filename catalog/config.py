@@ -72,6 +72,7 @@ __all__ = [
     "SearchConfig",
     "ServerConfig",
     "SpecConfig",
+    "SynonymsConfig",
     "Variant",
     "VariantRule",
     "VisibilityConfig",
@@ -150,6 +151,20 @@ class VisibilityConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown
     with ``authUncertain: true`` (for public catalogs)."""
 
 
+class SynonymsConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """Words agents use for the catalog's own words, which only the team knows ("ticket"
+    for a Jira issue). Applied to the query's keywords only: a synonym matches as the
+    word would, scoring below it (``catalog/synonyms.py``). One word each, any case.
+    """
+
+    equivalent: tuple[tuple[str, ...], ...] = ()
+    """Groups of words that mean the same in this catalog: a query holding any of them
+    also searches the others (``[["ticket", "issue"], ["charge", "pay"]]``)."""
+    one_way: dict[str, tuple[str, ...]] = msgspec.field(default_factory=dict)
+    """A query word → words it also searches, not the reverse (``card = ["payment"]``:
+    a query for payments does not search cards)."""
+
+
 class SearchConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """How search_tools ranks (``catalog/spec/search-semantics.md``; ``docs/semantic.md``)."""
 
@@ -166,6 +181,9 @@ class SearchConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fie
     query's small operators costs about what it saves, while it takes the core the
     event loop's keyword step and the other workers need (``benchmarks/REPORT.md``).
     More can pay with one worker on an otherwise idle machine."""
+    synonyms: SynonymsConfig = SynonymsConfig()
+    """The team's synonyms (``[search.synonyms]``). Read at start-up, like the rest of
+    ``[search]``."""
 
 
 class InvokeConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -511,6 +529,7 @@ def decode_config(data: bytes, *, file: str) -> Config:
             raise ConfigError(
                 file, f"specs.{source!r}.proxy: not an http://[user:password@]host[:port] URL"
             )
+    _check_synonyms(config.search.synonyms, file)
     _check_curation(config.curation, file)
     _check_server(config.server, file)
     _check_auth(config, file)
@@ -526,6 +545,25 @@ def _check_server(server: ServerConfig, file: str) -> None:
             "server.max_connections: must be at least twice server.max_listen_streams "
             "(listen streams are refused before the connections run out)",
         )
+
+
+def _check_synonyms(synonyms: SynonymsConfig, file: str) -> None:
+    """Each synonym is one word of letters or digits, as search folds it."""
+    named = [
+        *(
+            (f"search.synonyms.equivalent[{i}]", w)
+            for i, g in enumerate(synonyms.equivalent)
+            for w in g
+        ),
+        *(
+            (f"search.synonyms.one_way.{k}", w)
+            for k, ws in synonyms.one_way.items()
+            for w in (k, *ws)
+        ),
+    ]
+    for key, word in named:
+        if not re.fullmatch(r"[^\W_]+", word):
+            raise ConfigError(file, f"{key}: {word!r} is not one word of letters or digits")
 
 
 def _check_auth(config: Config, file: str) -> None:

@@ -47,17 +47,21 @@ def matching_every_keyword(
     schema: tantivy.Schema, keywords: Sequence[Keyword], ords: Sequence[int]
 ) -> tantivy.Query | None:
     """The query of the tools among ``ords`` that have a word starting with each
-    keyword's prefix (the ``any`` field: the matching the rank query's coordination term
-    counts), or None when there is no keyword to match (the lookup keyword is one the
-    gateway adds, not the caller's).
+    keyword's prefix or one of its synonyms' (the ``any`` field: the matching the rank
+    query's coordination term counts), or None when there is no keyword to match (the
+    lookup keyword is one the gateway adds, not the caller's).
     """
     wanted = [k for k in keywords if k.prefix != LOOKUP]
     if not wanted or not ords:
         return None
-    must = tantivy.Occur.Must
+    must, should = tantivy.Occur.Must, tantivy.Occur.Should
     clauses = [(must, tantivy.Query.term_set_query(schema, "ord", list(ords)))]
-    clauses += [
-        (must, tantivy.Query.term_query(schema, "any", k.prefix, index_option="basic"))
-        for k in wanted
-    ]
+    for keyword in wanted:
+        # The keyword, or one of the operator's synonyms for it (catalog/synonyms.py).
+        prefixes = [keyword.prefix, *(s.prefix for s in keyword.synonyms)]
+        either = [
+            (should, tantivy.Query.term_query(schema, "any", prefix, index_option="basic"))
+            for prefix in prefixes
+        ]
+        clauses.append((must, tantivy.Query.boolean_query(either)))
     return tantivy.Query.boolean_query(clauses)

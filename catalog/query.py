@@ -75,6 +75,7 @@ __all__ = [
     "NEAR_BOOST",
     "PAIR_BOOST",
     "STOP_WORDS",
+    "SYNONYM_WEIGHT",
     "VERB_EXACT_BOOST",
     "VERB_GROUPS",
     "VERB_WEIGHT",
@@ -83,6 +84,7 @@ __all__ = [
     "Keyword",
     "Phrases",
     "SearchRequest",
+    "Synonym",
     "Term",
     "Words",
     "clamp_request",
@@ -132,6 +134,10 @@ EXACT_BOOST: Final = 2.0
 
 VERB_WEIGHT: Final = 0.5
 """How much a verb of the keyword's group counts, against the keyword itself."""
+
+SYNONYM_WEIGHT: Final = 0.5
+"""How much an operator's synonym of a keyword counts, against the keyword itself: it
+matches as the word would, below it."""
 
 VERB_EXACT_BOOST: Final = 6.0
 """Weight of BM25 of a group verb's whole-word match (times ``VERB_WEIGHT``)."""
@@ -187,14 +193,23 @@ class Phrases(msgspec.Struct, frozen=True):
     acts: tuple[str, ...] = ()  # "method word": a keyword under the verb's method
 
 
+class Synonym(msgspec.Struct, frozen=True, array_like=True):
+    """A word the operator said a keyword also means (``catalog/synonyms.py``)."""
+
+    word: str
+    prefix: str
+
+
 class Keyword(msgspec.Struct, frozen=True):
-    """One query keyword: the whole folded ``word``, the ``prefix`` it matches by, and
-    the generic verbs that also match it at :data:`VERB_WEIGHT` (:data:`VERB_GROUPS`).
+    """One query keyword: the whole folded ``word``, the ``prefix`` it matches by, the
+    generic verbs that also match it at :data:`VERB_WEIGHT` (:data:`VERB_GROUPS`), and
+    the operator's synonyms, matched at :data:`SYNONYM_WEIGHT`.
     """
 
     word: str
     prefix: str
     alternatives: tuple[str, ...] = ()
+    synonyms: tuple[Synonym, ...] = ()
 
 
 class Words(msgspec.Struct, frozen=True):
@@ -206,12 +221,17 @@ class Words(msgspec.Struct, frozen=True):
     phrases: Phrases = Phrases()
 
 
-def search_words(query: str, known: Callable[[str], bool]) -> Words:
-    """The words step of the search pipeline: :func:`keywords` with :func:`with_lookup`
+def search_words(
+    query: str,
+    known: Callable[[str], bool],
+    expand: Callable[[tuple[Keyword, ...]], tuple[Keyword, ...]] = lambda found: found,
+) -> Words:
+    """The words step of the search pipeline: :func:`keywords` with the operator's
+    synonyms (``expand``: ``catalog.synonyms.Synonyms.expand``), :func:`with_lookup`
     (``known`` says whether a word of the caller's visible catalog starts with a prefix),
     and :func:`phrases`.
     """
-    found = with_lookup(keywords(query), known, values=value_words(query))
+    found = with_lookup(expand(keywords(query)), known, values=value_words(query))
     return Words(keywords=found, phrases=phrases(query))
 
 
@@ -475,6 +495,13 @@ def _keyword_terms(keyword: Keyword) -> list[Term]:
     terms.extend(
         Term("exact", verb, VERB_WEIGHT * VERB_EXACT_BOOST, word) for verb in keyword.alternatives
     )
+    for synonym in keyword.synonyms:
+        label = f"{synonym.word} (for {word})"
+        terms += [
+            Term(field, synonym.prefix, SYNONYM_WEIGHT * boost, label)
+            for field, boost in FIELD_BOOSTS.items()
+        ]
+        terms.append(Term("any", synonym.prefix, SYNONYM_WEIGHT * COORDINATION, label))
     return terms
 
 

@@ -237,6 +237,7 @@ def _explain(args: argparse.Namespace, config: Config) -> int:
     """``--explain-search``: open the index as a worker would, search, print the evidence."""
     from catalog.embedding import ModelUnavailable
     from catalog.query import clamp_request
+    from catalog.synonyms import Synonyms
     from catalog.visibility import partition
     from server.explain import format_explanation
     from server.query_vectors import shared_query_vectors
@@ -244,7 +245,8 @@ def _explain(args: argparse.Namespace, config: Config) -> int:
     from server.semantic import Semantic
 
     semantic_on = config.search.semantic
-    reader = Reader(Path(args.index), interval=0, semantic=semantic_on)
+    synonyms = Synonyms.of(config.search.synonyms)
+    reader = Reader(Path(args.index), interval=0, semantic=semantic_on, synonyms=synonyms)
     view = reader.load_once()
     if view is None:
         print(f"sezzlee-server: {args.index}: {reader.problem}", file=sys.stderr)

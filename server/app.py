@@ -23,6 +23,7 @@ from litestar import Litestar
 from litestar.datastructures import State
 
 from catalog.config import Config
+from catalog.synonyms import Synonyms
 from server.http import mcp_endpoint
 from server.identity.secrets import Secrets
 from server.notify import DEFAULT_KEEPALIVE, Notifier
@@ -100,7 +101,10 @@ def create_app(
     """
     semantic = config.search.semantic
     reader = Reader(
-        Path(index_dir), interval=config.server.reload_interval_seconds, semantic=semantic
+        Path(index_dir),
+        interval=config.server.reload_interval_seconds,
+        semantic=semantic,
+        synonyms=Synonyms.of(config.search.synonyms),
     )
     notifier = Notifier(
         keepalive=keepalive,

@@ -34,6 +34,7 @@ import msgspec
 import tantivy
 
 from catalog.index_schema import SCHEMA_VERSION, IndexMeta, read_meta, register_analyzers
+from catalog.synonyms import NO_SYNONYMS, Synonyms
 from server.dense import DamagedVectors, DenseIndex, Stamp, load_dense, sidecar_stamp
 from server.view import CatalogView
 
@@ -73,10 +74,19 @@ class IndexStatus(msgspec.Struct, frozen=True, kw_only=True):
 class Reader:
     """Owns the current :class:`CatalogView` of one server process."""
 
-    def __init__(self, index_dir: Path, *, interval: float, semantic: bool = False) -> None:
+    def __init__(
+        self,
+        index_dir: Path,
+        *,
+        interval: float,
+        semantic: bool = False,
+        synonyms: Synonyms = NO_SYNONYMS,
+    ) -> None:
         self.index_dir = index_dir
         self.interval = interval
         self.semantic = semantic
+        self.synonyms = synonyms
+        """The operator's synonyms, given to every view (``[search.synonyms]``)."""
         """Read the tool vectors of the served commit (``[search] semantic``)."""
         self._dense: dict[str, DenseIndex] = {}  # commit id → its vectors, as last read
         self._refused: dict[str, Stamp | None] = {}  # commit id → the stamp last refused
@@ -232,7 +242,13 @@ class Reader:
             self.problem = None
             return None
         generation = self.generation + 1 if self._started else 0
-        return CatalogView(searcher=searcher, schema=index.schema, meta=meta, generation=generation)
+        return CatalogView(
+            searcher=searcher,
+            schema=index.schema,
+            meta=meta,
+            generation=generation,
+            synonyms=self.synonyms,
+        )
 
     def _not_ready(self, problem: str) -> None:
         if problem != self.problem:

@@ -70,6 +70,7 @@ from catalog.query import (
     rank_query,
     search_words,
 )
+from catalog.synonyms import NO_SYNONYMS, Synonyms
 from catalog.visibility import PUBLIC_KEY, Audience, Verdict, visibility_hash
 from server.errors import ResponseTooLarge, UnknownTool
 from server.explain import Explained, matched_words
@@ -227,11 +228,14 @@ class CatalogView:
         schema: tantivy.Schema,
         meta: IndexMeta,
         generation: int,
+        synonyms: Synonyms = NO_SYNONYMS,
     ) -> None:
         self.searcher = searcher
         self.schema = schema
         self.meta = meta
         self.generation = generation
+        self.synonyms = synonyms
+        """The operator's synonyms, applied to every query's keywords (``[search]``)."""
         # Every key a tool document can carry; a caller seeing all of them sees the index.
         self._all_keys = frozenset(meta.policies) | frozenset(meta.tags) | {PUBLIC_KEY}
         self._key_counts: dict[str, int] = {}
@@ -373,7 +377,7 @@ class CatalogView:
         """Step 2: the query's keywords and phrase evidence, a lookup judged against the
         caller's visible catalog only (:meth:`_known_to`).
         """
-        return search_words(query, self._known_to(state))
+        return search_words(query, self._known_to(state), self.synonyms.expand)
 
     def _lexical(self, words: Words, scope: _Scope, depth: int) -> list[Hit]:
         """Step 3: the best ``depth`` visible tools matching any keyword, best first, ties
