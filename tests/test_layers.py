@@ -1,7 +1,8 @@
 """The tree is the architecture: imports point one way (docs/conventions.md §2.1).
 
 ``indexer`` and ``server`` import ``catalog``, never each other; ``catalog`` imports
-neither; ``server/protocol.py`` and the pure steps of ``server/invoke/`` stay free of I/O
+neither; none of them imports ``sezzlee``, the command that dispatches to both;
+``server/protocol.py`` and the pure steps of ``server/invoke/`` stay free of I/O
 libraries.
 """
 
@@ -17,9 +18,18 @@ ROOT = Path(__file__).resolve().parent.parent
 PURE_INVOKE_STEPS: Final = ("arguments", "request", "encoding", "body", "answer")
 
 FORBIDDEN = {
-    "catalog": {"indexer", "server", "litestar", "httpx", "granian", "watchfiles", "asyncio"},
-    "indexer": {"server", "litestar", "httpx", "granian"},
-    "server": {"indexer", "watchfiles"},
+    "catalog": {
+        "indexer",
+        "server",
+        "sezzlee",
+        "litestar",
+        "httpx",
+        "granian",
+        "watchfiles",
+        "asyncio",
+    },
+    "indexer": {"server", "sezzlee", "litestar", "httpx", "granian"},
+    "server": {"indexer", "sezzlee", "watchfiles"},
 }
 _IO: Final = {"litestar", "asyncio", "anyio", "httpx", "tantivy", "granian"}
 # invoke_tool's pure steps: built here, sent by server/invoke/sender.py (docs/conventions.md §2.5).

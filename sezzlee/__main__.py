@@ -1,0 +1,5 @@
+import sys
+
+from sezzlee.cli import main
+
+sys.exit(main())

@@ -1,0 +1,303 @@
+"""``sezzlee serve --stdio --specs DIR``: MCP over stdin and stdout, for local clients.
+
+Claude Desktop, Claude Code, Cursor and VS Code launch an MCP server as a command and
+speak newline-delimited JSON-RPC on its stdin and stdout. This command keeps ``DIR``
+indexed (the indexer, ``python -m indexer --watch``, as a child process: still the one
+writer of the index) and answers each message through the very app the HTTP server
+runs: each line becomes one ASGI request to ``/mcp`` in process, so every rule (the
+protocol's two eras, the caller's identity and visibility, the limits) is the HTTP
+server's own. Logs go to stderr; stdout carries nothing but protocol. stdio has no
+headers: the caller's token comes from ``SEZZLEE_TOKEN`` and is judged exactly as an
+``Authorization: Bearer`` header would be. A reload is announced with
+``notifications/tools/list_changed`` (a 2025-era client; a 2026-07-28 client hears it on
+its ``subscriptions/listen`` request, as over HTTP).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import base64
+import contextlib
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, BinaryIO, Final
+
+__all__ = ["default_index", "main"]
+
+TOKEN_ENV: Final = "SEZZLEE_TOKEN"
+READY_SECONDS: Final = 120.0  # the first build of a large directory takes a while
+_ASGI: Final = {"version": "3.0", "spec_version": "2.3"}
+
+
+def default_index(specs: Path) -> Path:
+    """The index of ``specs`` in the user's cache: one per spec directory, kept across
+    launches so a client's next start opens it (and its vectors) instead of building.
+    """
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    key = hashlib.sha256(str(specs.resolve()).encode()).hexdigest()[:16]
+    return base / "sezzlee" / "stdio" / key / "index"
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="sezzlee serve --stdio")
+    parser.add_argument("--specs", type=Path, required=True, help="the spec directory")
+    parser.add_argument("--index", type=Path, help="the index (default: in ~/.cache/sezzlee)")
+    parser.add_argument("--config", type=Path, help="the TOML configuration file")
+    parser.add_argument(
+        "--log-level", default="warning", choices=("debug", "info", "warning", "error")
+    )
+    return parser
+
+
+def main(argv: Sequence[str]) -> int:
+    """Serve until stdin closes; 0, or 2 when the index or the app cannot start."""
+    args = _parser().parse_args(argv)
+    protocol = os.fdopen(os.dup(sys.stdout.fileno()), "wb", buffering=0)
+    sys.stdout = sys.stderr  # nothing but protocol on the real stdout
+    index = args.index or default_index(args.specs)
+    index.parent.mkdir(parents=True, exist_ok=True)
+    indexer = _start_indexer(args.specs, index, args.config, args.log_level)
+    try:
+        return asyncio.run(_serve(index, args.config, args.log_level, protocol))
+    finally:
+        indexer.terminate()
+        try:
+            indexer.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            indexer.kill()
+            indexer.wait()
+
+
+def _start_indexer(
+    specs: Path, index: Path, config: Path | None, level: str
+) -> subprocess.Popen[bytes]:
+    command = [sys.executable, "-m", "indexer", "--specs", str(specs), "--index", str(index)]
+    command += ["--watch", *(("--config", str(config)) if config else ())]
+    return subprocess.Popen(
+        command,
+        stdin=subprocess.DEVNULL,
+        stdout=sys.stderr.fileno(),  # its reports are logs here
+        stderr=sys.stderr.fileno(),
+        env={**os.environ, "SEZZLEE_LOG_LEVEL": level},
+    )
+
+
+async def _serve(index: Path, config: Path | None, level: str, protocol: BinaryIO) -> int:
+    from catalog.errors import ConfigError
+    from server.__main__ import _ENV_CONFIG, _ENV_INDEX, _ENV_LOG_LEVEL, app_from_env
+
+    os.environ[_ENV_INDEX] = str(index.resolve())
+    os.environ[_ENV_CONFIG] = str(config.resolve()) if config else ""
+    os.environ[_ENV_LOG_LEVEL] = level
+    try:
+        app = app_from_env()
+    except (ConfigError, OSError) as exc:
+        print(f"sezzlee: {exc}", file=sys.stderr)
+        return 2
+    bridge = _Bridge(app, protocol, os.environ.get(TOKEN_ENV))
+    if not await bridge.start():
+        return 2
+    try:
+        await bridge.run()
+    finally:
+        await bridge.stop()
+    return 0
+
+
+class _Bridge:
+    """stdin lines → ASGI requests to ``/mcp`` → stdout lines."""
+
+    def __init__(self, app: Any, protocol: BinaryIO, token: str | None) -> None:
+        self.app = app
+        self.protocol = protocol
+        self.token = token
+        self.version: str | None = None  # negotiated by a 2025-era initialize
+        self.pending: set[asyncio.Task[None]] = set()
+        self._write_lock = threading.Lock()
+        self._lifespan_in: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        self._lifespan_out: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        self._lifespan: asyncio.Task[None] | None = None
+        self._closed = asyncio.Event()
+
+    async def start(self) -> bool:
+        """Run the app's start-up, then wait for its first catalog."""
+        scope = {"type": "lifespan", "asgi": _ASGI, "state": {}}
+        self._lifespan = asyncio.create_task(
+            self.app(scope, self._lifespan_in.get, self._lifespan_out.put)
+        )
+        await self._lifespan_in.put({"type": "lifespan.startup"})
+        started = await self._lifespan_out.get()
+        if started["type"] != "lifespan.startup.complete":
+            print(f"sezzlee: cannot start: {started.get('message', '')}", file=sys.stderr)
+            return False
+        state = self.app.state["server"]
+        deadline = time.monotonic() + READY_SECONDS
+        while state.reader.view is None:  # the indexer's first build
+            if time.monotonic() > deadline:
+                print(f"sezzlee: no catalog yet: {state.reader.problem}", file=sys.stderr)
+                return False
+            await asyncio.sleep(0.05)
+        state.reader.on_change(lambda _view: self._announce())
+        return True
+
+    async def run(self) -> None:
+        loop = asyncio.get_running_loop()
+        stdin = sys.stdin.buffer
+        while True:
+            line = await loop.run_in_executor(None, stdin.readline)
+            if not line:
+                break
+            if line.strip():
+                task = asyncio.create_task(self._request(line.strip()))
+                self.pending.add(task)
+                task.add_done_callback(self.pending.discard)
+
+    async def stop(self) -> None:
+        if self.pending:
+            await asyncio.wait(self.pending, timeout=5)
+        self._closed.set()  # open listen streams end
+        for task in list(self.pending):
+            task.cancel()
+        await self._lifespan_in.put({"type": "lifespan.shutdown"})
+        if self._lifespan is not None:
+            with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
+                await asyncio.wait_for(self._lifespan, timeout=10)
+
+    def _write(self, data: bytes) -> None:
+        with self._write_lock:
+            self.protocol.write(data.strip() + b"\n")
+
+    def _announce(self) -> None:
+        """A reload, to a 2025-era client (a 2026-07-28 one has its listen stream)."""
+        if self.version is not None:
+            note = {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}
+            self._write(json.dumps(note).encode())
+
+    def _headers(self, message: Any, body: bytes) -> list[tuple[bytes, bytes]]:
+        headers = [
+            (b"host", b"localhost"),
+            (b"content-type", b"application/json"),
+            (b"accept", b"application/json, text/event-stream"),
+            (b"content-length", str(len(body)).encode()),
+        ]
+        stamped = _meta_version(message)
+        version = stamped or self.version
+        if version and not (isinstance(message, dict) and message.get("method") == "initialize"):
+            headers.append((b"mcp-protocol-version", version.encode()))
+        if stamped and isinstance(message, dict):
+            # A 2026-07-28 request names its method (and tool) in headers too, which an
+            # HTTP client sets from the body; here the body is all there is.
+            params = message.get("params")
+            name = params.get("name") if isinstance(params, dict) else None
+            for header, value in (("mcp-method", message.get("method")), ("mcp-name", name)):
+                if isinstance(value, str):
+                    headers.append((header.encode(), _header_value(value)))
+        if self.token:
+            headers.append((b"authorization", f"Bearer {self.token}".encode()))
+        return headers
+
+    async def _request(self, body: bytes) -> None:
+        try:
+            message: Any = json.loads(body)
+        except ValueError:
+            message = None  # the app answers the parse error
+        scope = {
+            "type": "http",
+            "asgi": _ASGI,
+            "http_version": "1.1",
+            "method": "POST",
+            "scheme": "http",
+            "path": "/mcp",
+            "raw_path": b"/mcp",
+            "query_string": b"",
+            "root_path": "",
+            "headers": self._headers(message, body),
+            "client": ("stdio", 0),
+            "server": ("localhost", 0),
+            "state": {},
+        }
+        sent = False
+
+        async def receive() -> dict[str, Any]:
+            nonlocal sent
+            if not sent:
+                sent = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            await self._closed.wait()
+            return {"type": "http.disconnect"}
+
+        answer = _Answer(self._write)
+        await self.app(scope, receive, answer.send)
+        answer.finish()
+        if isinstance(message, dict) and message.get("method") == "initialize":
+            self.version = answer.negotiated()
+
+
+class _Answer:
+    """One ASGI response, written out as JSON-RPC lines (a stream event by event)."""
+
+    def __init__(self, write: Callable[[bytes], None]) -> None:
+        self.write = write
+        self.stream = False
+        self.buffer = b""
+        self.first: bytes = b""
+
+    async def send(self, event: dict[str, Any]) -> None:
+        if event["type"] == "http.response.start":
+            headers = dict(event.get("headers", []))
+            self.stream = headers.get(b"content-type", b"").startswith(b"text/event-stream")
+            return
+        if event["type"] != "http.response.body":
+            return
+        self.buffer += event.get("body", b"")
+        if self.stream:
+            *events, self.buffer = self.buffer.split(b"\n\n")
+            for chunk in events:
+                data = b"\n".join(
+                    line[5:].strip() for line in chunk.split(b"\n") if line.startswith(b"data:")
+                )
+                if data:
+                    self.first = self.first or data
+                    self.write(data)
+
+    def finish(self) -> None:
+        if not self.stream and self.buffer.strip():
+            self.first = self.buffer
+            self.write(self.buffer)
+
+    def negotiated(self) -> str | None:
+        with contextlib.suppress(ValueError, AttributeError, TypeError, KeyError):
+            version = json.loads(self.first)["result"]["protocolVersion"]
+            return version if isinstance(version, str) else None
+        return None
+
+
+def _header_value(text: str) -> bytes:
+    """``text`` as an MCP header value: as it is when plain ASCII, else base64 in
+    ``=?base64?...?=`` (what the SDKs send, ``server/protocol.py`` decodes).
+    """
+    if text.isascii() and text == text.strip() and text.isprintable():
+        return text.encode()
+    return b"=?base64?" + base64.b64encode(text.encode()) + b"?="
+
+
+def _meta_version(message: Any) -> str | None:
+    """The protocol version a 2026-07-28 request carries in its ``_meta``."""
+    if not isinstance(message, dict):
+        return None
+    params = message.get("params")
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    if not isinstance(meta, dict):
+        return None
+    for key, value in meta.items():
+        if key.endswith("protocolVersion") and isinstance(value, str):
+            return value
+    return None
