@@ -10,7 +10,7 @@ INDEX ?= .sezzlee/index
 # Two cores: two pytest workers.
 PYTEST_WORKERS ?= 2
 
-.PHONY: install install-bench run test lint bench corpora clean system-deps bench-deps
+.PHONY: install install-bench run test test-container lint bench corpora clean system-deps bench-deps container-deps image
 
 $(VENV)/.installed: pyproject.toml requirements-model.txt sezzlee/model.py
 	$(PYTHON) -m venv $(VENV)
@@ -45,7 +45,21 @@ bench-deps:
 	@command -v wrk >/dev/null 2>&1 || { apt-get update && apt-get install -y wrk; }
 
 test: install corpora system-deps
-	$(BIN)/python -m pytest -n $(PYTEST_WORKERS)
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) -m "not container"
+
+# podman and runc run the image's tests (tests/container/); debootstrap makes their base
+# image, since no image registry is reachable. Installed only when missing.
+container-deps:
+	@command -v podman >/dev/null 2>&1 && command -v runc >/dev/null 2>&1 && \
+		command -v debootstrap >/dev/null 2>&1 || \
+		{ apt-get update && apt-get install -y podman runc debootstrap; }
+
+test-container: install container-deps
+	$(BIN)/python -m pytest -p no:xdist -m container tests/container
+
+# The image from wheels made here (scripts/image.py); BASE=... for another base image.
+image: install container-deps
+	$(BIN)/python -m scripts.image $(if $(BASE),--base $(BASE))
 
 lint: install
 	$(BIN)/ruff check .

@@ -1,0 +1,252 @@
+"""The container image and the Kubernetes manifests, run for real with podman.
+
+No image registry is reachable here, so the base image is made by the test itself:
+``debootstrap --variant=minbase`` of Debian bookworm (python3, venv, CA certificates),
+imported into podman; the image is built from it by ``scripts/image.py`` (wheels made on
+the host, installed with ``--no-index``: no network in the build). Containers run with
+``--network host`` so that every request stays on 127.0.0.1, with runc and cgroupfs
+(``containers.conf`` written by the test) and no rlimit above the host's hard limit.
+
+Marked ``container``: ``make test`` leaves them out, ``make test-container`` (run by
+``.ci/run``) installs podman, runc and debootstrap from Debian's packages and runs them.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import resource
+import shutil
+import subprocess
+import tarfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import yaml
+
+from benchmarks.ports import free_port
+from scripts.image import build, prepare, size
+from tests.e2e.conftest import ROOT, Agent, Recording
+from tests.server.loopback import running
+
+pytestmark = pytest.mark.container
+
+BASE = "localhost/sezzlee-base:bookworm"
+IMAGE = "localhost/sezzlee:test"
+_TRIMMED = (
+    "var/cache/apt",
+    "var/lib/apt/lists",
+    "usr/share/doc",
+    "usr/share/man",
+    "usr/share/locale",
+)
+
+
+@pytest.fixture(scope="session")
+def podman_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    assert shutil.which("podman"), "podman is not installed: run `make test-container`"
+    conf = tmp_path_factory.mktemp("podman") / "containers.conf"
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    conf.write_text(
+        # No rlimit above the host's hard limit (kube play takes no --ulimit).
+        f'[containers]\ndefault_ulimits = ["nofile={hard}:{hard}", "nproc=32768:32768"]\n'
+        '[engine]\nruntime = "runc"\ncgroup_manager = "cgroupfs"\nevents_logger = "file"\n'
+    )
+    os.environ["CONTAINERS_CONF"] = str(conf)  # scripts.image runs podman too
+    return {**os.environ, "CONTAINERS_CONF": str(conf)}
+
+
+def _podman(
+    env: dict[str, str], *args: str, check: bool = True
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["podman", *args], env=env, capture_output=True, text=True, check=check, timeout=600
+    )
+
+
+def _limits() -> list[str]:
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    return ["--ulimit", f"nofile={hard}:{hard}", "--ulimit", "nproc=32768:32768"]
+
+
+@pytest.fixture(scope="session")
+def image(podman_env: dict[str, str], tmp_path_factory: pytest.TempPathFactory) -> str:
+    if _podman(podman_env, "image", "exists", BASE, check=False).returncode != 0:
+        rootfs = tmp_path_factory.mktemp("rootfs")
+        subprocess.run(
+            [
+                *("debootstrap", "--variant=minbase"),
+                "--include=python3,python3-venv,ca-certificates",
+                *("bookworm", str(rootfs)),
+            ],
+            check=True,
+            capture_output=True,
+            timeout=900,
+        )
+        for trimmed in _TRIMMED:  # caches and docs a runtime never reads
+            shutil.rmtree(rootfs / trimmed, ignore_errors=True)
+        archive = rootfs.parent / "rootfs.tar"
+        with tarfile.open(archive, "w") as tar:
+            tar.add(rootfs, arcname=".")
+        _podman(podman_env, "import", str(archive), BASE)
+    context = tmp_path_factory.mktemp("context")
+    prepare(context)
+    build(context, base=BASE, tag=IMAGE, engine="podman")
+    print(f"\n{IMAGE}: {size(IMAGE, engine='podman') / 2**20:.0f} MiB")
+    return IMAGE
+
+
+def _spec(base: str, operations: dict[str, str]) -> str:
+    paths = {
+        f"/{name}": {
+            "get": {
+                "operationId": name,
+                "summary": text,
+                "responses": {"200": {"description": "ok"}},
+            }
+        }
+        for name, text in operations.items()
+    }
+    return json.dumps(
+        {
+            "openapi": "3.0.3",
+            "info": {"title": "Orders", "version": "1"},
+            "servers": [{"url": base}],
+            "paths": paths,
+        }
+    )
+
+
+def _ready(url: str, started: float, timeout: float = 60.0) -> float:
+    while time.monotonic() - started < timeout:
+        try:
+            if httpx.get(url + "/readyz", timeout=2).status_code == 200:
+                return time.monotonic() - started
+        except httpx.TransportError:
+            pass
+        time.sleep(0.1)
+    raise AssertionError(f"{url} was not ready in {timeout} s")
+
+
+@pytest.fixture
+def backend() -> Iterator[Recording]:
+    with running(Recording()) as endpoint:
+        yield endpoint
+
+
+def test_the_image_serves_search_load_invoke_and_follows_a_spec_edit(
+    image: str, podman_env: dict[str, str], backend: Recording, tmp_path: Path
+) -> None:
+    specs, index = tmp_path / "specs", tmp_path / "index"
+    specs.mkdir()
+    index.mkdir(mode=0o777)
+    index.chmod(0o777)  # the container's user (10001) writes it
+    spec = specs / "orders.json"
+    spec.write_text(_spec(backend.base, {"list_orders": "List the orders"}))
+    port = free_port()
+    name = f"sezzlee-test-{port}"
+    started = time.monotonic()
+    _podman(
+        podman_env,
+        *("run", "-d", "--name", name, "--network", "host", "--read-only", *_limits()),
+        *("-v", f"{specs}:/specs:ro", "-v", f"{index}:/index"),
+        image,
+        *(
+            "run",
+            "--specs",
+            "/specs",
+            "--index",
+            "/index",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+        ),
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        ready = _ready(url, started)
+        agent = Agent(url + "/mcp", None)
+        found = agent.ok("search_tools", {"query": "list orders"})
+        first = time.monotonic() - started
+        print(f"\nfirst search {first:.1f} s after start (ready {ready:.1f} s)")
+        assert found["results"][0]["name"] == "orders.list_orders"
+        loaded = agent.ok("load_tool", {"name": "orders.list_orders"})
+        answer = agent.ok(
+            "invoke_tool",
+            {"name": "orders.list_orders", "arguments": {}, "version": loaded["version"]},
+        )
+        assert answer["status"] == 200
+        assert [seen["path"] for seen in backend.seen] == ["/list_orders"]
+        # A mounted spec edited: the indexer in the container commits, the server reloads.
+        spec.write_text(_spec(backend.base, {"list_orders": "List", "ship_order": "Ship an order"}))
+        deadline = time.monotonic() + 30
+        while (
+            agent.ok("search_tools", {"query": "ship"})["results"][0]["name"] != "orders.ship_order"
+        ):
+            assert time.monotonic() < deadline, "the edit never reached the server"
+            time.sleep(0.2)
+        assert _podman(podman_env, "exec", name, "id", "-u").stdout.strip() == "10001"
+        refused = _podman(podman_env, "exec", name, "touch", "/opt/sezzlee/x", check=False)
+        assert refused.returncode != 0
+        assert "Read-only file system" in refused.stderr
+    finally:
+        logs = _podman(podman_env, "logs", name, check=False)
+        _podman(podman_env, "rm", "-f", name, check=False)
+    assert "Traceback" not in logs.stdout + logs.stderr
+
+
+def test_the_kubernetes_manifests_run_under_podman_kube_play(
+    image: str, podman_env: dict[str, str], tmp_path: Path
+) -> None:
+    port = free_port()
+    documents: list[dict[str, Any]] = list(
+        yaml.safe_load_all((ROOT / "deploy" / "kubernetes" / "single-pod.yaml").read_text())
+    )
+    for document in documents:
+        if document["kind"] == "Deployment":
+            pod = document["spec"]["template"]["spec"]
+            pod["hostNetwork"] = True  # loopback only (the test's copy)
+            for container in pod["containers"]:
+                container["image"] = image
+                container.pop("ports", None)  # no port mappings on the host's network
+                container["args"] = [str(port) if a == "8000" else a for a in container["args"]]
+                for probe in ("readinessProbe", "livenessProbe"):
+                    if probe in container:
+                        container[probe]["httpGet"]["port"] = port
+    # Podman 4.3 reads a secretKeyRef from a podman secret holding the Secret's data map
+    # (base64 values) and mistakes a Secret in the played file for one: the Secrets are
+    # made as such first, as a cluster would hold them before the pod starts.
+    secrets = [d for d in documents if d["kind"] == "Secret"]
+    for secret in secrets:
+        data = dict(secret.get("data", {}))
+        plain = secret.get("stringData", {})
+        data.update({k: base64.b64encode(v.encode()).decode() for k, v in plain.items()})
+        content = tmp_path / f"{secret['metadata']['name']}.json"
+        content.write_text(json.dumps(data))
+        _podman(podman_env, "secret", "rm", secret["metadata"]["name"], check=False)  # a stale one
+        _podman(podman_env, "secret", "create", secret["metadata"]["name"], str(content))
+    manifest = tmp_path / "kube.yaml"
+    manifest.write_text(yaml.safe_dump_all([d for d in documents if d["kind"] != "Secret"]))
+    _podman(podman_env, "kube", "play", "--network", "host", str(manifest))
+    try:
+        url = f"http://127.0.0.1:{port}"
+        _ready(url, time.monotonic(), timeout=90)
+        agent = Agent(url + "/mcp", None)
+        found = agent.ok("search_tools", {"query": "list orders"})
+        assert found["results"][0]["name"] == "orders.list_orders"
+        loaded = agent.ok("load_tool", {"name": "orders.list_orders"})
+        assert loaded["name"] == "orders.list_orders"
+        metrics = httpx.get(
+            url + "/metrics", headers={"authorization": "Bearer change-me"}, timeout=5
+        )
+        assert "sezzlee_catalog_operations 1" in metrics.text  # the ops token came from the Secret
+    finally:
+        _podman(podman_env, "kube", "down", str(manifest), check=False)
+        for secret in secrets:
+            _podman(podman_env, "secret", "rm", secret["metadata"]["name"], check=False)
