@@ -25,13 +25,15 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx
 import pytest
 import yaml
+from mcp import Client
 
 from benchmarks.ports import free_port
 from scripts.image import build, prepare, size
-from tests.e2e.conftest import ROOT, Agent, Recording
+from tests.e2e.conftest import ROOT, Recording
 from tests.server.loopback import running
 
 pytestmark = pytest.mark.container
@@ -139,6 +141,46 @@ def backend() -> Iterator[Recording]:
         yield endpoint
 
 
+async def _search_load_invoke(url: str) -> float:
+    """Search, load and invoke with the official client; when the search was answered."""
+    async with Client(url, mode="2026-07-28", cache=None) as client:
+        found = _payload(await client.call_tool("search_tools", {"query": "list orders"}))
+        answered = time.monotonic()
+        assert found["results"][0]["name"] == "orders.list_orders"
+        loaded = _payload(await client.call_tool("load_tool", {"name": "orders.list_orders"}))
+        call = {"name": "orders.list_orders", "arguments": {}, "version": loaded["version"]}
+        assert _payload(await client.call_tool("invoke_tool", call))["status"] == 200
+    return answered
+
+
+async def _hears_the_edit(url: str, spec: Path, edited: str) -> None:
+    async with Client(url, mode="2026-07-28", cache=None) as client:
+        async with client.listen(tools_list_changed=True) as subscription:
+            spec.write_text(edited)
+            with anyio.fail_after(30):
+                async for event in subscription:
+                    assert type(event).__name__ == "ToolsListChanged"
+                    break
+        found = _payload(await client.call_tool("search_tools", {"query": "ship"}))
+        assert found["results"][0]["name"] == "orders.ship_order"
+
+
+async def _search_load_only(url: str) -> None:
+    async with Client(url, mode="legacy", cache=None) as client:
+        found = _payload(await client.call_tool("search_tools", {"query": "list orders"}))
+        assert found["results"][0]["name"] == "orders.list_orders"
+        loaded = _payload(await client.call_tool("load_tool", {"name": "orders.list_orders"}))
+        assert loaded["name"] == "orders.list_orders"
+
+
+def _payload(result: Any) -> dict[str, Any]:
+    assert not result.is_error, result
+    block = result.content[0]
+    assert block.type == "text"
+    parsed: dict[str, Any] = json.loads(block.text)
+    return parsed
+
+
 def test_the_image_serves_search_load_invoke_and_follows_a_spec_edit(
     image: str, podman_env: dict[str, str], backend: Recording, tmp_path: Path
 ) -> None:
@@ -171,26 +213,13 @@ def test_the_image_serves_search_load_invoke_and_follows_a_spec_edit(
     url = f"http://127.0.0.1:{port}"
     try:
         ready = _ready(url, started)
-        agent = Agent(url + "/mcp", None)
-        found = agent.ok("search_tools", {"query": "list orders"})
-        first = time.monotonic() - started
+        first = anyio.run(_search_load_invoke, url + "/mcp") - started
         print(f"\nfirst search {first:.1f} s after start (ready {ready:.1f} s)")
-        assert found["results"][0]["name"] == "orders.list_orders"
-        loaded = agent.ok("load_tool", {"name": "orders.list_orders"})
-        answer = agent.ok(
-            "invoke_tool",
-            {"name": "orders.list_orders", "arguments": {}, "version": loaded["version"]},
-        )
-        assert answer["status"] == 200
         assert [seen["path"] for seen in backend.seen] == ["/list_orders"]
-        # A mounted spec edited: the indexer in the container commits, the server reloads.
-        spec.write_text(_spec(backend.base, {"list_orders": "List", "ship_order": "Ship an order"}))
-        deadline = time.monotonic() + 30
-        while (
-            agent.ok("search_tools", {"query": "ship"})["results"][0]["name"] != "orders.ship_order"
-        ):
-            assert time.monotonic() < deadline, "the edit never reached the server"
-            time.sleep(0.2)
+        # A mounted spec edited: the indexer in the container commits, the server reloads
+        # and tells the official client's listen stream.
+        edited = _spec(backend.base, {"list_orders": "List", "ship_order": "Ship an order"})
+        anyio.run(_hears_the_edit, url + "/mcp", spec, edited)
         assert _podman(podman_env, "exec", name, "id", "-u").stdout.strip() == "10001"
         refused = _podman(podman_env, "exec", name, "touch", "/opt/sezzlee/x", check=False)
         assert refused.returncode != 0
@@ -237,11 +266,7 @@ def test_the_kubernetes_manifests_run_under_podman_kube_play(
     try:
         url = f"http://127.0.0.1:{port}"
         _ready(url, time.monotonic(), timeout=90)
-        agent = Agent(url + "/mcp", None)
-        found = agent.ok("search_tools", {"query": "list orders"})
-        assert found["results"][0]["name"] == "orders.list_orders"
-        loaded = agent.ok("load_tool", {"name": "orders.list_orders"})
-        assert loaded["name"] == "orders.list_orders"
+        anyio.run(_search_load_only, url + "/mcp")
         metrics = httpx.get(
             url + "/metrics", headers={"authorization": "Bearer change-me"}, timeout=5
         )
