@@ -91,10 +91,8 @@ __all__ = [
     "filter_query",
     "folded_tags",
     "is_content_word",
-    "keyword_terms",
     "keywords",
     "operation_text",
-    "phrase_terms",
     "phrases",
     "query_terms",
     "rank_query",
@@ -517,16 +515,6 @@ def query_terms(words: Words) -> tuple[Term, ...]:
     """Every boosted term the words add up, keywords first (search-semantics.md §5)."""
     terms = [t for k in words.keywords for t in _keyword_terms(k)]
     return tuple(terms + _phrase_terms(words.phrases))
-
-
-def keyword_terms(schema: tantivy.Schema, keyword: Keyword) -> list[tantivy.Query]:
-    """The boosted term queries one keyword adds up (search-semantics.md §5)."""
-    return [_term(schema, t) for t in _keyword_terms(keyword)]
-
-
-def phrase_terms(schema: tantivy.Schema, evidence: Phrases) -> list[tantivy.Query]:
-    """The boosted term queries of a query's phrase evidence (search-semantics.md §5)."""
-    return [_term(schema, t) for t in _phrase_terms(evidence)]
 
 
 def rank_query(
