@@ -14,7 +14,8 @@ from collections.abc import Sequence
 import msgspec
 import tantivy
 
-from catalog.query import Term, Words, query_terms
+from catalog.query import Words
+from catalog.rank_query import Term, query_terms
 
 __all__ = ["Explained", "Matched", "format_explanation", "matched_words"]
 
@@ -44,7 +45,7 @@ def matched_words(
 ) -> dict[int, tuple[Matched, ...]]:
     """For each tool (by catalog ordinal), which query words hit which of its fields.
 
-    One search per term of the rank query (:func:`catalog.query.query_terms`), restricted
+    One search per term of the rank query (:func:`catalog.rank_query.query_terms`), restricted
     to ``ords``: a debugging aid, not a request path.
     """
     if not ords:

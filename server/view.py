@@ -65,11 +65,10 @@ from catalog.naming import MAX_NAME_LENGTH
 from catalog.query import (
     SearchRequest,
     Words,
-    filter_query,
     folded_tags,
-    rank_query,
     search_words,
 )
+from catalog.rank_query import filter_query, rank_query
 from catalog.synonyms import NO_SYNONYMS, Synonyms
 from catalog.visibility import PUBLIC_KEY, Audience, Verdict, visibility_hash
 from server.errors import ResponseTooLarge, UnknownTool

@@ -17,7 +17,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from catalog.model import CatalogTool
-from catalog.query import clamp_request, keywords, phrases, rank_query
+from catalog.query import clamp_request, keywords, phrases
+from catalog.rank_query import rank_query
 from catalog.visibility import PUBLIC_KEY, Audience, visibility_key
 from server.view import CatalogView
 from tests.server._index_fixtures import append_segment, make_tool, open_view, secured, write_index
