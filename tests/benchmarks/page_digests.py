@@ -1,0 +1,70 @@
+"""The pages search_tools answers over every benchmark query set, as digests.
+
+Every query of ``benchmarks/data`` (RestBench, WAPIIBench, agent intents) is searched
+on its own spec's index, built by the indexer with its tool vectors, with the semantic
+side on and as the quality benchmark's caller (``benchmarks/bench_search_quality.py``);
+the page bytes (cards, limit 10, and the same query as ``detail = "schema"``) of each
+set are hashed together. ``tests/benchmarks/test_page_digests.py`` holds the search
+pipeline to the recorded digests: a refactor must leave every page byte-identical, and a
+ranking change records new ones on purpose (``python -m tests.benchmarks.page_digests``
+rewrites ``page_digests.json``, and the commit says why).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+from benchmarks.bench_search_quality import (
+    SETS,
+    UNCERTAIN_CALLER,
+    RememberingEncoder,
+    anonymous_uncertain,
+    load_set,
+)
+from benchmarks.catalog_index import everyone
+from catalog.query import clamp_request
+from indexer.converted import write_converted
+from server.query_vectors import QueryVectors
+from server.reader import Reader
+from server.semantic import Semantic
+
+RECORDED = Path(__file__).with_name("page_digests.json")
+
+
+def digests() -> dict[str, str]:
+    """Each set's digest of every page its queries get."""
+    encoder = RememberingEncoder()
+    queries_vectors = QueryVectors(threads=1)
+    found: dict[str, str] = {}
+    with tempfile.TemporaryDirectory(prefix="sezzlee-digests-") as tmp:
+        for name in SETS:
+            tools, queries = load_set(name)
+            digest = hashlib.sha256()
+            for i, spec in enumerate(sorted(tools)):
+                index = Path(tmp) / f"{name}-{i}"
+                write_converted(index, tools[spec], encoder=lambda: encoder)
+                reader = Reader(index, interval=3600.0, semantic=True)
+                view = reader.load_once()
+                assert view is not None
+                reader.install(view)
+                semantic = Semantic(queries=queries_vectors, reader=reader)
+                caller = anonymous_uncertain if name in UNCERTAIN_CALLER else everyone
+                audience = caller(view)
+                for query in (q for q in queries if q.spec == spec):
+                    for detail in ("card", "schema"):
+                        arguments = {"query": query.text, "limit": 10, "detail": detail}
+                        request = clamp_request(arguments)
+                        dense = semantic.candidates_now(view, request, audience)
+                        page = view.search(request, audience, budget=1 << 30, dense=dense)
+                        digest.update(query.id.encode() + b"\0" + page + b"\n")
+            found[name] = digest.hexdigest()
+    return found
+
+
+if __name__ == "__main__":
+    RECORDED.write_text(json.dumps(digests(), indent=2, sort_keys=True) + "\n")
+    print(RECORDED.read_text(), end="", file=sys.stderr)
