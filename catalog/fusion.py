@@ -86,25 +86,29 @@ def fuse(
     order (``ord`` ascending), so the result depends only on the inputs. A tool listed
     twice in one list counts at its first (best) place.
     """
-    fused: dict[int, Fused] = {}
-    for candidates, weight, side in (
-        (lexical, lexical_weight, "lexical_rank"),
-        (dense, dense_weight, "dense_rank"),
+    scores: dict[int, float] = {}
+    lexical_ranks: dict[int, int] = {}
+    dense_ranks: dict[int, int] = {}
+    for candidates, weight, ranks in (
+        (lexical, lexical_weight, lexical_ranks),
+        (dense, dense_weight, dense_ranks),
     ):
         for candidate, rank in zip(candidates, competition_ranks(candidates), strict=True):
-            found = fused.get(candidate.ord) or Fused(ord=candidate.ord, score=0.0)
-            if getattr(found, side) is not None:
+            if candidate.ord in ranks:
                 continue
-            fused[candidate.ord] = msgspec.structs.replace(
-                found, score=found.score + weight / (k + rank), **{side: rank}
-            )
+            ranks[candidate.ord] = rank
+            scores[candidate.ord] = scores.get(candidate.ord, 0.0) + weight / (k + rank)
     unranked = len(lexical) + 1
-    return sorted(
-        fused.values(),
-        key=lambda f: (
-            f.ord not in first,
-            -f.score,
-            unranked if f.lexical_rank is None else f.lexical_rank,
-            f.ord,
-        ),
+    order = sorted(
+        scores,
+        key=lambda o: (o not in first, -scores[o], lexical_ranks.get(o, unranked), o),
     )
+    return [
+        Fused(
+            ord=o,
+            score=scores[o],
+            lexical_rank=lexical_ranks.get(o),
+            dense_rank=dense_ranks.get(o),
+        )
+        for o in order
+    ]

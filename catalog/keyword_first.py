@@ -55,7 +55,10 @@ def matching_every_keyword(
     if not wanted or not ords:
         return None
     must, should = tantivy.Occur.Must, tantivy.Occur.Should
-    clauses = [(must, tantivy.Query.term_set_query(schema, "ord", list(ords)))]
+    # A disjunction of term queries: a term set query over the ordinals cost several
+    # times as much at this size (docs/decisions.md, Measured choices).
+    among = [(should, tantivy.Query.term_query(schema, "ord", o)) for o in ords]
+    clauses = [(must, tantivy.Query.boolean_query(among))]
     for keyword in wanted:
         # The keyword, or one of the operator's synonyms for it (catalog/synonyms.py).
         prefixes = [keyword.prefix, *(s.prefix for s in keyword.synonyms)]

@@ -320,7 +320,7 @@ class CatalogView:
         if scope.total:
             ranked = step.ranked
             if dense is not None:
-                ranked = self._fused(ranked, dense, scope, step.words, step.request.query)
+                ranked = self._fused(ranked, dense, scope, step.words, step.request)
             page = self._page(ranked, scope, min(step.request.limit, scope.total))
         return self._answer(page, step.request, step.audience, scope, budget=budget)
 
@@ -399,34 +399,45 @@ class CatalogView:
         dense: Sequence[Candidate],
         scope: _Scope,
         words: Words,
-        query: str,
+        request: SearchRequest,
     ) -> list[Hit]:
         """Step 4: the lexical and the admitted dense candidates as one ranking
         (:func:`catalog.fusion.fuse`), each hit scored by its fused score; a
-        keyword-style query's matches of every keyword first (:meth:`_keyword_first`).
+        keyword-style query's matches of every keyword first (:meth:`_fuse`).
         """
         admitted = self._admitted(dense, scope)
-        fused = self._fuse(lexical, admitted, words, query)
+        fused = self._fuse(lexical, admitted, words, request)
         addresses = {h.ord: h.address for h in (*lexical, *admitted)}
         return [Hit(addresses[f.ord], f.ord, f.score) for f in fused]
 
     def _fuse(
-        self, lexical: Sequence[Hit], admitted: Sequence[Hit], words: Words, query: str
+        self,
+        lexical: Sequence[Hit],
+        admitted: Sequence[Hit],
+        words: Words,
+        request: SearchRequest,
     ) -> list[Fused]:
         """:func:`catalog.fusion.fuse` of the two candidate lists, keyword matches first
-        for a keyword-style query (``catalog/keyword_first.py``).
+        for a keyword-style query (``catalog/keyword_first.py``): one more index search,
+        over the candidates alone.
         """
-        first: frozenset[int] = frozenset()
+        candidates = [h.candidate for h in lexical], [h.candidate for h in admitted]
+        fused = fuse(*candidates)
         # Without dense candidates the fused order is the lexical one (catalog/fusion.py).
-        if admitted and is_keyword_style(query):
-            ords = list(dict.fromkeys(h.ord for h in (*lexical, *admitted)))
-            matching = matching_every_keyword(self.schema, words.keywords, ords)
-            if matching is not None:
-                hits = self.searcher.search(matching, len(ords), count=False).hits
-                found = self.searcher.fast_field_values("ord", [a for _, a in hits])
-                first = frozenset(int(o) for o in found if o is not None)
-        lexical_candidates = [h.candidate for h in lexical]
-        return fuse(lexical_candidates, [h.candidate for h in admitted], first=first)
+        if not admitted or not is_keyword_style(request.query):
+            return fused
+        first = self._matching(words, [f.ord for f in fused])
+        # What fuse(..., first=first) gives: a stable sort keeps each group's fused order.
+        return sorted(fused, key=lambda f: f.ord not in first)
+
+    def _matching(self, words: Words, ords: list[int]) -> frozenset[int]:
+        """The tools among ``ords`` that match every keyword (``catalog/keyword_first.py``)."""
+        matching = matching_every_keyword(self.schema, words.keywords, ords)
+        if matching is None:
+            return frozenset(ords)  # no keyword to match: nothing to put first
+        hits = self.searcher.search(matching, len(ords), count=False).hits
+        found = self.searcher.fast_field_values("ord", [a for _, a in hits])
+        return frozenset(int(o) for o in found if o is not None)
 
     def _admitted(self, dense: Sequence[Candidate], scope: _Scope) -> list[Hit]:
         """The ``dense`` candidates that pass the caller's filters (visibility and tags),
@@ -560,10 +571,10 @@ class CatalogView:
         depth = _depth(request.limit, scope.total, dense is not None)
         lexical = self._lexical(words, scope, depth)
         admitted = self._admitted(dense or (), scope)
-        by_ord = {f.ord: f for f in self._fuse(lexical, admitted, words, request.query)}
+        by_ord = {f.ord: f for f in self._fuse(lexical, admitted, words, request)}
         ranked = lexical
         if dense is not None:
-            ranked = self._fused(lexical, dense, scope, words, request.query)
+            ranked = self._fused(lexical, dense, scope, words, request)
         page = self._page(ranked, scope, limit)
         ords = [int(o or 0) for o in self.searcher.fast_field_values("ord", page)]
         matched = matched_words(self.searcher, self.schema, words, ords)

@@ -198,7 +198,7 @@ def test_fusing_no_dense_candidates_keeps_the_lexical_hits(view: CatalogView) ->
     scope = view._scope((), PUBLIC)
     words = view._words("order widget", scope.state)
     lexical = view._lexical(words, scope, 50)
-    fused = view._fused(lexical, [], scope, words, "order widget")
+    fused = view._fused(lexical, [], scope, words, clamp_request({"query": "order widget"}))
     assert [h.address for h in fused] == [h.address for h in lexical]
 
 
