@@ -13,10 +13,11 @@ from __future__ import annotations
 import argparse
 import os
 import signal
-import subprocess
 import sys
 import threading
 from collections.abc import Sequence
+
+from sezzlee.indexer_child import start_indexer, stop_indexer
 
 __all__ = ["main"]
 
@@ -29,8 +30,7 @@ def main(argv: Sequence[str]) -> int:
     parser.add_argument("--config")
     known, serve_flags = parser.parse_known_args(argv)
     config = ["--config", known.config] if known.config else []
-    command = [sys.executable, "-m", "indexer", "--specs", known.specs, "--index", known.index]
-    indexer = subprocess.Popen([*command, "--watch", *config], stdin=subprocess.DEVNULL)
+    indexer = start_indexer(known.specs, known.index, known.config)
 
     def watch_indexer() -> None:
         status = indexer.wait()
@@ -44,9 +44,4 @@ def main(argv: Sequence[str]) -> int:
     try:
         return serve(["--index", known.index, *config, *serve_flags])
     finally:
-        if indexer.poll() is None:
-            indexer.terminate()
-            try:
-                indexer.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                indexer.kill()
+        stop_indexer(indexer)

@@ -22,13 +22,14 @@ import contextlib
 import hashlib
 import json
 import os
-import subprocess
 import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, BinaryIO, Final
+
+from sezzlee.indexer_child import start_indexer, stop_indexer
 
 __all__ = ["default_index", "main"]
 
@@ -64,30 +65,14 @@ def main(argv: Sequence[str]) -> int:
     sys.stdout = sys.stderr  # nothing but protocol on the real stdout
     index = args.index or default_index(args.specs)
     index.parent.mkdir(parents=True, exist_ok=True)
-    indexer = _start_indexer(args.specs, index, args.config, args.log_level)
+    os.environ["SEZZLEE_LOG_LEVEL"] = args.log_level
+    config = str(args.config) if args.config else None
+    # The indexer's reports are logs here: onto stderr, never the protocol's stdout.
+    indexer = start_indexer(str(args.specs), str(index), config, output=sys.stderr.fileno())
     try:
         return asyncio.run(_serve(index, args.config, args.log_level, protocol))
     finally:
-        indexer.terminate()
-        try:
-            indexer.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            indexer.kill()
-            indexer.wait()
-
-
-def _start_indexer(
-    specs: Path, index: Path, config: Path | None, level: str
-) -> subprocess.Popen[bytes]:
-    command = [sys.executable, "-m", "indexer", "--specs", str(specs), "--index", str(index)]
-    command += ["--watch", *(("--config", str(config)) if config else ())]
-    return subprocess.Popen(
-        command,
-        stdin=subprocess.DEVNULL,
-        stdout=sys.stderr.fileno(),  # its reports are logs here
-        stderr=sys.stderr.fileno(),
-        env={**os.environ, "SEZZLEE_LOG_LEVEL": level},
-    )
+        stop_indexer(indexer)
 
 
 async def _serve(index: Path, config: Path | None, level: str, protocol: BinaryIO) -> int:

@@ -7,6 +7,7 @@ them. Only ``catalog`` is imported, so catalog, indexer and server tests alike m
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -106,3 +107,28 @@ def make_tool(
         ),
         deprecated=deprecated,
     )
+
+
+def openapi_json(
+    operations: dict[str, str], *, base: str = "http://127.0.0.1:9", title: str = "Orders"
+) -> str:
+    """An OpenAPI 3.0 document as JSON: one GET ``/<operationId>`` per ``operations``
+    entry (operationId → summary), served at ``base`` (by default a closed loopback port).
+    """
+    paths = {
+        f"/{name}": {
+            "get": {
+                "operationId": name,
+                "summary": summary,
+                "responses": {"200": {"description": "ok"}},
+            }
+        }
+        for name, summary in operations.items()
+    }
+    document = {
+        "openapi": "3.0.3",
+        "info": {"title": title, "version": "1"},
+        "servers": [{"url": base}],
+        "paths": paths,
+    }
+    return json.dumps(document)

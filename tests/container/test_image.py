@@ -35,6 +35,7 @@ from benchmarks.ports import free_port
 from scripts.image import build, prepare, size
 from tests.e2e.conftest import ROOT, Recording
 from tests.server.loopback import running
+from tests.tools import openapi_json
 
 pytestmark = pytest.mark.container
 
@@ -103,27 +104,6 @@ def image(podman_env: dict[str, str], tmp_path_factory: pytest.TempPathFactory) 
     return IMAGE
 
 
-def _spec(base: str, operations: dict[str, str]) -> str:
-    paths = {
-        f"/{name}": {
-            "get": {
-                "operationId": name,
-                "summary": text,
-                "responses": {"200": {"description": "ok"}},
-            }
-        }
-        for name, text in operations.items()
-    }
-    return json.dumps(
-        {
-            "openapi": "3.0.3",
-            "info": {"title": "Orders", "version": "1"},
-            "servers": [{"url": base}],
-            "paths": paths,
-        }
-    )
-
-
 def _ready(url: str, started: float, timeout: float = 60.0) -> float:
     while time.monotonic() - started < timeout:
         try:
@@ -181,7 +161,7 @@ def test_the_image_serves_search_load_invoke_and_follows_a_spec_edit(
     index.mkdir(mode=0o777)
     index.chmod(0o777)  # the container's user (10001) writes it
     spec = specs / "orders.json"
-    spec.write_text(_spec(backend.base, {"list_orders": "List the orders"}))
+    spec.write_text(openapi_json({"list_orders": "List the orders"}, base=backend.base))
     port = free_port()
     name = f"sezzlee-test-{port}"
     started = time.monotonic()
@@ -210,7 +190,9 @@ def test_the_image_serves_search_load_invoke_and_follows_a_spec_edit(
         assert [seen["path"] for seen in backend.seen] == ["/list_orders"]
         # A mounted spec edited: the indexer in the container commits, the server reloads
         # and tells the official client's listen stream.
-        edited = _spec(backend.base, {"list_orders": "List", "ship_order": "Ship an order"})
+        edited = openapi_json(
+            {"list_orders": "List", "ship_order": "Ship an order"}, base=backend.base
+        )
         anyio.run(_hears_the_edit, url + "/mcp", spec, edited)
         assert _podman(podman_env, "exec", name, "id", "-u").stdout.strip() == "10001"
         refused = _podman(podman_env, "exec", name, "touch", "/opt/sezzlee/x", check=False)

@@ -10,7 +10,6 @@ keyword hit below the first few.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterator
 from typing import Any
@@ -21,6 +20,7 @@ from catalog.config import Config, SearchConfig
 from server.app import create_app
 from tests.e2e.conftest import Agent, run_indexer
 from tests.server.harness import ServerThread, serve
+from tests.tools import openapi_json
 
 ORDERS = {
     "list_orders": "List the orders of the shop",
@@ -51,32 +51,13 @@ INVENTORY = {
 }
 
 
-def _document(title: str, operations: dict[str, str]) -> dict[str, Any]:
-    paths = {
-        f"/{name}": {
-            "get": {
-                "operationId": name,
-                "summary": summary,
-                "responses": {"200": {"description": "ok"}},
-            }
-        }
-        for name, summary in operations.items()
-    }
-    return {
-        "openapi": "3.0.3",
-        "info": {"title": title, "version": "1"},
-        "servers": [{"url": "http://127.0.0.1:9"}],
-        "paths": paths,
-    }
-
-
 @pytest.fixture(scope="module")
 def shop(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerThread]:
     root = tmp_path_factory.mktemp("shop")
     specs = root / "specs"
     specs.mkdir()
-    (specs / "shop.json").write_text(json.dumps(_document("Shop", ORDERS)))
-    (specs / "inventory.json").write_text(json.dumps(_document("Inventory", INVENTORY)))
+    (specs / "shop.json").write_text(openapi_json(ORDERS, title="Shop"))
+    (specs / "inventory.json").write_text(openapi_json(INVENTORY, title="Inventory"))
     config = root / "sezzlee.toml"
     config.write_text("")
     run_indexer(specs, root / "index", config)

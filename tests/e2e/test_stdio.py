@@ -22,28 +22,9 @@ from mcp.client.stdio import StdioServerParameters
 
 from tests.e2e.conftest import ROOT, Recording
 from tests.server.loopback import running
+from tests.tools import openapi_json
 
 TOKEN = "Bearer-token-for-stdio"
-
-
-def _spec(base: str, operations: dict[str, str]) -> str:
-    paths = {
-        f"/{name}": {
-            "get": {
-                "operationId": name,
-                "summary": text,
-                "responses": {"200": {"description": "ok"}},
-            }
-        }
-        for name, text in operations.items()
-    }
-    document = {
-        "openapi": "3.0.3",
-        "info": {"title": "Orders", "version": "1"},
-        "servers": [{"url": base}],
-        "paths": paths,
-    }
-    return json.dumps(document)
 
 
 @pytest.fixture
@@ -76,7 +57,9 @@ def test_search_load_and_invoke_over_stdio(
     specs = tmp_path / "specs"
     specs.mkdir()
     (specs / "orders.json").write_text(
-        _spec(backend.base, {"list_orders": "List the orders", "get_order": "Get one order"})
+        openapi_json(
+            {"list_orders": "List the orders", "get_order": "Get one order"}, base=backend.base
+        )
     )
 
     async def scenario() -> None:
@@ -106,7 +89,7 @@ def test_a_spec_edit_reaches_a_2025_client_as_list_changed(tmp_path: Path) -> No
     specs = tmp_path / "specs"
     specs.mkdir()
     spec = specs / "orders.json"
-    spec.write_text(_spec("http://127.0.0.1:9", {"list_orders": "List the orders"}))
+    spec.write_text(openapi_json({"list_orders": "List the orders"}))
     changed = anyio.Event()
 
     async def on_message(message: Any) -> None:
@@ -118,9 +101,7 @@ def test_a_spec_edit_reaches_a_2025_client_as_list_changed(tmp_path: Path) -> No
         params = _parameters(specs, tmp_path / "index")
         client = Client(params, mode="legacy", cache=None, message_handler=on_message)
         async with client:
-            spec.write_text(
-                _spec("http://127.0.0.1:9", {"list_orders": "List", "ship_order": "Ship an order"})
-            )
+            spec.write_text(openapi_json({"list_orders": "List", "ship_order": "Ship an order"}))
             with anyio.fail_after(30):
                 await changed.wait()
             found = _payload(await client.call_tool("search_tools", {"query": "ship"}))
@@ -134,7 +115,7 @@ def test_stdout_carries_protocol_only(tmp_path: Path) -> None:
 
     specs = tmp_path / "specs"
     specs.mkdir()
-    (specs / "orders.json").write_text(_spec("http://127.0.0.1:9", {"list_orders": "List"}))
+    (specs / "orders.json").write_text(openapi_json({"list_orders": "List"}))
     request = {
         "jsonrpc": "2.0",
         "id": 1,

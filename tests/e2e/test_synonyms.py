@@ -8,12 +8,10 @@ is checked is the keyword side alone.
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -22,6 +20,7 @@ from catalog.errors import ConfigError
 from server.app import create_app
 from tests.e2e.conftest import ROOT, Agent, run_indexer
 from tests.server.harness import ServerThread, serve
+from tests.tools import openapi_json
 
 OPERATIONS = {
     "add_project_member": "Add a member to a project",
@@ -43,30 +42,11 @@ one_way = { charge = ["pay"] }
 """
 
 
-def _document() -> dict[str, Any]:
-    paths = {
-        f"/{name}": {
-            "get": {
-                "operationId": name,
-                "summary": text,
-                "responses": {"200": {"description": "ok"}},
-            }
-        }
-        for name, text in OPERATIONS.items()
-    }
-    return {
-        "openapi": "3.0.3",
-        "info": {"title": "Tracker", "version": "1"},
-        "servers": [{"url": "http://127.0.0.1:9"}],
-        "paths": paths,
-    }
-
-
 @pytest.fixture(scope="module")
 def tracker(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("tracker")
     (root / "specs").mkdir()
-    (root / "specs" / "tracker.json").write_text(json.dumps(_document()))
+    (root / "specs" / "tracker.json").write_text(openapi_json(OPERATIONS, title="Tracker"))
     (root / "sezzlee.toml").write_text(CONFIG)
     run_indexer(root / "specs", root / "index", root / "sezzlee.toml")
     return root
