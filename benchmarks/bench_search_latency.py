@@ -545,7 +545,9 @@ def main() -> int:
         "the query embedded every time (the query-vector cache cleared before each), dense "
         "candidates from the commit's own vectors (`graph`: the HNSW index, the caller "
         "seeing every tool; `scan`: the exact scan), fused. "
-        f"APIs.guru: {built['documents_refused']} documents refused by the converter, "
+        f"APIs.guru: {built['documents_refused']} documents skipped by this benchmark's own "
+        f"bounds ({DOCUMENT_BYTE_LIMIT >> 20} MiB of encoded tools, {DOCUMENT_TIME_LIMIT} s a "
+        "document; the converter refuses none, see Convert), "
         f"{built['tools_skipped']} tools not encodable; cache built in {built['build_s']} s"
         f"{_vectors_note(built)}.\n"
     )

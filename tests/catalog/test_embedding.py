@@ -34,11 +34,30 @@ def test_vectors_are_unit_length_and_one_per_text(encoder: Encoder) -> None:
     np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
 
 
-def test_batching_and_order_do_not_change_a_vector(encoder: Encoder) -> None:
-    texts = [f"operation number {i} " + "word " * (i % 17) for i in range(70)]
-    together = encoder.embed(texts)
-    alone = np.stack([encoder.embed([t])[0] for t in texts[:5]])
-    np.testing.assert_allclose(together[:5], alone, atol=1e-4)
+_SAME_TEXTS = [f"operation number {i} " + "word " * (i % 17) for i in range(40)]
+_VECTORS_OF = (
+    "import sys; from catalog.embedding import Encoder; "
+    "sys.stdout.buffer.write(Encoder(threads=1).embed(sys.stdin.read().split('\\n')).tobytes())"
+)
+
+
+def test_a_text_gets_byte_identical_vectors_across_encoders_and_processes(
+    encoder: Encoder,
+) -> None:
+    # What the vector store relies on: a text embedded once is its vector for good (the
+    # indexer reuses it by content key, a server embeds queries on its own), so a fresh
+    # encoder in this process and another process must give the very same bytes.
+    here = encoder.embed(_SAME_TEXTS).tobytes()
+    assert Encoder(threads=1).embed(_SAME_TEXTS).tobytes() == here  # a restart
+    other = subprocess.run(
+        [sys.executable, "-c", _VECTORS_OF],
+        input="\n".join(_SAME_TEXTS).encode(),
+        capture_output=True,
+        check=True,
+        cwd=Path(__file__).resolve().parents[2],
+        timeout=120,
+    )
+    assert other.stdout == here  # another process
 
 
 def test_a_request_is_nearest_the_tool_that_does_it(encoder: Encoder) -> None:
