@@ -1,9 +1,9 @@
 """The pages search_tools answers over every benchmark query set, as digests.
 
 Every query of ``benchmarks/data`` (RestBench, WAPIIBench, agent intents) is searched
-on its own spec's index, built by the indexer with its tool vectors, with the semantic
-side on and as the quality benchmark's caller (``benchmarks/bench_search_quality.py``);
-the page bytes (cards, limit 10, and the same query as ``detail = "schema"``) of each
+on its own spec's index, built by the indexer, with the semantic side off and on (its
+tool vectors then built too), as the quality benchmark's caller
+(``benchmarks/bench_search_quality.py``); the page bytes (cards, limit 10, and the same query as ``detail = "schema"``) of each
 set are hashed together. ``tests/benchmarks/test_page_digests.py`` holds the search
 pipeline to the recorded digests: a refactor must leave every page byte-identical, and a
 ranking change records new ones on purpose (``python -m tests.benchmarks.page_digests``
@@ -26,6 +26,7 @@ from benchmarks.bench_search_quality import (
     load_set,
 )
 from benchmarks.catalog_index import everyone
+from catalog.embedding import Encoder
 from catalog.query import clamp_request
 from indexer.converted import write_converted
 from server.query_vectors import QueryVectors
@@ -35,8 +36,19 @@ from server.semantic import Semantic
 RECORDED = Path(__file__).with_name("page_digests.json")
 
 
-def digests() -> dict[str, str]:
-    """Each set's digest of every page its queries get."""
+PROBES = ("list the open pull requests", "send an invoice by email", "Créer une facture")
+
+
+def encoder_fingerprint() -> str:
+    """The digest of the encoder's vectors for a few texts: the semantic pages hold on the
+    machine whose encoder gives these bytes (int8 kernels may round differently on
+    another CPU; ``tests/benchmarks/test_model_reference.py`` checks the agreement).
+    """
+    return hashlib.sha256(Encoder(threads=1).embed(list(PROBES)).tobytes()).hexdigest()
+
+
+def digests(*, semantic: bool) -> dict[str, str]:
+    """Each set's digest of every page its queries get, the semantic side on or off."""
     encoder = RememberingEncoder()
     queries_vectors = QueryVectors(threads=1)
     found: dict[str, str] = {}
@@ -46,25 +58,36 @@ def digests() -> dict[str, str]:
             digest = hashlib.sha256()
             for i, spec in enumerate(sorted(tools)):
                 index = Path(tmp) / f"{name}-{i}"
-                write_converted(index, tools[spec], encoder=lambda: encoder)
-                reader = Reader(index, interval=3600.0, semantic=True)
+                write_converted(index, tools[spec], encoder=(lambda: encoder) if semantic else None)
+                reader = Reader(index, interval=3600.0, semantic=semantic)
                 view = reader.load_once()
                 assert view is not None
                 reader.install(view)
-                semantic = Semantic(queries=queries_vectors, reader=reader)
+                dense_side = Semantic(queries=queries_vectors, reader=reader)
                 caller = anonymous_uncertain if name in UNCERTAIN_CALLER else everyone
                 audience = caller(view)
                 for query in (q for q in queries if q.spec == spec):
                     for detail in ("card", "schema"):
                         arguments = {"query": query.text, "limit": 10, "detail": detail}
                         request = clamp_request(arguments)
-                        dense = semantic.candidates_now(view, request, audience)
+                        dense = (
+                            dense_side.candidates_now(view, request, audience) if semantic else None
+                        )
                         page = view.search(request, audience, budget=1 << 30, dense=dense)
                         digest.update(query.id.encode() + b"\0" + page + b"\n")
             found[name] = digest.hexdigest()
     return found
 
 
+def record() -> dict[str, object]:
+    """What ``page_digests.json`` holds."""
+    return {
+        "keyword": digests(semantic=False),
+        "semantic": digests(semantic=True),
+        "encoder": encoder_fingerprint(),
+    }
+
+
 if __name__ == "__main__":
-    RECORDED.write_text(json.dumps(digests(), indent=2, sort_keys=True) + "\n")
+    RECORDED.write_text(json.dumps(record(), indent=2, sort_keys=True) + "\n")
     print(RECORDED.read_text(), end="", file=sys.stderr)
