@@ -1,13 +1,14 @@
 """The pages search_tools answers over every benchmark query set, as digests.
 
-Every query of ``benchmarks/data`` (RestBench, WAPIIBench, agent intents) is searched
-on its own spec's index, built by the indexer, with the semantic side off and on (its
-tool vectors then built too), as the quality benchmark's caller
-(``benchmarks/bench_search_quality.py``); the page bytes (cards, limit 10, and the same query as ``detail = "schema"``) of each
-set are hashed together. ``tests/benchmarks/test_page_digests.py`` holds the search
-pipeline to the recorded digests: a refactor must leave every page byte-identical, and a
-ranking change records new ones on purpose (``python -m tests.benchmarks.page_digests``
-rewrites ``page_digests.json``, and the commit says why).
+Every query of ``benchmarks/data`` (RestBench, WAPIIBench, agent intents) is searched on
+its own spec's index, built by the indexer, with the semantic side off and on (its tool
+vectors then built too), as the quality benchmark's caller
+(``benchmarks/bench_search_quality.py``). The page bytes (cards, limit 10, and the same
+query as ``detail = "schema"``) of each set are hashed together.
+``tests/benchmarks/test_page_digests.py`` holds the search pipeline to the recorded
+digests: a refactor must leave every page byte-identical, and a ranking change records
+new ones on purpose (``python -m tests.benchmarks.page_digests`` rewrites
+``page_digests.json``, and the commit says why).
 """
 
 from __future__ import annotations
