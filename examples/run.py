@@ -52,7 +52,11 @@ _CLIENT_SNIPPET: Final = """\
 
 
 def _spawn(args: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
-    return subprocess.Popen([sys.executable, *args], cwd=ROOT, env=env)
+    # A session of its own: a terminal's Ctrl-C goes to its whole foreground process
+    # group, and reached each child as well as this script, which then sent SIGTERM on
+    # top while the indexer was still closing (a traceback, a worker's unexpected exit).
+    # Here only this script hears it, and stops each child once.
+    return subprocess.Popen([sys.executable, *args], cwd=ROOT, env=env, start_new_session=True)
 
 
 def _wait(url: str, process: subprocess.Popen[bytes], *, timeout: float) -> bool:

@@ -42,6 +42,7 @@ def test_run_serves_the_demo_on_the_chosen_backend_port(tmp_path: Path) -> None:
             stdout=out,
             stderr=subprocess.STDOUT,
             env={**os.environ, "PYTHONPATH": str(ROOT)},
+            start_new_session=True,  # its own process group, as a terminal's foreground job
         )
     try:
         _ready(f"http://127.0.0.1:{port}/readyz", process, log)
@@ -60,10 +61,14 @@ def test_run_serves_the_demo_on_the_chosen_backend_port(tmp_path: Path) -> None:
         assert answer["status"] == 200, answer
         assert f"127.0.0.1:{backend}" in log.read_text()
     finally:
-        process.send_signal(signal.SIGINT)
+        # Ctrl-C as a terminal sends it: to the whole foreground process group.
+        os.killpg(process.pid, signal.SIGINT)
         try:
             process.wait(timeout=20)
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
-    assert process.returncode == 0, log.read_text()
+    said = log.read_text()
+    assert process.returncode == 0, said
+    assert "Traceback" not in said, said
+    assert "Unexpected exit" not in said, said
