@@ -45,7 +45,9 @@ _CLIENT_SNIPPET: Final = """\
         async with Client(transport, mode="2026-07-28") as client:
             print(await client.list_tools())
             print(await client.call_tool("search_tools", {{"query": "order"}}))
-            print(await client.call_tool("load_tool", {{"name": "get_order"}}))
+            print(await client.call_tool("load_tool", {{"name": "list_orders"}}))
+            call = {{"name": "list_orders", "arguments": {{}}}}
+            print(await client.call_tool("invoke_tool", call))
 
     anyio.run(main)
 """
@@ -128,9 +130,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"  readiness    : http://127.0.0.1:{args.port}/readyz   metrics: /metrics\n"
             f"  demo token   : Authorization: Bearer <TOKEN below>\n"
             f"                 (alice: orders:read orders:write; other users: "
-            f"python -m examples.backend --token bob|admin)\n\n"
-            "Connect with the official Python client (the token makes alice's operations "
-            "visible; without it only public ones are listed):\n\n"
+            f".venv/bin/python -m examples.backend --token bob|admin)\n\n"
+            "Connect with the official Python client, run with .venv/bin/python (it has the "
+            "mcp package; the token makes alice's operations visible, without it only public "
+            "ones are listed):\n\n"
             + _CLIENT_SNIPPET.format(url=url, token=token)
             + "\nEdit a file in the spec directory and the catalog reloads. Ctrl-C stops all.\n",
             flush=True,

@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import textwrap
 import time
 from pathlib import Path
 
@@ -60,6 +61,15 @@ def test_run_serves_the_demo_on_the_chosen_backend_port(tmp_path: Path) -> None:
         answer = agent.invoke("list_orders", {})
         assert answer["status"] == 200, answer
         assert f"127.0.0.1:{backend}" in log.read_text()
+        # The banner's client snippet, run as a newcomer would paste it.
+        banner = log.read_text()
+        start = banner.index("\n\n", banner.index("Connect with the official Python client"))
+        snippet = textwrap.dedent(banner[start : banner.index("Edit a file in the spec")])
+        pasted = subprocess.run(
+            [sys.executable, "-c", snippet], capture_output=True, text=True, timeout=60, cwd=ROOT
+        )
+        assert pasted.returncode == 0, pasted.stderr
+        assert '"status":200' in pasted.stdout, pasted.stdout  # the invoke it ends with
     finally:
         # Ctrl-C as a terminal sends it: to the whole foreground process group.
         os.killpg(process.pid, signal.SIGINT)
