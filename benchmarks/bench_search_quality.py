@@ -54,6 +54,7 @@ from benchmarks.catalog_index import (
     open_catalog,
 )
 from catalog.embedding import DIMENSIONS, Encoder
+from catalog.keyword_first import is_keyword_style, matching_every_keyword
 from catalog.model import CatalogTool
 from catalog.query import SearchRequest
 from catalog.visibility import Audience, partition
@@ -330,6 +331,39 @@ def _style_table(rows: list[dict[str, Any]], name: str) -> str:
     return "\n".join(lines)
 
 
+def keyword_first_count(
+    name: str,
+    tools: dict[str, list[CatalogTool]],
+    queries: list[Query],
+    workdir: Path,
+    encoder: Encoder,
+) -> tuple[int, int, int]:
+    """Of one set's keyword-style queries (``catalog/keyword_first.py``): how many there
+    are, how many have at least 5 tools matching every keyword, and how many of those
+    still have a tool matching not every keyword in their top 5 (goal: 0), semantic on,
+    searched by a caller who sees every tool.
+    """
+    styled = [q for q in queries if is_keyword_style(q.text)]
+    eligible = violations = 0
+    for i, spec in enumerate(sorted({q.spec for q in styled})):
+        directory = workdir / f"{name}-keyword-first-{i}"
+        rank = sezzlee_ranker(directory, tools[spec], everyone, encoder=encoder)
+        view = open_catalog(directory)
+        for query in (q for q in styled if q.spec == spec):
+            scope = view._scope((), everyone(view))
+            words = view._words(query.text, scope.state)
+            matching = matching_every_keyword(view.schema, words.keywords, None)
+            if matching is None:
+                continue
+            hits = view.searcher.search(matching, len(tools[spec]) + 1, count=False).hits
+            names = {view.searcher.doc(a).get_first("id") for _, a in hits}
+            if len(names) < 5:
+                continue
+            eligible += 1
+            violations += any(n not in names for n in rank(query.text)[:5])
+    return len(styled), eligible, violations
+
+
 def _goals(rows: list[dict[str, Any]]) -> list[str]:
     """The held-out goals (issue 22), for the engine a server runs by default (semantic
     on) and, beside it, the keyword-only one."""
@@ -420,6 +454,13 @@ def main(argv: list[str]) -> int:
     if any(r["set"] == "agentintents" for r in rows):
         print("\nAgent intents by request style:\n")
         print(_style_table(rows, "agentintents"))
+    print("\nKeyword-style queries whose top 5 holds a tool not matching every keyword, when")
+    print("at least 5 tools match every one (semantic on, every tool visible; goal 0):\n")
+    with tempfile.TemporaryDirectory(prefix="sezzlee-keyword-first-") as tmp:
+        for name in names:
+            tools, queries = load_set(name)
+            styled, eligible, bad = keyword_first_count(name, tools, queries, Path(tmp), encoder)
+            print(f"- {name}: {styled} keyword-style queries, {eligible} with ≥ 5 matches, {bad}")
     if {"restbench", "wapiibench"} <= set(names):
         print()
         print("\n".join(_goals(rows)))

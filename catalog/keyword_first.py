@@ -44,7 +44,7 @@ def is_keyword_style(query: str) -> bool:
 
 
 def matching_every_keyword(
-    schema: tantivy.Schema, keywords: Sequence[Keyword], ords: Sequence[int]
+    schema: tantivy.Schema, keywords: Sequence[Keyword], ords: Sequence[int] | None
 ) -> tantivy.Query | None:
     """The query of the tools among ``ords`` that have a word starting with each
     keyword's prefix or one of its synonyms' (the ``any`` field: the matching the rank
@@ -52,13 +52,15 @@ def matching_every_keyword(
     lookup keyword is one the gateway adds, not the caller's).
     """
     wanted = [k for k in keywords if k.prefix != LOOKUP]
-    if not wanted or not ords:
+    if not wanted or (ords is not None and not ords):
         return None
     must, should = tantivy.Occur.Must, tantivy.Occur.Should
     # A disjunction of term queries: a term set query over the ordinals cost several
     # times as much at this size (docs/decisions.md, Measured choices).
-    among = [(should, tantivy.Query.term_query(schema, "ord", o)) for o in ords]
-    clauses = [(must, tantivy.Query.boolean_query(among))]
+    clauses = []
+    if ords is not None:  # None: the whole catalog (the quality benchmark's count)
+        among = [(should, tantivy.Query.term_query(schema, "ord", o)) for o in ords]
+        clauses.append((must, tantivy.Query.boolean_query(among)))
     for keyword in wanted:
         # The keyword, or one of the operator's synonyms for it (catalog/synonyms.py).
         prefixes = [keyword.prefix, *(s.prefix for s in keyword.synonyms)]
