@@ -35,7 +35,8 @@ from catalog.visibility import PUBLIC_KEY, Audience
 from indexer.converted import write_converted
 from server.query_vectors import QueryVectors
 from server.reader import Reader
-from server.semantic import Semantic
+from server.search.dense_candidates import Semantic
+from server.search.pipeline import search_now
 from server.view import CatalogView
 
 RECORDED = Path(__file__).with_name("page_digests.json")
@@ -97,10 +98,8 @@ def digests(*, semantic: bool) -> dict[str, str]:
                     ]
                     searches.append(variant(view, audience, query.text, i))
                     for request, seen_by in searches:
-                        dense = (
-                            dense_side.candidates_now(view, request, seen_by) if semantic else None
-                        )
-                        page = view.search(request, seen_by, budget=1 << 30, dense=dense)
+                        side = dense_side if semantic else None
+                        page = search_now(view, request, seen_by, budget=1 << 30, semantic=side)
                         digest.update(query.id.encode() + b"\0" + page + b"\n")
             found[name] = digest.hexdigest()
     return found
