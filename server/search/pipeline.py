@@ -81,7 +81,7 @@ async def search(
             record.dense, record.admitted, record.first = dense, len(kept), first
             record.fused, record.unvectored = ranking, semantic.unvectored(view)
         ranked = as_hits(ranking, ranked, kept)
-    found = page(view, ranked, scope, min(request.limit, scope.total)) if scope.total else []
+    found = page(view, ranked, scope, min(request.limit, scope.total))
     if record is not None:
         record.page = found
     return answer(view, found, request, audience, scope, budget=budget)
@@ -97,7 +97,7 @@ def search_now(
     record: Recording | None = None,
 ) -> bytes:
     """:func:`search` run to its end on an event loop of its own, for a caller outside
-    one (``sezzlee explain``, the quality benchmarks).
+    one (``sezzlee explain``, the page digests, tests).
     """
     return asyncio.run(
         search(view, request, audience, budget=budget, semantic=semantic, record=record)
