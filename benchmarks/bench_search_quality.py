@@ -30,8 +30,9 @@ Definitions (search-semantics.md, Quality):
 
 Usage: ``python -m benchmarks.bench_search_quality [--tune] [SET ...]`` (every set when
 none is given; the report's goal lines need RestBench and WAPIIBench). ``--tune`` searches
-the development half only, without the peer: what a ranking experiment reads, so that
-no choice is ever made on held-out figures. ``make bench`` prints both halves.
+the development half only, without the peer, and prints the agent intents per style: what
+a ranking experiment reads, so that no choice is ever made on held-out figures. ``make
+bench`` prints both halves.
 """
 
 from __future__ import annotations
@@ -311,8 +312,9 @@ def _style_table(rows: list[dict[str, Any]], name: str) -> str:
         "| semantic on hit@1 | hit@5 | MRR | FastMCP hit@1 | hit@5 | MRR |",
         "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
+    halves = [h for h in ("all", "dev", "held-out") if any(r["half"] == h for r in styled)]
     for catalog in dict.fromkeys(r["catalog"] for r in styled):
-        for half in ("all", "dev", "held-out"):
+        for half in halves:
             for style in styles:
                 cells = {
                     r["engine"]: r
@@ -438,6 +440,9 @@ def main(argv: list[str]) -> int:
     (RESULTS / output).write_text(json.dumps(rows, indent=2) + "\n")
     if tune:
         print(_table(rows))
+        if any(r["set"] == "agentintents" for r in rows):
+            print("\nAgent intents by request style (development half):\n")
+            print(_style_table(rows, "agentintents"))
         return 0
     print("## Search quality\n")
     print(
