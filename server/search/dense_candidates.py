@@ -27,7 +27,14 @@ from server.view import CatalogView, Seen
 if TYPE_CHECKING:
     from server.reader import Reader
 
-__all__ = ["DENSE_DEPTH", "TAGGED_SCAN_MAX", "DenseSide", "Semantic", "visible_hashes"]
+__all__ = [
+    "DENSE_DEPTH",
+    "TAGGED_SCAN_MAX",
+    "DenseSide",
+    "Semantic",
+    "tagged_ordinals",
+    "visible_hashes",
+]
 
 DENSE_DEPTH: Final = 50
 """Dense candidates handed to fusion, as many as the keyword side's

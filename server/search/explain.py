@@ -80,34 +80,37 @@ def explained(view: CatalogView, record: Recording) -> list[Explained]:
     ords = [int(o or 0) for o in view.searcher.fast_field_values("ord", record.page)]
     matched = _matched_words(view, record.words, ords)
     scores = {c.ord: c.score for c in record.lexical}
-    if record.fused is None:
-        ranks = competition_ranks(record.lexical)
-        found = {
-            c.ord: Fused(ord=c.ord, score=0.0, lexical_rank=r)
-            for c, r in zip(record.lexical, ranks, strict=True)
-        }
-    else:
-        found = {f.ord: f for f in record.fused}
+    ranks = _ranks(record)
     rows = []
     for position, (address, order) in enumerate(zip(record.page, ords, strict=True), 1):
         name = view.searcher.doc(address).get_first("id")
-        fused = found.get(order)
-        note = (
-            "off" if record.fused is None else ("no vector" if order in record.unvectored else "")
-        )
+        lexical_rank, dense_rank, fused_score = ranks.get(order, (None, None, None))
+        note = "off" if record.fused is None else ""
+        if note == "" and order in record.unvectored:
+            note = "no vector"
         rows.append(
             Explained(
                 position=position,
                 name=name if isinstance(name, str) else "?",
-                lexical_rank=fused.lexical_rank if fused else None,
+                lexical_rank=lexical_rank,
                 lexical_score=scores.get(order),
-                dense_rank=fused.dense_rank if fused else None,
+                dense_rank=dense_rank,
                 dense=note,
-                fused_score=fused.score if fused and record.fused is not None else None,
+                fused_score=fused_score,
                 matched=matched.get(order, ()),
             )
         )
     return rows
+
+
+def _ranks(record: Recording) -> dict[int, tuple[int | None, int | None, float | None]]:
+    """Each candidate's lexical rank, dense rank and fused score (by catalog ordinal); the
+    lexical ranks alone when nothing was fused.
+    """
+    if record.fused is not None:
+        return {f.ord: (f.lexical_rank, f.dense_rank, f.score) for f in record.fused}
+    ranks = competition_ranks(record.lexical)
+    return {c.ord: (rank, None, None) for c, rank in zip(record.lexical, ranks, strict=True)}
 
 
 def format_explanation(query: str, record: Recording, rows: Sequence[Explained]) -> str:

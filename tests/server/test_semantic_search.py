@@ -29,7 +29,7 @@ from server.errors import ResponseTooLarge
 from server.query_vectors import QueryVectors
 from server.reader import Reader
 from server.search import keyword_candidates, pipeline
-from server.search.admission import _addressed, admitted
+from server.search.admission import admitted
 from server.search.dense_candidates import DENSE_DEPTH, Semantic, tagged_ordinals, visible_hashes
 from server.search.explain import Recording
 from server.search.page import page
@@ -288,7 +288,7 @@ def test_a_caller_who_sees_everything_admits_what_the_filtered_lookup_admits(
     ords = [int(o or 0) for o in view.searcher.fast_field_values("ord", cards)]
     assert 7 not in ords  # ordinals are spread: 7 is no card's
     dense = [Candidate(o, 1.0 - i / 100) for i, o in enumerate([*reversed(ords), ords[0], 7])]
-    fast = _addressed(view, dense)
+    fast = admitted(view, dense, scope)  # every tool visible: found in the ord listing
     slow = admitted(view, dense, scope._replace(everything=False))
     assert [(h.ord, h.score) for h in fast] == [(h.ord, h.score) for h in slow]
     assert [(h.address.segment_ord, h.address.doc) for h in fast] == [
