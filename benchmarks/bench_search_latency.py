@@ -72,7 +72,7 @@ from server.dense import graph_paths
 from server.identity.caller import Caller
 from server.query_vectors import QueryVectors
 from server.reader import Reader
-from server.semantic import Semantic
+from server.search.dense_candidates import Semantic, visible_hashes
 from server.tools import ToolContext, call_tool
 
 CACHE = REPO / ".sezzlee" / "bench" / f"search-latency-v{SCHEMA_VERSION}"
@@ -334,7 +334,7 @@ class _Served:
             return "none (no vectors)"
         if len(index) < self.view.meta.operations:
             return f"partial ({len(index):,} vectors): scan"
-        return index.path(self.view.visible_hashes(self.caller.audience))
+        return index.path(visible_hashes(self.view.seen(self.caller.audience)))
 
     def time(self, queries: Sequence[str], *, semantic: bool, passes: int = 1) -> dict[str, Any]:
         """p50/p99 of ``search_tools`` as the server runs it (``server.tools.call_tool``),

@@ -30,8 +30,9 @@ Definitions (search-semantics.md, Quality):
 
 Usage: ``python -m benchmarks.bench_search_quality [--tune] [SET ...]`` (every set when
 none is given; the report's goal lines need RestBench and WAPIIBench). ``--tune`` searches
-the development half only, without the peer: what a ranking experiment reads, so that
-no choice is ever made on held-out figures. ``make bench`` prints both halves.
+the development half only, without the peer, and prints the agent intents per style: what
+a ranking experiment reads, so that no choice is ever made on held-out figures. ``make
+bench`` prints both halves.
 """
 
 from __future__ import annotations
@@ -61,7 +62,10 @@ from catalog.visibility import Audience, partition
 from indexer.converted import write_converted
 from server.query_vectors import shared_query_vectors
 from server.reader import Reader
-from server.semantic import Semantic
+from server.search.dense_candidates import Semantic
+from server.search.keyword_candidates import query_words
+from server.search.pipeline import search
+from server.search.scope import scope_of
 from server.view import CatalogView
 
 SETS = ("restbench", "wapiibench", "agentintents")
@@ -143,7 +147,7 @@ def sezzlee_ranker(
 ) -> Ranker:
     """search_tools over a fresh index of ``tools``, as ``caller`` sees it; with
     ``encoder``, the index has its tool vectors and the semantic side is on, as in a
-    server (``server/semantic.py``)."""
+    server (``server/search/``)."""
     write_converted(directory, tools, encoder=None if encoder is None else lambda: encoder)
     semantic = None
     if encoder is None:
@@ -156,11 +160,12 @@ def sezzlee_ranker(
         view = loaded
         semantic = Semantic(queries=shared_query_vectors(2), reader=reader)
     audience = caller(view)
+    loop = asyncio.new_event_loop()
 
     def rank(text: str) -> list[str]:
         request = SearchRequest(query=text, limit=TOP)
-        dense = None if semantic is None else semantic.candidates_now(view, request, audience)
-        answer = view.search(request, audience, budget=1 << 30, dense=dense)
+        found = search(view, request, audience, budget=1 << 30, semantic=semantic)
+        answer = loop.run_until_complete(found)
         return [r["name"] for r in json.loads(answer)["results"]]
 
     return rank
@@ -307,8 +312,9 @@ def _style_table(rows: list[dict[str, Any]], name: str) -> str:
         "| semantic on hit@1 | hit@5 | MRR | FastMCP hit@1 | hit@5 | MRR |",
         "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
+    halves = [h for h in ("all", "dev", "held-out") if any(r["half"] == h for r in styled)]
     for catalog in dict.fromkeys(r["catalog"] for r in styled):
-        for half in ("all", "dev", "held-out"):
+        for half in halves:
             for style in styles:
                 cells = {
                     r["engine"]: r
@@ -350,8 +356,7 @@ def keyword_first_count(
         rank = sezzlee_ranker(directory, tools[spec], everyone, encoder=encoder)
         view = open_catalog(directory)
         for query in (q for q in styled if q.spec == spec):
-            scope = view._scope((), everyone(view))
-            words = view._words(query.text, scope.state)
+            words = query_words(view, query.text, scope_of(view, (), everyone(view)))
             matching = matching_every_keyword(view.schema, words.keywords, None)
             if matching is None:
                 continue
@@ -435,6 +440,9 @@ def main(argv: list[str]) -> int:
     (RESULTS / output).write_text(json.dumps(rows, indent=2) + "\n")
     if tune:
         print(_table(rows))
+        if any(r["set"] == "agentintents" for r in rows):
+            print("\nAgent intents by request style (development half):\n")
+            print(_style_table(rows, "agentintents"))
         return 0
     print("## Search quality\n")
     print(

@@ -159,10 +159,11 @@ class SynonymsConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_f
 
     equivalent: tuple[tuple[str, ...], ...] = ()
     """Groups of words that mean the same in this catalog: a query holding any of them
-    also searches the others (``[["ticket", "issue"], ["charge", "pay"]]``)."""
+    also searches the others (``[["ticket", "issue"], ["charge", "pay"]]``). A group
+    holds two different words at least."""
     one_way: dict[str, tuple[str, ...]] = msgspec.field(default_factory=dict)
     """A query word → words it also searches, not the reverse (``card = ["payment"]``:
-    a query for payments does not search cards)."""
+    a query for payments does not search cards). Each rule names one word at least."""
 
 
 class SearchConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -506,6 +507,7 @@ def decode_config(data: bytes, *, file: str) -> Config:
         raw = msgspec.toml.decode(data)
     except msgspec.DecodeError as exc:
         raise ConfigError(file, f"not valid TOML: {exc}") from exc
+    _check_synonyms_shape(raw, file)
     try:
         config = msgspec.convert(raw, type=Config)
     except msgspec.ValidationError as exc:
@@ -547,8 +549,39 @@ def _check_server(server: ServerConfig, file: str) -> None:
         )
 
 
+def _check_synonyms_shape(raw: object, file: str) -> None:
+    """A word written as a key of ``[search.synonyms]`` (``ticket = ["issue"]``), the
+    likeliest mistake there, is refused saying which of the two shapes to write.
+    """
+    search = raw.get("search") if isinstance(raw, dict) else None
+    synonyms = search.get("synonyms") if isinstance(search, dict) else None
+    if not isinstance(synonyms, dict):
+        return  # absent, or the wrong type: msgspec says so
+    for key, value in synonyms.items():
+        if key in ("equivalent", "one_way"):
+            continue
+        given = [value] if isinstance(value, str) else value
+        words = ", ".join(f'"{w}"' for w in given) if isinstance(given, list) else "..."
+        raise ConfigError(
+            file,
+            f"search.synonyms.{key}: not a key of [search.synonyms]; words that mean the "
+            f'same are a group, equivalent = [["{key}", {words}]], and a word that also '
+            f"searches others without the reverse is a rule, one_way = {{ {key} = [{words}] }}",
+        )
+
+
 def _check_synonyms(synonyms: SynonymsConfig, file: str) -> None:
-    """Each synonym is one word of letters or digits, as search folds it."""
+    """Each synonym is one word of letters or digits, as search folds it; a group holds
+    two different words at least, a rule one word at least.
+    """
+    for i, group in enumerate(synonyms.equivalent):
+        if len({w.casefold() for w in group}) < 2:
+            raise ConfigError(
+                file, f"search.synonyms.equivalent[{i}]: a group needs two different words"
+            )
+    for key, words in synonyms.one_way.items():
+        if not words:
+            raise ConfigError(file, f"search.synonyms.one_way.{key}: name a word it searches")
     named = [
         *(
             (f"search.synonyms.equivalent[{i}]", w)

@@ -1,6 +1,6 @@
 """Reciprocal-rank fusion of ranked candidate lists: pure, deterministic, no I/O.
 
-The search pipeline (``server/view.py``) ranks tools lexically and, when a semantic side
+The search pipeline (``server/search/``) ranks tools lexically and, when a semantic side
 is configured, densely; this module turns the two rankings into one
 (``catalog/spec/search-semantics.md`` §5.1). A candidate is identified by its tool's
 catalog ordinal (the card document's ``ord`` fast field: unique per tool, name order),

@@ -24,9 +24,9 @@ Pure: no I/O (tantivy ``Query`` objects are values). Normative in
   (``phrases``): its adjacent phrase-word pairs (``PAIR_BOOST``) and pairs one word
   apart (``NEAR_BOOST``) in a title's pairs, its runs of words as a whole title
   (``WHOLE_BOOST``), and its words under the method its request verb implies
-  (``ACT_BOOST``). Ties are broken by catalog order in the view (``server.view``), not
+  (``ACT_BOOST``). Ties are broken by catalog order in the pipeline (``server/search/``), not
   here.
-* ``search_words``: the words step of the search pipeline (``server/view.py``):
+* ``search_words``: the words step of the search pipeline (``server/search/``):
   keywords with the lookup rule (``with_lookup``), and ``phrases``; ``query_terms``
   lists every boosted term they add up (the rank query's, and ``--explain-search``'s).
 * ``phrases``: the query's phrase words (:func:`catalog.english.phrase_words`, the

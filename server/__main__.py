@@ -2,7 +2,7 @@
 
 ``python -m server --index DIR [--config FILE] [--host H] [--port P] [--workers N]``
 (also the ``sezzlee-server`` console script). ``--explain-search QUERY`` prints why a
-search ranks what it ranks (``server/explain.py``) instead of serving. granian imports
+search ranks what it ranks (``server/search/explain.py``) instead of serving. granian imports
 the app in each worker process from an import string, so the parent hands the flags to
 the workers through ``SEZZLEE_*`` environment variables and :func:`app_from_env` (a
 granian factory) reads them there. This module is the only place in ``server/`` that
@@ -239,10 +239,11 @@ def _explain(args: argparse.Namespace, config: Config) -> int:
     from catalog.query import clamp_request
     from catalog.synonyms import Synonyms
     from catalog.visibility import partition
-    from server.explain import format_explanation
     from server.query_vectors import shared_query_vectors
     from server.reader import Reader
-    from server.semantic import Semantic
+    from server.search.dense_candidates import Semantic
+    from server.search.explain import Recording, explained, format_explanation
+    from server.search.pipeline import search_now
 
     semantic_on = config.search.semantic
     synonyms = Synonyms.of(config.search.synonyms)
@@ -256,20 +257,21 @@ def _explain(args: argparse.Namespace, config: Config) -> int:
         keys = {PUBLIC_KEY, *view.meta.policies, *view.meta.tags}  # every key a tool carries
         audience = Audience(visible=frozenset(keys))
     request = clamp_request({"query": args.explain_search, "limit": args.limit})
-    if not semantic_on:
-        total, rows = view.explain(request, audience)
-    else:
+    semantic = None
+    if semantic_on:
         try:
             queries = shared_query_vectors(config.search.query_threads)
         except ModelUnavailable as exc:
             print(f"sezzlee-server: {exc}", file=sys.stderr)
             return 2
         semantic = Semantic(queries=queries, reader=reader)
-        dense = semantic.candidates_now(view, request, audience)
-        total, rows = view.explain(
-            request, audience, dense=dense or [], unvectored=semantic.unvectored(view)
-        )
-    print(format_explanation(request.query, rows, total=total), end="")
+    record = Recording()
+    try:
+        search_now(view, request, audience, budget=1 << 62, semantic=semantic, record=record)
+    finally:
+        if semantic is not None:
+            semantic.close()
+    print(format_explanation(request.query, record, explained(view, record)), end="")
     return 0
 
 

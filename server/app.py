@@ -30,7 +30,7 @@ from server.notify import DEFAULT_KEEPALIVE, Notifier
 from server.ops import healthz, metrics, protected_resource, readyz
 from server.query_vectors import shared_query_vectors
 from server.reader import Reader
-from server.semantic import Semantic
+from server.search.dense_candidates import Semantic
 from server.state import ServerState
 
 if TYPE_CHECKING:

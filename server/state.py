@@ -23,7 +23,7 @@ from server.reader import Reader
 
 if TYPE_CHECKING:
     from server.invoke.invoker import Invoker
-    from server.semantic import Semantic
+    from server.search.dense_candidates import Semantic
     from server.view import CatalogView
 
 __all__ = ["ServerState"]

@@ -9,7 +9,8 @@ Dispatch returns the result payload as JSON bytes, or raises :class:`ToolError`,
 one takes well under a millisecond on 125,000 operations, less than the hop to a worker
 thread and back costs the loop (``benchmarks/bench_http.py``); a worker process per core
 is what spreads them. The query's vector, with the semantic side on, is computed in a
-worker thread meanwhile (``server/semantic.py``): milliseconds of model, not of the loop.
+worker thread meanwhile (``server/search/dense_candidates.py``): milliseconds of model,
+not of the loop.
 """
 
 from __future__ import annotations
@@ -23,11 +24,12 @@ from catalog.errors import InvalidSearchArguments
 from catalog.query import clamp_request
 from server.errors import CatalogUnavailable, InvalidArguments, ToolError
 from server.messages import Tool
+from server.search.pipeline import search
 
 if TYPE_CHECKING:
     from server.identity.caller import Caller
     from server.invoke.invoker import Invoker
-    from server.semantic import Semantic
+    from server.search.dense_candidates import Semantic
     from server.view import CatalogView
 
 __all__ = ["META_TOOLS", "ToolContext", "call_tool"]
@@ -171,11 +173,9 @@ async def call_tool(tool: str, arguments: Mapping[str, Any], ctx: ToolContext) -
             request = clamp_request(dict(arguments))
         except InvalidSearchArguments as exc:
             raise InvalidArguments(str(exc), errors=exc.errors) from exc
-        if ctx.semantic is not None:
-            return await ctx.semantic.search(
-                view, request, audience, budget=ctx.budget, caller=ctx.client
-            )
-        return view.search(request, audience, budget=ctx.budget)
+        return await search(
+            view, request, audience, budget=ctx.budget, semantic=ctx.semantic, caller=ctx.client
+        )
     if tool == "load_tool":
         name = arguments.get("name")
         if not isinstance(name, str):

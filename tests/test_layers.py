@@ -3,7 +3,8 @@
 ``indexer`` and ``server`` import ``catalog``, never each other; ``catalog`` imports
 neither; none of them imports ``sezzlee``, the command that dispatches to both;
 ``server/protocol.py`` and the pure steps of ``server/invoke/`` stay free of I/O
-libraries.
+libraries; the search pipeline's steps (``server/search/``) import only the steps before
+them, and nothing but its callers reaches into it.
 """
 
 from __future__ import annotations
@@ -89,3 +90,82 @@ def test_no_machine_paths_in_tree() -> None:
             text = path.read_text(encoding="utf-8", errors="replace")
             hits += [f"{path.relative_to(ROOT)}: {s}" for s in suspicious if s in text]
     assert hits == []
+
+
+# The search pipeline's steps, in order: a step imports only the steps before it, so a
+# search's query goes down the list and never comes back to a module it left
+# (server/search/pipeline.py reads them top to bottom).
+SEARCH_STEPS: Final = (
+    "scope",
+    "keyword_candidates",
+    "dense_candidates",
+    "admission",
+    "fusion",
+    "page",
+    "explain",
+    "pipeline",
+)
+# What the pipeline reads outside its package and catalog/: the view's snapshot and
+# caches, the vectors and the encoder (server/dense.py, server/query_vectors.py), the
+# encoder's queue, the reader that holds the vectors, the errors it raises.
+SEARCH_READS: Final = {
+    "server.view",
+    "server.dense",
+    "server.query_vectors",
+    "server.fair",
+    "server.reader",
+    "server.errors",
+}
+# Who runs a search: the meta tools' dispatch and explain (and the state that holds the
+# semantic side, and the app that makes it).
+SEARCH_CALLERS: Final = {
+    "server/tools.py",
+    "server/__main__.py",
+    "server/app.py",
+    "server/state.py",
+}
+
+
+def _modules_imported(path: Path) -> set[str]:
+    """Every absolute module ``path`` imports, dotted (``server.search.scope``)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+            names.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return names
+
+
+def test_the_search_steps_import_only_the_steps_before_them() -> None:
+    package = ROOT / "server" / "search"
+    assert sorted(p.stem for p in package.glob("*.py")) == sorted({*SEARCH_STEPS, "__init__"})
+    wrong = {}
+    for i, step in enumerate(SEARCH_STEPS):
+        imported = _modules_imported(package / f"{step}.py")
+        later = {f"server.search.{s}" for s in SEARCH_STEPS[i:]} & imported
+        outside = {
+            m
+            for m in imported
+            if m.split(".")[0] == "server"
+            and not m.startswith("server.search")
+            and not any(m == r or m.startswith(f"{r}.") for r in SEARCH_READS)
+        }
+        if later or outside:
+            wrong[step] = sorted(later | outside)
+    assert wrong == {}
+
+
+def test_the_view_and_the_rest_of_the_server_do_not_reach_into_the_pipeline() -> None:
+    # The view is read by the pipeline and never calls back into it; only the callers
+    # run a search.
+    reaching = sorted(
+        str(path.relative_to(ROOT))
+        for path in _modules("server")
+        if "search" not in path.relative_to(ROOT / "server").parts[:-1]
+        and any(m.startswith("server.search") for m in _modules_imported(path))
+        and str(path.relative_to(ROOT)) not in SEARCH_CALLERS
+    )
+    assert reaching == []

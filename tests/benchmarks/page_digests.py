@@ -4,7 +4,9 @@ Every query of ``benchmarks/data`` (RestBench, WAPIIBench, agent intents) is sea
 its own spec's index, built by the indexer, with the semantic side off and on (its tool
 vectors then built too), as the quality benchmark's caller
 (``benchmarks/bench_search_quality.py``). The page bytes (cards, limit 10, and the same
-query as ``detail = "schema"``) of each set are hashed together.
+query as ``detail = "schema"``) of each set are hashed together, with a third page per
+query that takes the pipeline's other paths in turn (:func:`variant`: a caller who sees
+part of the catalog or is uncertain of part, a tags filter, another limit).
 ``tests/benchmarks/test_page_digests.py`` holds the search pipeline to the recorded
 digests: a refactor must leave every page byte-identical, and a ranking change records
 new ones on purpose (``python -m tests.benchmarks.page_digests`` rewrites
@@ -28,11 +30,14 @@ from benchmarks.bench_search_quality import (
 )
 from benchmarks.catalog_index import everyone
 from catalog.embedding import Encoder
-from catalog.query import clamp_request
+from catalog.query import SearchRequest, clamp_request
+from catalog.visibility import PUBLIC_KEY, Audience
 from indexer.converted import write_converted
 from server.query_vectors import QueryVectors
 from server.reader import Reader
-from server.semantic import Semantic
+from server.search.dense_candidates import Semantic
+from server.search.pipeline import search_now
+from server.view import CatalogView
 
 RECORDED = Path(__file__).with_name("page_digests.json")
 
@@ -46,6 +51,25 @@ def encoder_fingerprint() -> str:
     another CPU; ``tests/benchmarks/test_model_reference.py`` checks the agreement).
     """
     return hashlib.sha256(Encoder(threads=1).embed(list(PROBES)).tobytes()).hexdigest()
+
+
+def variant(
+    view: CatalogView, caller: Audience, text: str, i: int
+) -> tuple[SearchRequest, Audience]:
+    """The ``i``-th query's third page: the set's caller, one who sees every other key, or
+    one uncertain of a third of them; no tags, one of the catalog's tags, or a tag nobody
+    carries; limit 3, 25 or 50 (each cycle its own length, so they combine).
+    """
+    keys = sorted({PUBLIC_KEY, *view.meta.policies, *view.meta.tags})
+    audience = (
+        caller,
+        Audience(visible=frozenset({PUBLIC_KEY, *keys[1::2]})),
+        Audience(visible=frozenset({PUBLIC_KEY, *keys[::3]}), uncertain=frozenset(keys[1::3])),
+    )[i % 3]
+    tags = sorted({t for group in view.meta.tags.values() for t in group})
+    filters = ((), (tags[i % len(tags)],) if tags else (), ("no tool carries this",))[i % 4 % 3]
+    limit = (3, 25, 50)[i % 5 % 3]
+    return clamp_request({"query": text, "limit": limit, "tags": list(filters)}), audience
 
 
 def digests(*, semantic: bool) -> dict[str, str]:
@@ -67,14 +91,15 @@ def digests(*, semantic: bool) -> dict[str, str]:
                 dense_side = Semantic(queries=queries_vectors, reader=reader)
                 caller = anonymous_uncertain if name in UNCERTAIN_CALLER else everyone
                 audience = caller(view)
-                for query in (q for q in queries if q.spec == spec):
-                    for detail in ("card", "schema"):
-                        arguments = {"query": query.text, "limit": 10, "detail": detail}
-                        request = clamp_request(arguments)
-                        dense = (
-                            dense_side.candidates_now(view, request, audience) if semantic else None
-                        )
-                        page = view.search(request, audience, budget=1 << 30, dense=dense)
+                for i, query in enumerate(q for q in queries if q.spec == spec):
+                    searches = [
+                        (clamp_request({"query": query.text, "limit": 10, "detail": d}), audience)
+                        for d in ("card", "schema")
+                    ]
+                    searches.append(variant(view, audience, query.text, i))
+                    for request, seen_by in searches:
+                        side = dense_side if semantic else None
+                        page = search_now(view, request, seen_by, budget=1 << 30, semantic=side)
                         digest.update(query.id.encode() + b"\0" + page + b"\n")
             found[name] = digest.hexdigest()
     return found

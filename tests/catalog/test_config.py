@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import re
+
 import msgspec
 import pytest
 
@@ -272,3 +274,37 @@ def test_search_section_turns_the_semantic_side_on_by_default_and_off_by_key() -
         decode_config(b"[search]\nquery_threads = 0\n", file="c.toml")
     with pytest.raises(ConfigError, match=r"c.toml.*semantc"):
         decode_config(b"[search]\nsemantc = false\n", file="c.toml")
+
+
+@pytest.mark.parametrize(
+    ("toml", "problem"),
+    [
+        (
+            'ticket = ["issue"]',
+            "search.synonyms.ticket: not a key of [search.synonyms]; words that mean the same "
+            'are a group, equivalent = [["ticket", "issue"]], and a word that also searches '
+            'others without the reverse is a rule, one_way = { ticket = ["issue"] }',
+        ),
+        ('equivalent = ["ticket", "issue"]', "search.synonyms.equivalent[0]: Expected `array`"),
+        ('equivalent = [["ticket"]]', "search.synonyms.equivalent[0]: a group needs two"),
+        ('equivalent = [["Ticket", "ticket"]]', "search.synonyms.equivalent[0]: a group needs"),
+        ("one_way = { charge = [] }", "search.synonyms.one_way.charge: name a word it searches"),
+        ('one_way = { charge = "pay" }', "search.synonyms.one_way[...]: Expected `array`"),
+        (
+            'equivalent = [["ticket", "pull request"]]',
+            "search.synonyms.equivalent[0]: 'pull request' is not one word",
+        ),
+    ],
+)
+def test_synonyms_that_say_nothing_or_in_another_shape_are_refused_by_key(
+    toml: str, problem: str
+) -> None:
+    with pytest.raises(ConfigError, match=re.escape(problem)):
+        decode_config(f"[search.synonyms]\n{toml}\n".encode(), file="t.toml")
+
+
+def test_synonyms_read_as_groups_and_rules() -> None:
+    toml = '[search.synonyms]\nequivalent = [["ticket", "issue"]]\none_way = { charge = ["pay"] }\n'
+    synonyms = decode_config(toml.encode(), file="t.toml").search.synonyms
+    assert synonyms.equivalent == (("ticket", "issue"),)
+    assert synonyms.one_way == {"charge": ("pay",)}

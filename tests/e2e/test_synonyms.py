@@ -3,7 +3,8 @@
 A Jira-like catalog indexed by the real indexer, the real app with a config that says
 "ticket" means "issue" and "charge" searches "pay" (one way), searched over MCP and
 explained by ``python -m server --explain-search``. The semantic side is off, so what
-is checked is the keyword side alone.
+is checked is the keyword side alone; then on, where a keyword query's matches by a
+synonym stay above the dense side's guesses as matches by its own words do.
 """
 
 from __future__ import annotations
@@ -107,6 +108,51 @@ def test_explain_shows_the_synonym_that_matched(tracker: Path) -> None:
         check=True,
     )
     assert "issue (for ticket)" in explained.stdout, explained.stdout
+
+
+SEMANTIC_CONFIG = CONFIG.replace("semantic = false", "query_threads = 1")
+
+
+@pytest.fixture(scope="module")
+def semantic_tracker(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("semantic-tracker")
+    (root / "specs").mkdir()
+    inventory = {f"count_{thing}": f"Count the {thing} in stock" for thing in WAREHOUSE}
+    operations = OPERATIONS | inventory
+    (root / "specs" / "tracker.json").write_text(openapi_json(operations, title="Tracker"))
+    (root / "sezzlee.toml").write_text(SEMANTIC_CONFIG)
+    run_indexer(root / "specs", root / "index", root / "sezzlee.toml")
+    return root
+
+
+WAREHOUSE = ("pallets", "crates", "forklifts", "shelves", "scanners", "docks", "bins")
+
+
+def test_with_the_semantic_side_a_synonyms_matches_stay_on_top(semantic_tracker: Path) -> None:
+    # "ticket" is a keyword query: the tools matching it, by its own word or by the
+    # operator's synonym, come before any tool the dense side alone guessed.
+    for server in _server(semantic_tracker, SEMANTIC_CONFIG):
+        assert server.app.state.server.semantic is not None
+        found = _names(server, "ticket")
+        assert set(found) == {
+            "tracker.ticket_report",
+            "tracker.create_issue",
+            "tracker.get_issue",
+            "tracker.assign_issue",
+        }
+    explained = subprocess.run(
+        [
+            *(sys.executable, "-m", "server", "--index", str(semantic_tracker / "index")),
+            *("--config", str(semantic_tracker / "sezzlee.toml"), "--explain-search", "ticket"),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    ).stdout
+    assert "keywords: ticket (also issue)" in explained, explained
+    assert "keyword style: the 4 matching every keyword first" in explained, explained
 
 
 def test_a_synonym_that_is_not_one_word_is_refused_naming_its_key() -> None:

@@ -26,6 +26,7 @@ from indexer.session import Session
 from tests.indexer.helpers import IndexView, read_index, spec_yaml
 from tests.indexer.test_watch import Watched
 from tests.server._index_fixtures import open_view
+from tests.server._index_fixtures import search as search_tools
 
 SPEC = 'specs."github.json".namespace = "gh"\n'
 RULES = """
@@ -130,7 +131,7 @@ def test_search_finds_variants_and_shows_the_renamed_tag(built: Built) -> None:
     view = open_view(built.curated_dir)
 
     def search(**arguments: object) -> dict[str, object]:
-        answer = view.search(clamp_request(arguments), EVERYONE, budget=1_000_000)
+        answer = search_tools(view, clamp_request(arguments), EVERYONE, budget=1_000_000)
         result: dict[str, object] = json.loads(answer)
         return result
 

@@ -7,24 +7,34 @@ tests that import them from this module).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import asyncio
+from collections.abc import Container, Iterable, Sequence
 from pathlib import Path
 
 import tantivy
 
+from catalog.fusion import Candidate
 from catalog.index_schema import read_meta, register_analyzers
 from catalog.model import CatalogTool
+from catalog.query import SearchRequest
+from catalog.visibility import Audience
 from indexer.converted import write_converted
+from server.search.dense_candidates import DenseSide
+from server.search.explain import Recording
+from server.search.pipeline import search_now
+from server.search.scope import Scope
 from server.view import CatalogView
 from tests.server.harness import TEST_HEAP_BYTES
 from tests.tools import BEARER, make_tool, secured
 
 __all__ = [
     "BEARER",
+    "Fixed",
     "append_segment",
     "build_view",
     "make_tool",
     "open_view",
+    "search",
     "secured",
     "write_index",
 ]
@@ -56,3 +66,42 @@ def build_view(directory: Path, tools: Iterable[CatalogTool]) -> CatalogView:
     """Write then open."""
     write_index(directory, tools)
     return open_view(directory)
+
+
+class Fixed:
+    """A semantic side whose dense candidates are given (``DenseSide``): the pipeline's
+    fusion tested without a model."""
+
+    def __init__(self, candidates: Sequence[Candidate], *, unvectored: Container[int] = ()):
+        self.candidates = list(candidates)
+        self._unvectored = unvectored
+        self.started = 0
+
+    def start(
+        self, view: CatalogView, request: SearchRequest, scope: Scope, *, caller: str = ""
+    ) -> asyncio.Future[list[Candidate]] | None:
+        """The given candidates, already there."""
+        self.started += 1
+        done: asyncio.Future[list[Candidate]] = asyncio.get_running_loop().create_future()
+        done.set_result(self.candidates)
+        return done
+
+    def unvectored(self, view: CatalogView) -> Container[int]:
+        """The ordinals given as having no vector."""
+        return self._unvectored
+
+
+def search(
+    view: CatalogView,
+    request: SearchRequest,
+    audience: Audience,
+    *,
+    budget: int = 10**7,
+    dense: Sequence[Candidate] | None = None,
+    semantic: DenseSide | None = None,
+    record: Recording | None = None,
+) -> bytes:
+    """The search pipeline's answer, with ``dense`` as the semantic side's candidates
+    (None: ``semantic``, by default none)."""
+    side = semantic if dense is None else Fixed(dense)
+    return search_now(view, request, audience, budget=budget, semantic=side, record=record)

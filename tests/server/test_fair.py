@@ -15,7 +15,8 @@ from indexer.converted import write_converted
 from server.fair import FairExecutor
 from server.query_vectors import QueryVectors
 from server.reader import Reader
-from server.semantic import Semantic
+from server.search.dense_candidates import Semantic
+from server.search.pipeline import search
 from tests.server._index_fixtures import make_tool
 from tests.server.harness import TEST_HEAP_BYTES
 
@@ -128,7 +129,9 @@ def test_a_remembered_query_is_answered_while_the_encoder_is_busy(index_dir: Pat
         flood = semantic.encoder.submit("127.0.0.2", lambda: held.wait(30))
         try:
             return await asyncio.wait_for(
-                semantic.search(view, request, Audience(), budget=10**7, caller="127.0.0.1"),
+                search(
+                    view, request, Audience(), budget=10**7, semantic=semantic, caller="127.0.0.1"
+                ),
                 timeout=20,
             )
         finally:

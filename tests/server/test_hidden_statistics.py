@@ -17,8 +17,9 @@ from hypothesis import strategies as st
 from catalog.model import CatalogTool
 from catalog.query import clamp_request
 from catalog.visibility import Audience, visibility_key
+from server.search.explain import Recording, explained
 from server.view import CatalogView
-from tests.server._index_fixtures import build_view, make_tool, secured
+from tests.server._index_fixtures import build_view, make_tool, search, secured
 
 ADMIN = secured("shop", "admin")
 PUBLIC = Audience()
@@ -56,7 +57,9 @@ def views(tmp_path_factory: pytest.TempPathFactory) -> tuple[CatalogView, Catalo
 
 
 def _answer(view: CatalogView, **arguments: Any) -> dict[str, Any]:
-    answer: dict[str, Any] = json.loads(view.search(clamp_request(arguments), PUBLIC, budget=10**7))
+    answer: dict[str, Any] = json.loads(
+        search(view, clamp_request(arguments), PUBLIC, budget=10**7)
+    )
     return answer
 
 
@@ -77,8 +80,11 @@ def test_hidden_tools_change_the_statistics_so_the_order_can_move(
     # The same caller seeing the hidden tools (uncertain) would get them listed: the
     # statistics are the same for both callers, the visibility is not.
     admin = json.loads(
-        beside.search(
-            clamp_request({"query": "order report", "limit": 3}), UNCERTAIN_ADMIN, budget=10**7
+        search(
+            beside,
+            clamp_request({"query": "order report", "limit": 3}),
+            UNCERTAIN_ADMIN,
+            budget=10**7,
         )
     )
     assert _names(admin)[0].startswith("x_order_")
@@ -107,10 +113,11 @@ def test_hidden_tools_never_change_what_is_listed_counted_or_matched(
     # The ranked group (the tools matching a keyword) and the padding are the same;
     # only the order inside the ranked group may differ.
     request = clamp_request({"query": query, "tags": tags, "limit": 50})
-    matched = [
-        {r.name for r in view.explain(request, PUBLIC)[1] if r.lexical_rank is not None}
-        for view in (alone, beside)
-    ]
+    matched = []
+    for view in (alone, beside):
+        record = Recording()
+        search(view, request, PUBLIC, record=record)
+        matched.append({r.name for r in explained(view, record) if r.lexical_rank is not None})
     assert matched[0] == matched[1]
     ranked = len(matched[0])
     assert _names(theirs)[ranked:] == _names(ours)[ranked:]

@@ -1,7 +1,9 @@
-"""server.view's search pipeline, step by step, over a real index; and the fusion seam.
+"""The search pipeline (``server/search/``), step by step, over a real index; the fusion
+seam; and explain, the record the pipeline writes.
 
-Each step of :meth:`CatalogView.search` (scope → words → lexical → fused → page →
-answer) is checked on its own here; ``test_view.py`` checks the contract end to end.
+Each step of :func:`server.search.pipeline.search` (scope → keyword candidates → admission
+→ fusion → page → answer) is checked on its own here; ``test_view.py`` checks the
+contract end to end.
 """
 
 from __future__ import annotations
@@ -19,12 +21,22 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from catalog.fusion import Candidate
-from catalog.query import clamp_request
+from catalog.query import SearchRequest, clamp_request
 from catalog.visibility import PUBLIC_KEY, Audience, visibility_key
 from server.errors import ResponseTooLarge
-from server.explain import format_explanation
-from server.view import LEXICAL_DEPTH, CatalogView, Hit
-from tests.server._index_fixtures import build_view, make_tool, secured
+from server.search.admission import admitted
+from server.search.explain import Explained, Recording, explained, format_explanation
+from server.search.fusion import as_hits, fused
+from server.search.keyword_candidates import (
+    LEXICAL_DEPTH,
+    Hit,
+    keyword_candidates,
+    query_words,
+)
+from server.search.page import answer, page
+from server.search.scope import Scope, scope_of
+from server.view import CatalogView
+from tests.server._index_fixtures import Fixed, build_view, make_tool, search, secured
 
 ROOT = Path(__file__).resolve().parents[2]
 ADMIN = secured("shop", "admin")
@@ -71,21 +83,33 @@ def _names(view: CatalogView, hits: list[Hit]) -> list[str]:
 
 def _search(view: CatalogView, audience: Audience = PUBLIC, **arguments: Any) -> list[str]:
     dense = arguments.pop("dense", None)
-    answer = view.search(clamp_request(arguments), audience, budget=10**7, dense=dense)
-    return [r["name"] for r in json.loads(answer)["results"]]
+    found = search(view, clamp_request(arguments), audience, dense=dense)
+    return [r["name"] for r in json.loads(found)["results"]]
+
+
+def _lexical(view: CatalogView, query: str, scope: Scope, count: int) -> list[Hit]:
+    return keyword_candidates(view, query_words(view, query, scope), scope, count)
+
+
+def _explain(
+    view: CatalogView, request: SearchRequest, dense: list[Candidate] | None = None, **kw: Any
+) -> tuple[int, list[Explained], Recording]:
+    record = Recording()
+    search(view, request, PUBLIC, dense=dense, record=record, **kw)
+    return record.total, explained(view, record), record
 
 
 # -- step 1: scope ------------------------------------------------------------------------
 
 
 def test_scope_counts_from_the_filters_alone(view: CatalogView) -> None:
-    everyone = view._scope((), ADMIN_TOO)
+    everyone = scope_of(view, (), ADMIN_TOO)
     assert (everyone.total, everyone.everything, everyone.unfiltered) == (66, True, False)
-    public = view._scope((), PUBLIC)
+    public = scope_of(view, (), PUBLIC)
     assert (public.total, public.everything, public.unfiltered) == (64, False, True)
-    tagged = view._scope(("ORDERS",), PUBLIC)
+    tagged = scope_of(view, ("ORDERS",), PUBLIC)
     assert (tagged.total, tagged.everything, tagged.unfiltered) == (3, False, False)
-    nobody = view._scope((" ",), PUBLIC)  # a tag that folds to nothing
+    nobody = scope_of(view, (" ",), PUBLIC)  # a tag that folds to nothing
     assert (nobody.total, nobody.filters) == (0, None)
 
 
@@ -105,19 +129,16 @@ class _CountingSearcher:
 
 
 def test_a_tags_filters_total_is_counted_once_per_view(tmp_path: Path) -> None:
-    # A tagged search with the semantic side on reads its scope twice: the tagged tools
-    # for the dense side (tagged_ordinals), then the lexical step. One count serves both.
+    # Agents repeat their filters: a tags filter's total is counted by the first search
+    # and read from the view by the next ones.
     view = build_view(tmp_path / "i", _tools())
     counting = _CountingSearcher(view.searcher)
     view.searcher = counting  # type: ignore[assignment]
     request = clamp_request({"query": "order", "tags": ["Orders"]})
-    tagged = view.tagged_ordinals(request.tags, PUBLIC)
-    assert tagged is not None
-    assert len(tagged) == 3
-    answer = json.loads(view.search(request, PUBLIC, budget=10**7, dense=[]))
-    assert answer["total"] == 3
+    for _ in range(2):
+        assert json.loads(search(view, request, PUBLIC, dense=[]))["total"] == 3
     assert counting.counts == 1
-    assert view._scope(("orders",), ADMIN_TOO).total == 3  # another audience: counted anew
+    assert scope_of(view, ("orders",), ADMIN_TOO).total == 3  # another audience: counted anew
     assert counting.counts == 2
 
 
@@ -125,8 +146,8 @@ def test_a_tags_filters_total_is_counted_once_per_view(tmp_path: Path) -> None:
 
 
 def test_words_judge_a_lookup_by_the_visible_catalog_only(view: CatalogView) -> None:
-    public = view._words("report on Mulholland", view._scope((), PUBLIC).state)
-    admin = view._words("report on Mulholland", view._scope((), ADMIN_TOO).state)
+    public = query_words(view, "report on Mulholland", scope_of(view, (), PUBLIC))
+    admin = query_words(view, "report on Mulholland", scope_of(view, (), ADMIN_TOO))
     # Only the hidden report says "Mulholland": for the public caller it is a value
     # the catalog has no word for, so the lookup keyword is added.
     assert "search" in [k.prefix for k in public.keywords]
@@ -163,8 +184,8 @@ def test_an_address_in_the_request_ranks_nothing(tmp_path: Path) -> None:
 def test_lexical_candidates_are_visible_best_first_ties_in_catalog_order(
     view: CatalogView,
 ) -> None:
-    scope = view._scope((), PUBLIC)
-    hits = view._lexical(view._words("order widget", scope.state), scope, 50)
+    scope = scope_of(view, (), PUBLIC)
+    hits = _lexical(view, "order widget", scope, 50)
     names = _names(view, hits)
     assert "purge_orders" not in names  # hidden: never a candidate
     assert len(hits) == 50
@@ -172,8 +193,8 @@ def test_lexical_candidates_are_visible_best_first_ties_in_catalog_order(
     assert scores == sorted(scores, reverse=True)
     for a, b in itertools.pairwise(hits):
         assert a.score > b.score or a.ord < b.ord
-    assert view._lexical(view._words("?!", scope.state), scope, 50) == []
-    assert len(view._lexical(view._words("widget", scope.state), scope, 7)) == 7
+    assert _lexical(view, "?!", scope, 50) == []
+    assert len(_lexical(view, "widget", scope, 7)) == 7
 
 
 # -- step 4: fusion with dense candidates ------------------------------------------------
@@ -187,19 +208,17 @@ def test_admitted_dense_candidates_pass_visibility_and_tags(view: CatalogView) -
         Candidate(_ord(view, "get_order"), 0.6),
         Candidate(_ord(view, "ship_parcel"), 0.5),  # listed twice: its first place counts
     ]
-    admitted = view._admitted(dense, view._scope((), PUBLIC))
-    assert _names(view, admitted) == ["ship_parcel", "get_order"]
-    assert [h.score for h in admitted] == [0.8, 0.6]
-    orders = view._admitted(dense, view._scope(("orders",), ADMIN_TOO))
+    kept = admitted(view, dense, scope_of(view, (), PUBLIC))
+    assert _names(view, kept) == ["ship_parcel", "get_order"]
+    assert [h.score for h in kept] == [0.8, 0.6]
+    orders = admitted(view, dense, scope_of(view, ("orders",), ADMIN_TOO))
     assert _names(view, orders) == ["get_order"]  # ship_parcel lacks the tag
 
 
 def test_fusing_no_dense_candidates_keeps_the_lexical_hits(view: CatalogView) -> None:
-    scope = view._scope((), PUBLIC)
-    words = view._words("order widget", scope.state)
-    lexical = view._lexical(words, scope, 50)
-    fused = view._fused(lexical, [], scope, words, clamp_request({"query": "order widget"}))
-    assert [h.address for h in fused] == [h.address for h in lexical]
+    lexical = _lexical(view, "order widget", scope_of(view, (), PUBLIC), 50)
+    ranking = as_hits(fused(lexical, [], frozenset()), lexical, [])
+    assert [h.address for h in ranking] == [h.address for h in lexical]
 
 
 def test_a_dense_candidate_can_lift_a_lexical_one_into_the_page(view: CatalogView) -> None:
@@ -215,7 +234,7 @@ def test_a_dense_candidate_can_lift_a_lexical_one_into_the_page(view: CatalogVie
     # (though catalog order would put ship before widget): it comes right after them.
     parcel = [Candidate(_ord(view, "ship_parcel"), 1.0)]
     orders = _search(view, query="list orders", limit=3)
-    _, rows = view.explain(clamp_request({"query": "list orders", "limit": 3}), PUBLIC, dense=[])
+    _, rows, _ = _explain(view, clamp_request({"query": "list orders", "limit": 3}), dense=[])
     assert [r.lexical_rank for r in rows][:2] == [1, 2]
     fused = _search(view, query="list orders", limit=3, dense=parcel)
     assert fused == [orders[0], "ship_parcel", orders[1]]
@@ -240,19 +259,19 @@ def test_no_dense_candidates_give_exactly_the_lexical_page(
     view: CatalogView, audience: Audience, query: str, tags: list[str] | None, limit: int
 ) -> None:
     request = clamp_request({"query": query, "tags": tags, "limit": limit})
-    lexical = view.search(request, audience, budget=10**7)
-    assert view.search(request, audience, budget=10**7, dense=[]) == lexical
+    lexical = search(view, request, audience)
+    assert search(view, request, audience, dense=[]) == lexical
 
 
 # -- step 5: page -------------------------------------------------------------------------
 
 
 def test_page_pads_in_catalog_order_without_repeating(view: CatalogView) -> None:
-    scope = view._scope((), PUBLIC)
-    ranked = view._lexical(view._words("parcel", scope.state), scope, 5)
-    page = [_name(view, a) for a in view._page(ranked, scope, 5)]
-    assert page == ["ship_parcel", "create_order", "get_order", "list_orders", "widget_00"]
-    assert [_name(view, a) for a in view._page([], scope, 2)] == ["create_order", "get_order"]
+    scope = scope_of(view, (), PUBLIC)
+    ranked = _lexical(view, "parcel", scope, 5)
+    found = [_name(view, a) for a in page(view, ranked, scope, 5)]
+    assert found == ["ship_parcel", "create_order", "get_order", "list_orders", "widget_00"]
+    assert [_name(view, a) for a in page(view, [], scope, 2)] == ["create_order", "get_order"]
 
 
 # -- step 6: answer -----------------------------------------------------------------------
@@ -260,15 +279,15 @@ def test_page_pads_in_catalog_order_without_repeating(view: CatalogView) -> None
 
 def test_answer_writes_total_tags_and_marks_uncertain_cards(view: CatalogView) -> None:
     request = clamp_request({"query": "purge", "limit": 1})
-    scope = view._scope((), UNCERTAIN)
-    page = view._page(view._lexical(view._words("purge", scope.state), scope, 1), scope, 1)
-    answer = json.loads(view._answer(page, request, UNCERTAIN, scope, budget=10**6))
-    assert answer["total"] == 66
-    assert answer["tags"] == ["orders", "shipping"]
-    assert answer["results"][0]["name"] == "purge_orders"
-    assert answer["results"][0]["authUncertain"] is True
+    scope = scope_of(view, (), UNCERTAIN)
+    found = page(view, _lexical(view, "purge", scope, 1), scope, 1)
+    written = json.loads(answer(view, found, request, UNCERTAIN, scope, budget=10**6))
+    assert written["total"] == 66
+    assert written["tags"] == ["orders", "shipping"]
+    assert written["results"][0]["name"] == "purge_orders"
+    assert written["results"][0]["authUncertain"] is True
     with pytest.raises(ResponseTooLarge):
-        view._answer(page, request, UNCERTAIN, scope, budget=10)
+        answer(view, found, request, UNCERTAIN, scope, budget=10)
 
 
 # -- explain ------------------------------------------------------------------------------
@@ -276,7 +295,7 @@ def test_answer_writes_total_tags_and_marks_uncertain_cards(view: CatalogView) -
 
 def test_explain_gives_each_result_its_ranks_scores_and_matched_words(view: CatalogView) -> None:
     request = clamp_request({"query": "list orders", "limit": 4})
-    total, rows = view.explain(request, PUBLIC)
+    total, rows, record = _explain(view, request)
     assert total == 64
     assert [r.name for r in rows] == _search(view, query="list orders", limit=4)
     first = rows[0]
@@ -289,21 +308,28 @@ def test_explain_gives_each_result_its_ranks_scores_and_matched_words(view: Cata
     assert "whole" in matched["list order"]  # the title says the query, in order
     scores = [r.lexical_score for r in rows if r.lexical_score is not None]
     assert scores == sorted(scores, reverse=True)
-    text = format_explanation(request.query, rows, total=total)
+    assert all(r.fused_score is None for r in rows)  # nothing was fused
+    text = format_explanation(request.query, record, rows)
     assert "list_orders" in text
-    assert "off" in text
+    assert "semantic side is off" in text
+    assert "keywords: list, orders" in text
 
 
 def test_explain_shows_dense_ranks_and_tools_without_a_vector(view: CatalogView) -> None:
     parcel = _ord(view, "ship_parcel")
     request = clamp_request({"query": "list orders", "limit": 3})
-    total, rows = view.explain(request, PUBLIC, dense=[Candidate(parcel, 1.0)])
+    _, rows, record = _explain(view, request, dense=[Candidate(parcel, 1.0)])
     # The lexical first and the dense-only first tie; the request's own words win it.
     assert rows[1].name == "ship_parcel"
     assert (rows[1].lexical_rank, rows[1].dense_rank, rows[1].dense) == (None, 1, "")
     assert (rows[0].lexical_rank, rows[0].dense_rank) == (1, None)
-    assert "list_orders" in format_explanation("list orders", rows, total=total)
-    _, rows = view.explain(request, PUBLIC, dense=[], unvectored={_ord(view, rows[0].name)})
+    text = format_explanation("list orders", record, rows)
+    assert "list_orders" in text
+    assert "fused with 1 of 1 dense candidates" in text
+    unvectored = {_ord(view, rows[0].name)}
+    record = Recording()
+    search(view, request, PUBLIC, record=record, semantic=Fixed([], unvectored=unvectored))
+    rows = explained(view, record)
     assert rows[0].dense == "no vector"
     assert rows[0].name == _search(view, query="list orders", limit=1)[0]
     assert rows[1].dense == ""
@@ -325,7 +351,7 @@ def test_explain_search_on_the_command_line(view: CatalogView, tmp_path: Path) -
     )
     lines = answer.stdout.splitlines()
     assert "66 tools" in lines[0]  # the anonymous caller sees the admin tools, uncertain
-    assert "purge_orders" in lines[4]
+    assert "purge_orders" in lines[6]
     assert "'purge': " in answer.stdout
     hidden = subprocess.run(
         [*argv, "--explain-search", "purge orders"],

@@ -19,7 +19,7 @@ from catalog.config import Config, SearchConfig
 from catalog.embedding import Encoder
 from catalog.fusion import Candidate
 from catalog.model import CatalogTool
-from catalog.query import clamp_request
+from catalog.query import SearchRequest, clamp_request, keywords, operation_text
 from catalog.vectors import VECTORS_DIR, sidecar_path
 from catalog.visibility import PUBLIC_KEY, Audience
 from indexer.converted import write_converted
@@ -28,9 +28,16 @@ from server.app import create_app
 from server.errors import ResponseTooLarge
 from server.query_vectors import QueryVectors
 from server.reader import Reader
-from server.semantic import Semantic
+from server.search import keyword_candidates, pipeline
+from server.search.admission import admitted
+from server.search.dense_candidates import DENSE_DEPTH, Semantic, tagged_ordinals, visible_hashes
+from server.search.explain import Recording
+from server.search.page import page
+from server.search.pipeline import search
+from server.search.scope import scope_of
 from server.view import CatalogView
 from tests.server._index_fixtures import make_tool, open_view, secured
+from tests.server._index_fixtures import search as search_with
 from tests.server.harness import TEST_HEAP_BYTES, ServerThread, serve
 from tests.server.test_http import modern_post
 
@@ -99,7 +106,7 @@ def test_with_the_semantic_side_off_answers_are_the_lexical_pipelines_bytes(
     assert lexical.app.state.server.semantic is None
     for query in QUERIES:
         request = clamp_request({"query": query, "limit": 3})
-        expected = view.search(request, Audience(), budget=10**7).decode()
+        expected = search_with(view, request, Audience(), budget=10**7).decode()
         assert _search(lexical, query)[0] == expected
 
 
@@ -167,7 +174,8 @@ def test_a_tool_without_a_vector_is_found_by_its_words_and_explained_so(
         timeout=60,
         check=True,
     ).stdout.splitlines()
-    assert by_meaning[4].split() == ["1", "-", "1", "0.16667", "stock_count"]  # dense rank 1
+    assert by_meaning[6].split() == ["1", "-", "1", "0.16667", "stock_count"]  # dense rank 1
+    assert "fused with" in by_meaning[2]
     assert "no keyword matched" not in "\n".join(by_meaning)  # the dense side ranked it
 
 
@@ -186,34 +194,49 @@ OVERLAP_REQUESTS = (
 )
 
 
-def test_the_server_path_gives_the_sequential_pipelines_bytes(
+def _nearest(
+    view: CatalogView, reader: Reader, request: SearchRequest, audience: Audience
+) -> list[Candidate]:
+    """The dense candidates of ``request`` computed here, on this thread, from the
+    commit's vectors and a query vector of its own: not by the semantic side."""
+    index = reader.dense_for(view)
+    assert index is not None
+    scope = scope_of(view, request.tags, audience)
+    vector = QueryVectors(threads=1).embed(operation_text(request.query))
+    only = tagged_ordinals(view, request.tags, scope)
+    visible = visible_hashes(scope.state)
+    return index.candidates(vector, visible=visible, only=only, k=DENSE_DEPTH)
+
+
+def test_the_server_path_gives_the_bytes_of_the_dense_candidates_it_was_given(
     index_dir: Path, encoder: Encoder
 ) -> None:
-    # Semantic.search embeds while the lexical step runs; the answer must be exactly
-    # CatalogView.search's with the same dense candidates, for a caller who sees
-    # everything (its dense candidates' addresses read from the view's ord listing)
-    # and one who does not (its candidates checked against its filters in the index).
+    # The semantic side embeds in a thread while the keyword step runs, or answers from
+    # its remembered vectors; either way the answer must be exactly the pipeline's with
+    # the same dense candidates computed beside it, for a caller who sees everything
+    # (its dense candidates' addresses read from the view's ord listing) and one who
+    # does not (its candidates checked against its filters in the index).
     reader = Reader(index_dir, interval=3600.0, semantic=True)
     view = reader.load_once()
     assert view is not None
     reader.install(view)
     queries = QueryVectors(threads=1)
     semantic = Semantic(queries=queries, reader=reader)
-    assert reader.dense_for(view) is not None
     for audience in (Audience(), _everyone(view)):
         for arguments in OVERLAP_REQUESTS:
             request = clamp_request(dict(arguments))
-            dense = semantic.candidates_now(view, request, audience)
-            expected = view.search(request, audience, budget=10**7, dense=dense)
+            dense = _nearest(view, reader, request, audience) if keywords(request.query) else None
+            expected = search_with(view, request, audience, dense=dense)
             for remembered in (False, True):  # embedded in a thread, then from the cache
                 if not remembered:
                     queries.forget()
-                got = asyncio.run(semantic.search(view, request, audience, budget=10**7))
+                got = asyncio.run(search(view, request, audience, budget=10**7, semantic=semantic))
                 assert got == expected, (arguments, remembered)
         # The budget is enforced on the same bytes.
         request = clamp_request({"query": "sign up a new client", "detail": "schema"})
         with pytest.raises(ResponseTooLarge):
-            asyncio.run(semantic.search(view, request, audience, budget=50))
+            asyncio.run(search(view, request, audience, budget=50, semantic=semantic))
+    semantic.close()
 
 
 class _Gated(QueryVectors):
@@ -230,24 +253,26 @@ class _Gated(QueryVectors):
         return super().embed(query)
 
 
-def test_the_query_is_embedded_while_the_lexical_step_runs(index_dir: Path) -> None:
+def test_the_query_is_embedded_while_the_lexical_step_runs(
+    index_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     reader = Reader(index_dir, interval=3600.0, semantic=True)
     view = reader.load_once()
     assert view is not None
     reader.install(view)
     started = threading.Event()
     queries = _Gated(started)
-    lexical = view.lexical
+    lexical = keyword_candidates.keyword_candidates
 
     def marked(*args: Any, **kwargs: Any) -> Any:
         started.set()
         return lexical(*args, **kwargs)
 
-    view.lexical = marked  # type: ignore[method-assign]
+    monkeypatch.setattr(pipeline, "keyword_candidates", marked)
     request = clamp_request({"query": "sign up a new client"})
-    answer = asyncio.run(
-        Semantic(queries=queries, reader=reader).search(view, request, Audience(), budget=10**7)
-    )
+    semantic = Semantic(queries=queries, reader=reader)
+    answer = asyncio.run(search(view, request, Audience(), budget=10**7, semantic=semantic))
+    semantic.close()
     assert queries.waited == [True]
     assert json.loads(answer)["results"][0]["name"] == "customers_create"
 
@@ -256,15 +281,15 @@ def test_a_caller_who_sees_everything_admits_what_the_filtered_lookup_admits(
     index_dir: Path,
 ) -> None:
     view = open_view(index_dir)
-    scope = view._scope((), _everyone(view))
+    scope = scope_of(view, (), _everyone(view))
     assert scope.everything
     assert scope.filters is not None
-    cards = view._listing(scope.filters, 20, everything=True)
+    cards = page(view, [], scope, 20)  # the first tools in catalog order
     ords = [int(o or 0) for o in view.searcher.fast_field_values("ord", cards)]
     assert 7 not in ords  # ordinals are spread: 7 is no card's
     dense = [Candidate(o, 1.0 - i / 100) for i, o in enumerate([*reversed(ords), ords[0], 7])]
-    fast = view._addressed(dense)
-    slow = view._admitted(dense, scope._replace(everything=False))
+    fast = admitted(view, dense, scope)  # every tool visible: found in the ord listing
+    slow = admitted(view, dense, scope._replace(everything=False))
     assert [(h.ord, h.score) for h in fast] == [(h.ord, h.score) for h in slow]
     assert [(h.address.segment_ord, h.address.doc) for h in fast] == [
         (h.address.segment_ord, h.address.doc) for h in slow
@@ -276,15 +301,15 @@ def test_a_caller_who_sees_part_admits_by_visk_what_the_filtered_lookup_admits(
     index_dir: Path,
 ) -> None:
     view = open_view(index_dir)
-    everyone = view._scope((), _everyone(view))
+    everyone = scope_of(view, (), _everyone(view))
     assert everyone.filters is not None
-    cards = view._listing(everyone.filters, 1_000, everything=True)
+    cards = page(view, [], everyone, everyone.total)  # every tool, in catalog order
     ords = [int(o or 0) for o in view.searcher.fast_field_values("ord", cards)]
     dense = [Candidate(o, 1.0 - i / 10_000) for i, o in enumerate(reversed(ords))]
-    scope = view._scope((), Audience())  # anonymous: the secured tools are hidden
+    scope = scope_of(view, (), Audience())  # anonymous: the secured tools are hidden
     assert scope.unfiltered
-    fast = view._admitted(dense, scope)
-    slow = view._admitted(dense, scope._replace(unfiltered=False))
+    fast = admitted(view, dense, scope)
+    slow = admitted(view, dense, scope._replace(unfiltered=False))
     assert [(h.ord, h.score) for h in fast] == [(h.ord, h.score) for h in slow]
     assert 0 < len(fast) < len(dense)  # some candidates were hidden, and they were dropped
 
@@ -311,11 +336,14 @@ def test_a_tags_filter_gets_its_dense_candidates_from_its_own_tools(
     request = clamp_request(
         {"query": "how many units remain in the warehouse", "tags": ["store"], "limit": 5}
     )
-    answer = asyncio.run(semantic.search(view, request, Audience(), budget=10**7))
+    record = Recording()
+    answer = asyncio.run(
+        search(view, request, Audience(), budget=10**7, semantic=semantic, record=record)
+    )
+    semantic.close()
     found = [r["name"] for r in json.loads(answer)["results"]]
     assert found[0] == "store_tally"  # by meaning; catalog order would put store_label first
     assert sorted(found) == ["store_label", "store_restock", "store_tally"]
-    dense = semantic.candidates_now(view, request, Audience())
-    assert dense is not None
-    assert len(dense) == 3  # exactly the tagged tools, each scored
-    assert answer == view.search(request, Audience(), budget=10**7, dense=dense)
+    assert record.dense is not None
+    assert len(record.dense) == 3  # exactly the tagged tools, each scored
+    assert answer == search_with(view, request, Audience(), dense=record.dense)

@@ -22,12 +22,14 @@ from catalog.model import CatalogTool, SpecResult
 from catalog.query import clamp_request
 from catalog.visibility import PUBLIC_KEY, Audience, visibility_key
 from server.errors import ResponseTooLarge, UnknownTool
+from server.search import pipeline
 from server.view import TAG_VOCABULARY_CAP, CatalogView
 from tests.server._index_fixtures import (
     append_segment,
     build_view,
     make_tool,
     open_view,
+    search,
     secured,
     write_index,
 )
@@ -73,7 +75,7 @@ def view(tmp_path_factory: pytest.TempPathFactory) -> CatalogView:
 
 
 def _search(view: CatalogView, audience: Audience = PUBLIC, **arguments: Any) -> dict[str, Any]:
-    answer = view.search(clamp_request(arguments), audience, budget=BUDGET)
+    answer = search(view, clamp_request(arguments), audience, budget=BUDGET)
     result: dict[str, Any] = json.loads(answer)
     return result
 
@@ -187,7 +189,8 @@ def test_detail_other_than_schema_is_card(view: CatalogView, detail: Any) -> Non
 
 def test_schema_entries_are_exactly_the_load_answer(view: CatalogView) -> None:
     for audience in (PUBLIC, UNCERTAIN_ADMIN, VISIBLE_ADMIN):
-        answer = view.search(
+        answer = search(
+            view,
             clamp_request({"query": "order", "detail": "schema", "limit": 10}),
             audience,
             budget=BUDGET,
@@ -313,7 +316,7 @@ def test_a_page_never_shows_a_hidden_tool_whatever_ranked_it(
     assert admin[0]["name"] == "purge_orders"
     cards = tantivy.Query.exists_query("ord")
     addresses = [a for _, a in view.searcher.search(cards, 1000).hits]
-    monkeypatch.setattr(view, "_page", lambda *args, **kwargs: addresses)
+    monkeypatch.setattr(pipeline, "page", lambda *args, **kwargs: addresses)
     names = _names(_search(view, PUBLIC, query="purge orders", limit=50))
     assert "purge_orders" not in names
     assert "get_order" in names  # the visible ones stay
@@ -375,7 +378,7 @@ def test_a_decoded_definition_is_shared_but_each_audience_judged_alone(
 def test_over_budget_is_refused_naming_detail_query_and_limit(view: CatalogView) -> None:
     request = clamp_request({"query": "widget", "detail": "schema", "limit": 50})
     with pytest.raises(ResponseTooLarge) as refused:
-        view.search(request, PUBLIC, budget=2_000)
+        search(view, request, PUBLIC, budget=2_000)
     message = refused.value.message
     assert "detail" in message
     assert '"card"' in message
@@ -383,7 +386,7 @@ def test_over_budget_is_refused_naming_detail_query_and_limit(view: CatalogView)
     assert "limit 50" in message
     assert not refused.value.is_retryable()
     with pytest.raises(ResponseTooLarge) as cards:
-        view.search(clamp_request({"limit": 50}), PUBLIC, budget=500)
+        search(view, clamp_request({"limit": 50}), PUBLIC, budget=500)
     assert "detail" in cards.value.message
     assert "limit" in cards.value.message
     # Keywords rank, never filter: a narrower query is no advice (it once was).
@@ -396,7 +399,7 @@ def test_over_budget_quotes_at_most_200_characters_of_the_query(view: CatalogVie
     query = "widget " * 1000
     request = clamp_request({"query": query, "detail": "schema", "limit": 50})
     with pytest.raises(ResponseTooLarge) as refused:
-        view.search(request, PUBLIC, budget=2_000)
+        search(view, request, PUBLIC, budget=2_000)
     message = refused.value.message
     assert repr(query[:200]) + "…" in message
     assert query[:201] not in message
@@ -443,8 +446,8 @@ def test_results_are_visible_and_the_same_call_gives_the_same_page(
 ) -> None:
     arguments = {"query": query, "tags": tags, "limit": limit, "detail": detail}
     request = clamp_request(arguments)
-    first = view.search(request, audience, budget=10**7)
-    assert view.search(request, audience, budget=10**7) == first
+    first = search(view, request, audience, budget=10**7)
+    assert search(view, request, audience, budget=10**7) == first
     result = json.loads(first)
     names = _names(result)
     visible = {t.definition.name for t in _shop() if audience.verdict(visibility_key(t.security))}
@@ -493,14 +496,14 @@ def test_github_schema_page_at_the_default_limit_is_refused(github: CatalogView)
     audience = Audience(visible=frozenset({PUBLIC_KEY, *github.meta.policies}))
     request = clamp_request({"query": "issue", "detail": "schema"})
     with pytest.raises(ResponseTooLarge) as refused:
-        github.search(request, audience, budget=BUDGET)
+        search(github, request, audience, budget=BUDGET)
     message = refused.value.message
     assert 'detail "card"' in message
     assert "query 'issue'" in message
     assert "limit 20" in message
     # The same page as cards fits, even at limit 50 (docs/decisions.md, Search).
     cards = json.loads(
-        github.search(clamp_request({"query": "repository", "limit": 50}), audience, budget=BUDGET)
+        search(github, clamp_request({"query": "repository", "limit": 50}), audience, budget=BUDGET)
     )
     assert len(cards["results"]) == 50
     assert cards["total"] == github.meta.operations == 1223  # every tool is visible here

@@ -21,7 +21,14 @@ from catalog.query import clamp_request, keywords, phrases
 from catalog.rank_query import rank_query
 from catalog.visibility import PUBLIC_KEY, Audience, visibility_key
 from server.view import CatalogView
-from tests.server._index_fixtures import append_segment, make_tool, open_view, secured, write_index
+from tests.server._index_fixtures import (
+    append_segment,
+    make_tool,
+    open_view,
+    search,
+    secured,
+    write_index,
+)
 
 WORDS = ("order", "orders", "note", "item", "list", "user", "ship", "refund")
 POLICIES = (secured("shop", "admin"), secured("shop", "billing"), secured("shop", "ops"))
@@ -103,7 +110,7 @@ def test_a_partial_audience_gets_the_filtered_ranking(
     audience = Audience(visible=frozenset(visible))
     text = " ".join(query)
     answer = json.loads(
-        view.search(clamp_request({"query": text, "limit": limit}), audience, budget=10**8)
+        search(view, clamp_request({"query": text, "limit": limit}), audience, budget=10**8)
     )
     names = [r["name"] for r in answer["results"]]
     assert names == _expected(view, keys, audience, text, limit)
@@ -115,7 +122,7 @@ def test_the_rare_key_alone_falls_back_and_still_ranks(
 ) -> None:
     view, keys = catalog
     admin = Audience(visible=frozenset({KEYS[1]}))
-    answer = json.loads(view.search(clamp_request({"query": "order"}), admin, budget=10**8))
+    answer = json.loads(search(view, clamp_request({"query": "order"}), admin, budget=10**8))
     names = [r["name"] for r in answer["results"]]
     assert 0 < len(names) == sum(1 for k in keys.values() if k == KEYS[1]) < 20
     assert names == _expected(view, keys, admin, "order", 20)
