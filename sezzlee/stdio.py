@@ -12,7 +12,10 @@ headers: the caller's token comes from ``SEZZLEE_TOKEN`` and is judged exactly a
 (a 401 for that token, a 413, a 429) comes back as a JSON-RPC error carrying the
 request's id, since a stdio client has no status line to read. A reload is announced with
 ``notifications/tools/list_changed`` (a 2025-era client; a 2026-07-28 client hears it on
-its ``subscriptions/listen`` request, as over HTTP).
+its ``subscriptions/listen`` request, as over HTTP). It stops when stdin closes, or on
+SIGTERM, SIGINT or SIGHUP (a host that stops its servers by signal), stopping the
+indexer with it; an indexer whose parent was killed outright stops by itself
+(``sezzlee/indexer_child.py``).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import contextlib
 import hashlib
 import json
 import os
+import signal
 import sys
 import threading
 import time
@@ -118,6 +122,7 @@ async def _serve(
     os.environ[_ENV_INDEX] = str(index.resolve())
     os.environ[_ENV_CONFIG] = str(config.resolve()) if config else ""
     os.environ[_ENV_LOG_LEVEL] = level
+    stopping = _stop_on_signals()
     try:
         app = app_from_env()
     except (ConfigError, OSError) as exc:
@@ -127,10 +132,27 @@ async def _serve(
     if not await bridge.start(indexer_status):
         return 2
     try:
-        await bridge.run()
+        await bridge.run(stopping)
     finally:
         await bridge.stop()
     return 0
+
+
+def _stop_on_signals() -> asyncio.Event:
+    """An event set by SIGTERM, SIGINT or SIGHUP. Installed before the app starts: its
+    lifespan chains its own SIGTERM and SIGINT handling in front of this handler
+    (``server/app.py``, ``_chain_shutdown_signals``), which alone would not end a
+    process whose only server is this bridge.
+    """
+    loop = asyncio.get_running_loop()
+    stopping = asyncio.Event()
+
+    def handler(_signum: int, _frame: object) -> None:
+        loop.call_soon_threadsafe(stopping.set)
+
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, handler)
+    return stopping
 
 
 class _Bridge:
@@ -176,17 +198,26 @@ class _Bridge:
         state.reader.on_change(lambda _view: self._announce())
         return True
 
-    async def run(self) -> None:
-        loop = asyncio.get_running_loop()
-        stdin = sys.stdin.buffer
-        while True:
-            line = await loop.run_in_executor(None, stdin.readline)
-            if not line:
-                break
-            if line.strip():
-                task = asyncio.create_task(self._request(line.strip()))
-                self.pending.add(task)
-                task.add_done_callback(self.pending.discard)
+    async def run(self, stopping: asyncio.Event) -> None:
+        """Answer each stdin line until stdin closes or ``stopping`` is set."""
+        lines = _stdin_lines()
+        stop = asyncio.create_task(stopping.wait())
+        try:
+            while True:
+                line = asyncio.create_task(lines.get())
+                await asyncio.wait((line, stop), return_when=asyncio.FIRST_COMPLETED)
+                if not line.done():
+                    line.cancel()
+                    return
+                body = line.result()
+                if body is None:
+                    return
+                if body.strip():
+                    task = asyncio.create_task(self._request(body.strip()))
+                    self.pending.add(task)
+                    task.add_done_callback(self.pending.discard)
+        finally:
+            stop.cancel()
 
     async def stop(self) -> None:
         for answer in self.answers:
@@ -384,6 +415,31 @@ class _Answer:
             version = json.loads(self.first)["result"]["protocolVersion"]
             return version if isinstance(version, str) else None
         return None
+
+
+def _stdin_lines() -> asyncio.Queue[bytes | None]:
+    """The lines of stdin, None at its end, read by a daemon thread: a blocked read never
+    holds the process at exit, as the default executor's thread would once a signal ended
+    the loop. It reads the descriptor itself: a daemon thread blocked inside
+    ``sys.stdin.buffer`` holds that reader's lock, and the interpreter aborts at exit.
+    """
+    loop = asyncio.get_running_loop()
+    lines: asyncio.Queue[bytes | None] = asyncio.Queue()
+    fd = sys.stdin.fileno()
+
+    def read() -> None:
+        rest = b""
+        with contextlib.suppress(RuntimeError, OSError):  # the loop closed, stdin went
+            while chunk := os.read(fd, 1 << 16):
+                *complete, rest = (rest + chunk).split(b"\n")
+                for line in complete:
+                    loop.call_soon_threadsafe(lines.put_nowait, line)
+            if rest:
+                loop.call_soon_threadsafe(lines.put_nowait, rest)
+            loop.call_soon_threadsafe(lines.put_nowait, None)
+
+    threading.Thread(target=read, name="sezzlee-stdin", daemon=True).start()
+    return lines
 
 
 def _id_of(message: Any) -> int | str | None:

@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -176,8 +179,6 @@ async def _judged(params: StdioServerParameters, *, alice_sees: bool) -> None:
 
 
 def test_stdout_carries_protocol_only(tmp_path: Path) -> None:
-    import subprocess
-
     specs = tmp_path / "specs"
     specs.mkdir()
     (specs / "orders.json").write_text(openapi_json({"list_orders": "List"}))
@@ -207,3 +208,64 @@ def test_stdout_carries_protocol_only(tmp_path: Path) -> None:
     assert lines[1]["error"]["code"] == -32700  # the parse error, as over HTTP
     assert "full_build" in done.stderr  # the logs went to stderr
     assert (tmp_path / "cache" / "sezzlee" / "stdio").is_dir()
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # gone meanwhile
+        if int(fields[1]) == pid:
+            found.append(int(stat.parent.name))
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"  # a zombie has exited; only its parent's wait is missing
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP, signal.SIGKILL])
+def test_a_host_that_signals_the_server_leaves_no_indexer_behind(
+    tmp_path: Path, sig: signal.Signals
+) -> None:
+    """Hosts stop stdio servers by closing stdin, by signal, or by killing them outright
+    (Claude Code's ``mcp list`` did): the indexer child never outlives the server."""
+    specs = tmp_path / "specs"
+    specs.mkdir()
+    (specs / "orders.json").write_text(openapi_json({"list_orders": "List"}))
+    command = [sys.executable, "-m", "sezzlee", "serve", "--stdio", "--specs", str(specs)]
+    process = subprocess.Popen(
+        [*command, "--index", str(tmp_path / "index")],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert process.stdin is not None
+    assert process.stdout is not None
+    try:
+        ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+        process.stdin.write(json.dumps(ping).encode() + b"\n")
+        process.stdin.flush()
+        assert json.loads(process.stdout.readline())["id"] == 1  # serving, its indexer too
+        (indexer,) = _children(process.pid)
+        process.send_signal(sig)
+        status = process.wait(timeout=30)
+        assert status == (0 if sig != signal.SIGKILL else -signal.SIGKILL)
+        deadline = time.monotonic() + 30
+        while _alive(indexer):
+            assert time.monotonic() < deadline, "the indexer outlived the server"
+            time.sleep(0.1)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        process.stdin.close()
+        process.stdout.close()
