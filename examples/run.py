@@ -101,8 +101,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--backend-port", type=int, default=DEMO_PORT)
     args = parser.parse_args(argv)
 
-    # `timeout`, systemd and CI stop with SIGTERM: treat it like Ctrl-C so the children stop.
+    # `timeout`, systemd and CI stop with SIGTERM, a closed terminal with SIGHUP (which,
+    # in sessions of their own, the children no longer hear): like Ctrl-C, they stop all.
     signal.signal(signal.SIGTERM, signal.default_int_handler)
+    signal.signal(signal.SIGHUP, signal.default_int_handler)
     signal.signal(signal.SIGINT, signal.default_int_handler)  # even if started with it ignored
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     env.setdefault(DEMO_SECRET_ENV, DEMO_SECRET)  # the demo config verifies demo JWTs
@@ -147,6 +149,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # A second Ctrl-C (or the terminal's SIGINT reaching us again) must not cut the
         # shutdown short and leave children running.
         signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
         for process in reversed(processes):
             if process.poll() is None:
                 process.terminate()  # SIGTERM: every child stops on it gracefully

