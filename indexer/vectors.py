@@ -578,8 +578,10 @@ class VectorWorker:
         *,
         encoder: Callable[[], Encoder],
         retry_first: float = RETRY_FIRST_S,
+        on_written: Callable[[VectorStats], None] | None = None,
     ) -> None:
         self.index_dir = index_dir
+        self._on_written = on_written
         self.reporter = reporter
         self._encoder = encoder
         self._retry_first = retry_first
@@ -681,6 +683,8 @@ class VectorWorker:
         if found is None:
             return True
         self.last = found
+        if self._on_written is not None and found.rows:
+            self._on_written(found)  # the publisher: the commit's vectors, as written
         if found.embedded or found.complete is False:
             self.reporter.event(
                 "vectors",

@@ -1,0 +1,128 @@
+"""Publishing commits to a real object store (SeaweedFS, ``tests/conftest.py``)."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from benchmarks.seaweed import Seaweed
+from catalog.config import Config, PublishConfig, SearchConfig
+from catalog.objectstore import ObjectStore
+from catalog.published import decode_head, decode_manifest
+from indexer.lease import LeaseHeldError
+from indexer.publish import Publisher, open_store
+from indexer.report import Reporter
+from indexer.session import Session
+from tests.indexer.helpers import spec_yaml
+
+
+def settings(seaweed: Seaweed, url: str, **extra: object) -> PublishConfig:
+    return PublishConfig(url=url, endpoint_url=seaweed.endpoint_url, **extra)  # type: ignore[arg-type]
+
+
+class Published:
+    """A session publishing a small spec directory."""
+
+    def __init__(self, tmp: Path, publish: PublishConfig, reporter: Reporter) -> None:
+        self.specs = tmp / "specs"
+        self.specs.mkdir(exist_ok=True)
+        self.index = tmp / "index"
+        (self.specs / "a.yaml").write_text(spec_yaml("A", ["listThings", "getThing"]))
+        (self.specs / "b.yaml").write_text(spec_yaml("B", ["listOther"]))
+        self.publisher = Publisher(self.index, publish, reporter, retry_first=0.1)
+        self.session = Session(
+            self.specs,
+            self.index,
+            Config(search=SearchConfig(semantic=False), publish=publish),
+            reporter,
+            workers=1,
+            heap_bytes=20_000_000,
+            publisher=self.publisher,
+        )
+
+    def sync(self) -> None:
+        self.session.sync()
+        assert self.session.wait_for_publish(30), self.publisher.failure
+
+    def close(self) -> None:
+        self.session.close()
+
+
+@pytest.fixture
+def published(
+    tmp_path: Path, seaweed: Seaweed, store_url: str, quiet_reporter: Reporter
+) -> Iterator[Published]:
+    built = Published(tmp_path, settings(seaweed, store_url, min_age_seconds=0, keep=1), quiet_reporter)
+    try:
+        yield built
+    finally:
+        built.close()
+
+
+def _store(seaweed: Seaweed, url: str) -> ObjectStore:
+    return open_store(settings(seaweed, url))
+
+
+def test_a_commit_is_published_whole_and_the_head_names_it(
+    published: Published, seaweed: Seaweed, store_url: str
+) -> None:
+    published.sync()
+    store = _store(seaweed, store_url)
+    found = store.get(store.location.head_key)
+    assert found is not None
+    head = decode_head(found[0])
+    raw = store.get(store.location.manifest_key(head.manifest))
+    assert raw is not None
+    assert hashlib.sha256(raw[0]).hexdigest() == head.manifest
+    manifest = decode_manifest(raw[0])
+    assert manifest.commit_id == head.commit_id
+    names = {f.name for f in manifest.files}
+    assert "meta.json" in names
+    assert "sezzlee-manifest.json" not in names  # the indexer's own cache stays home
+    for file in manifest.files:
+        blob = store.get(store.location.object_key(file.sha256))
+        assert blob is not None
+        assert hashlib.sha256(blob[0]).hexdigest() == file.sha256
+        assert len(blob[0]) == file.size
+
+
+def test_a_second_commit_uploads_only_its_new_files(published: Published) -> None:
+    published.sync()
+    first = published.publisher.last
+    assert first is not None
+    assert first.uploaded == first.files
+    (published.specs / "b.yaml").write_text(spec_yaml("B", ["listOther", "makeOther"]))
+    published.sync()
+    second = published.publisher.last
+    assert second is not None
+    assert second.commit == first.commit + 1
+    assert 0 < second.uploaded < second.files  # a's segment is the store's already
+
+
+def test_retention_deletes_only_what_no_kept_commit_names(
+    published: Published, seaweed: Seaweed, store_url: str
+) -> None:
+    published.sync()
+    for n in range(3):
+        (published.specs / "b.yaml").write_text(spec_yaml("B", ["listOther", f"op{n}"]))
+        published.sync()
+    store = _store(seaweed, store_url)
+    manifests = list(store.list(store.location.manifests_prefix))
+    assert len(manifests) == 2  # keep = 1, plus the head
+    named = set()
+    for item in manifests:
+        raw = store.get(item.key)
+        assert raw is not None
+        named |= {f.sha256 for f in decode_manifest(raw[0]).files}
+    held = {o.key.rsplit("/", 1)[1] for o in store.list(store.location.objects_prefix)}
+    assert held == named
+
+
+def test_a_second_indexer_on_the_prefix_is_refused_with_the_holder_named(
+    published: Published, seaweed: Seaweed, store_url: str, quiet_reporter: Reporter
+) -> None:
+    with pytest.raises(LeaseHeldError, match="another indexer publishes to"):
+        Publisher(published.index.parent / "other", settings(seaweed, store_url), quiet_reporter)
