@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
 
 __all__ = [
+    "MissingObject",
     "ObjectStore",
     "PreconditionFailed",
     "StoreError",
@@ -45,6 +46,10 @@ class StoreError(Exception):
 
 class PreconditionFailed(StoreError):
     """A conditional write lost: the object is not what the writer last saw."""
+
+
+class MissingObject(StoreError):
+    """The store answered, and holds no object under that key."""
 
 
 class StoredObject:
@@ -139,19 +144,26 @@ class ObjectStore:
         """Stream the object into ``target``; the SHA-256 of what was written.
 
         Raises:
-            StoreError: the store failed, or there is no such key.
+            MissingObject: there is no such key.
+            StoreError: the store failed or could not be reached.
             OSError: ``target`` cannot be written (a full disk).
         """
         digest = hashlib.sha256()
         try:
             body = self._client.get_object(Bucket=self.location.bucket, Key=key)["Body"]
-            for chunk in iter(lambda: body.read(_CHUNK), b""):
-                digest.update(chunk)
-                target.write(chunk)
-        except OSError:
-            raise
         except Exception as exc:
+            if _code(exc) in _MISSING:
+                raise MissingObject(f"{self.url}: no object {key}") from exc
             raise self._fail("cannot read", key, exc) from exc
+        while True:
+            try:
+                chunk = body.read(_CHUNK)
+            except Exception as exc:  # the connection broke mid-body
+                raise self._fail("cannot read", key, exc) from exc
+            if not chunk:
+                break
+            digest.update(chunk)
+            target.write(chunk)  # an OSError here is the target's (a full disk)
         return digest.hexdigest()
 
     def exists(self, key: str) -> bool:

@@ -240,12 +240,13 @@ class Publisher:
             self._state.notify_all()
 
     def wait(self, timeout: float) -> bool:
-        """Wait up to ``timeout`` seconds for the requested publish; whether it succeeded
-        (False: it failed, and is being tried again, or this indexer lost the prefix).
+        """Wait up to ``timeout`` seconds for the requested publish (failed ones are tried
+        again meanwhile); whether it succeeded (False: not yet, or this indexer lost the
+        prefix).
         """
         deadline = time.monotonic() + timeout
         with self._state:
-            while self._busy or (self._dirty and self.failure is None and self.lost is None):
+            while (self._busy or self._dirty) and self.lost is None and not self._closed:
                 left = deadline - time.monotonic()
                 if left <= 0:
                     return False

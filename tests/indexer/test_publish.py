@@ -9,68 +9,30 @@ from pathlib import Path
 import pytest
 
 from benchmarks.seaweed import Seaweed
-from catalog.config import Config, PublishConfig, SearchConfig
-from catalog.objectstore import ObjectStore
 from catalog.published import decode_head, decode_manifest
 from indexer.lease import LeaseHeldError
-from indexer.publish import Publisher, open_store
+from indexer.publish import Publisher
 from indexer.report import Reporter
-from indexer.session import Session
-from tests.indexer.helpers import spec_yaml
-
-
-def settings(seaweed: Seaweed, url: str, **extra: object) -> PublishConfig:
-    return PublishConfig(url=url, endpoint_url=seaweed.endpoint_url, **extra)  # type: ignore[arg-type]
-
-
-class Published:
-    """A session publishing a small spec directory."""
-
-    def __init__(self, tmp: Path, publish: PublishConfig, reporter: Reporter) -> None:
-        self.specs = tmp / "specs"
-        self.specs.mkdir(exist_ok=True)
-        self.index = tmp / "index"
-        (self.specs / "a.yaml").write_text(spec_yaml("A", ["listThings", "getThing"]))
-        (self.specs / "b.yaml").write_text(spec_yaml("B", ["listOther"]))
-        self.publisher = Publisher(self.index, publish, reporter, retry_first=0.1)
-        self.session = Session(
-            self.specs,
-            self.index,
-            Config(search=SearchConfig(semantic=False), publish=publish),
-            reporter,
-            workers=1,
-            heap_bytes=20_000_000,
-            publisher=self.publisher,
-        )
-
-    def sync(self) -> None:
-        self.session.sync()
-        assert self.session.wait_for_publish(30), self.publisher.failure
-
-    def close(self) -> None:
-        self.session.close()
+from tests.publishing import PublishingIndexer, publish_settings, test_store
 
 
 @pytest.fixture
 def published(
     tmp_path: Path, seaweed: Seaweed, store_url: str, quiet_reporter: Reporter
-) -> Iterator[Published]:
-    built = Published(tmp_path, settings(seaweed, store_url, min_age_seconds=0, keep=1), quiet_reporter)
+) -> Iterator[PublishingIndexer]:
+    settings = publish_settings(seaweed, store_url, min_age_seconds=0, keep=1)
+    built = PublishingIndexer(tmp_path, settings, quiet_reporter)
     try:
         yield built
     finally:
         built.close()
 
 
-def _store(seaweed: Seaweed, url: str) -> ObjectStore:
-    return open_store(settings(seaweed, url))
-
-
 def test_a_commit_is_published_whole_and_the_head_names_it(
-    published: Published, seaweed: Seaweed, store_url: str
+    published: PublishingIndexer, seaweed: Seaweed, store_url: str
 ) -> None:
     published.sync()
-    store = _store(seaweed, store_url)
+    store = test_store(seaweed, store_url)
     found = store.get(store.location.head_key)
     assert found is not None
     head = decode_head(found[0])
@@ -89,12 +51,12 @@ def test_a_commit_is_published_whole_and_the_head_names_it(
         assert len(blob[0]) == file.size
 
 
-def test_a_second_commit_uploads_only_its_new_files(published: Published) -> None:
+def test_a_second_commit_uploads_only_its_new_files(published: PublishingIndexer) -> None:
     published.sync()
     first = published.publisher.last
     assert first is not None
     assert first.uploaded == first.files
-    (published.specs / "b.yaml").write_text(spec_yaml("B", ["listOther", "makeOther"]))
+    published.edit(["listOther", "makeOther"])
     published.sync()
     second = published.publisher.last
     assert second is not None
@@ -103,13 +65,13 @@ def test_a_second_commit_uploads_only_its_new_files(published: Published) -> Non
 
 
 def test_retention_deletes_only_what_no_kept_commit_names(
-    published: Published, seaweed: Seaweed, store_url: str
+    published: PublishingIndexer, seaweed: Seaweed, store_url: str
 ) -> None:
     published.sync()
     for n in range(3):
-        (published.specs / "b.yaml").write_text(spec_yaml("B", ["listOther", f"op{n}"]))
+        published.edit(["listOther", f"op{n}"])
         published.sync()
-    store = _store(seaweed, store_url)
+    store = test_store(seaweed, store_url)
     manifests = list(store.list(store.location.manifests_prefix))
     assert len(manifests) == 2  # keep = 1, plus the head
     named = set()
@@ -122,7 +84,9 @@ def test_retention_deletes_only_what_no_kept_commit_names(
 
 
 def test_a_second_indexer_on_the_prefix_is_refused_with_the_holder_named(
-    published: Published, seaweed: Seaweed, store_url: str, quiet_reporter: Reporter
+    published: PublishingIndexer, seaweed: Seaweed, store_url: str, quiet_reporter: Reporter
 ) -> None:
     with pytest.raises(LeaseHeldError, match="another indexer publishes to"):
-        Publisher(published.index.parent / "other", settings(seaweed, store_url), quiet_reporter)
+        Publisher(
+            published.index.parent / "other", publish_settings(seaweed, store_url), quiet_reporter
+        )
