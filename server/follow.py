@@ -435,7 +435,8 @@ def prepare(settings: FollowSettings) -> str | None:
             )
             follower.poll_failed(exc)
             return None
-        return f"{settings.url}: {exc}"
+        text = str(exc)
+        return text if text.startswith(settings.url) else f"{settings.url}: {text}"
     finally:
         follower.unlock()
     return None

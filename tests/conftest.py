@@ -16,6 +16,10 @@ from catalog.load import convert_document
 from catalog.model import SpecResult
 from scripts.corpora import corpus, github_spec
 
+# Every test process (and what it starts) talks to the test store with these credentials,
+# and never asks an instance-metadata address for others.
+os.environ.update(CREDENTIALS)
+
 
 @pytest.fixture(scope="session")
 def github_spec_path() -> Path:
@@ -52,10 +56,8 @@ def apis_guru_dir() -> Path:
 def seaweed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Seaweed]:
     """One SeaweedFS ``weed server`` on loopback for the whole test process, with the
     bucket ``sezzlee`` made; each test publishes under a prefix of its own
-    (``store_url``). The process's environment gets the store's credentials, so boto3
-    in this process and every subprocess started from it find them.
+    (``store_url``). The store's credentials are in the environment (above).
     """
-    os.environ.update(CREDENTIALS)
     with running_seaweed(tmp_path_factory.mktemp("seaweed")) as store:
         from catalog.objectstore import ObjectStore
         from catalog.published import parse_store_url
