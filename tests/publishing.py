@@ -41,7 +41,7 @@ class PublishingIndexer:
         publisher: Publisher | None = None,
     ) -> None:
         self.specs = tmp / "specs"
-        self.specs.mkdir(exist_ok=True)
+        self.specs.mkdir(parents=True, exist_ok=True)
         self.index = tmp / "index"
         if not any(self.specs.iterdir()):
             (self.specs / "a.yaml").write_text(spec_yaml("A", ["listThings", "getThing"]))

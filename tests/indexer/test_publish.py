@@ -90,3 +90,36 @@ def test_a_second_indexer_on_the_prefix_is_refused_with_the_holder_named(
         Publisher(
             published.index.parent / "other", publish_settings(seaweed, store_url), quiet_reporter
         )
+
+
+def test_a_new_indexer_embeds_only_the_texts_no_published_commit_had(
+    tmp_path: Path, seaweed: Seaweed, store_url: str, quiet_reporter: Reporter
+) -> None:
+    settings = publish_settings(seaweed, store_url)
+    first = PublishingIndexer(tmp_path / "one", settings, quiet_reporter, semantic=True)
+    try:
+        first.sync()
+        assert first.session.vectors is not None
+        filled = first.session.vectors.last
+        assert filled is not None
+        assert filled.embedded == 3
+        store = test_store(seaweed, store_url)
+        head = store.get(store.location.head_key)
+        assert head is not None
+        raw = store.get(store.location.manifest_key(decode_head(head[0]).manifest))
+        assert raw is not None
+        assert decode_manifest(raw[0]).vectors_complete
+    finally:
+        first.close()  # gives the prefix up: a new machine takes over
+    second = PublishingIndexer(tmp_path / "two", settings, quiet_reporter, semantic=True)
+    try:
+        second.edit(["listOther", "makeOther"])  # one text no commit had
+        second.sync()
+        assert second.session.vectors is not None
+        refilled = second.session.vectors.last
+        assert refilled is not None
+        assert refilled.tools == 4
+        assert refilled.embedded == 1
+        assert refilled.cached == 3
+    finally:
+        second.close()
