@@ -37,6 +37,7 @@ ORDER = [
     "stall",
     "encoder_flood",
     "reload",
+    "replicas",
     "auth",
 ]
 
