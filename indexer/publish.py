@@ -424,6 +424,8 @@ class Publisher:
             writer=self.lease.owner,
         )
         key = self.store.location.head_key
+        # A store's ETag is its content's MD5: two heads never share bytes (each names its
+        # writer and time), so If-Match on the ETag last written is a compare-and-swap.
         try:
             if self._head_etag is None:
                 self._head_etag = self.store.put(key, encode(head), if_none_match=True)

@@ -6,10 +6,11 @@ import hashlib
 from collections.abc import Iterator
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from benchmarks.seaweed import Seaweed
-from catalog.published import decode_head, decode_manifest
+from catalog.published import Lease, decode_head, decode_lease, decode_manifest, encode
 from indexer.lease import LeaseHeldError
 from indexer.publish import Publisher
 from indexer.report import Reporter
@@ -123,3 +124,38 @@ def test_a_new_indexer_embeds_only_the_texts_no_published_commit_had(
         assert refilled.cached == 3
     finally:
         second.close()
+
+
+def test_a_writer_whose_head_was_moved_by_another_stops_publishing(
+    published: PublishingIndexer, seaweed: Seaweed, store_url: str
+) -> None:
+    lost: list[bool] = []
+    published.publisher._on_lost = lambda: lost.append(True)
+    published.sync()
+    store = test_store(seaweed, store_url)
+    found = store.get(store.location.head_key)
+    assert found is not None
+    other = msgspec.structs.replace(decode_head(found[0]), writer="another-indexer")
+    store.put(store.location.head_key, encode(other), if_match=found[1])
+    published.edit(["listOther", "makeOther"])
+    published.session.sync()
+    assert not published.session.wait_for_publish(30)
+    assert published.publisher.lost is not None
+    assert "another indexer moved the head" in published.publisher.lost
+    assert lost == [True]
+
+
+def test_a_lapsed_lease_is_taken_over(
+    tmp_path: Path, seaweed: Seaweed, store_url: str, quiet_reporter: Reporter
+) -> None:
+    store = test_store(seaweed, store_url)
+    dead = Lease(owner="gone", host="old-host", pid=1, acquired_at=0.0, expires_at=1.0)
+    store.put(store.location.lease_key, encode(dead), if_none_match=True)
+    publisher = Publisher(tmp_path / "index", publish_settings(seaweed, store_url), quiet_reporter)
+    try:
+        found = store.get(store.location.lease_key)
+        assert found is not None
+        assert decode_lease(found[0]).owner == publisher.lease.owner
+    finally:
+        publisher.close()
+    assert store.get(store.location.lease_key) is None  # given up on close
