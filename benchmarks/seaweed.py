@@ -71,9 +71,12 @@ def _port_pair() -> int:
 class Seaweed:
     """One running ``weed server`` with its S3 gateway."""
 
-    def __init__(self, process: subprocess.Popen[bytes], s3_port: int, directory: Path) -> None:
+    def __init__(
+        self, process: subprocess.Popen[bytes], ports: tuple[int, ...], directory: Path
+    ) -> None:
         self.process = process
-        self.s3_port = s3_port
+        self.ports = ports  # master, volume, filer, S3
+        self.s3_port = ports[-1]
         self.directory = directory
 
     @property
@@ -100,6 +103,11 @@ class Seaweed:
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(self.process.pid, signal.SIGKILL)
                 self.process.wait(timeout=10)
+        # weed listens on a Unix socket beside each gRPC port and leaves most of them in
+        # the temporary directory when it stops.
+        for port in (*self.ports, *(p + 10000 for p in self.ports)):
+            for stale in Path(tempfile.gettempdir()).glob(f"seaweedfs-*-{port}.sock"):
+                stale.unlink(missing_ok=True)
 
 
 def _answers(port: int) -> bool:
@@ -112,13 +120,24 @@ def _answers(port: int) -> bool:
         return False
 
 
-def start_seaweed(directory: Path) -> Seaweed:
+def start_seaweed(directory: Path, *, attempts: int = 3) -> Seaweed:
     """Start ``weed server`` on free loopback ports with its data in ``directory``; wait
-    until its S3 gateway answers.
+    until its S3 gateway answers. A start that fails (a port taken between the check and
+    weed's bind, by another test process starting its own) is tried again on new ports.
 
     Raises:
-        RuntimeError: it exited, or did not answer within a minute.
+        RuntimeError: every attempt exited, or did not answer within a minute.
     """
+    failures: list[str] = []
+    for attempt in range(attempts):
+        try:
+            return _start_once(directory / f"try-{attempt}")
+        except RuntimeError as exc:
+            failures.append(str(exc))
+    raise RuntimeError("\n\n".join(failures))
+
+
+def _start_once(directory: Path) -> Seaweed:
     directory.mkdir(parents=True, exist_ok=True)
     master, volume, filer, s3 = (_port_pair() for _ in range(4))
     command = [
@@ -146,7 +165,7 @@ def start_seaweed(directory: Path) -> Seaweed:
         command, stdout=log, stderr=subprocess.STDOUT, cwd=directory, start_new_session=True
     )
     log.close()
-    store = Seaweed(process, s3, directory)
+    store = Seaweed(process, (master, volume, filer, s3), directory)
     deadline = time.monotonic() + _READY_S
     while time.monotonic() < deadline:
         if process.poll() is not None:
