@@ -6,7 +6,8 @@ search ranks what it ranks (``server/explain.py``) instead of serving. granian i
 the app in each worker process from an import string, so the parent hands the flags to
 the workers through ``SEZZLEE_*`` environment variables and :func:`app_from_env` (a
 granian factory) reads them there. This module is the only place in ``server/`` that
-reads files, flags or the environment (docs/conventions.md §2.9).
+reads files, flags or the environment (docs/conventions.md §2.9). ``--index
+s3://bucket/prefix --cache DIR`` follows a published index (``server/follow.py``).
 """
 
 from __future__ import annotations
@@ -202,8 +203,8 @@ def _follow_from_env() -> FollowSettings | None:
 
 
 def _follow(args: argparse.Namespace, config: Config) -> tuple[str, FollowSettings | None]:
-    """``--index s3://...``: the start-up download into ``--cache``; the index directory
-    to serve and the settings every worker follows with (``server/follow.py``).
+    """``--index s3://...``: the start-up download into ``--cache`` (``server/follow.py``);
+    the index directory to serve and the settings every worker follows with.
 
     Raises:
         ConfigError: no ``--cache``, or the store cannot be reached and nothing is cached.
@@ -212,22 +213,12 @@ def _follow(args: argparse.Namespace, config: Config) -> tuple[str, FollowSettin
 
     if not is_store_url(args.index):
         return args.index, None
-    from server.follow import FollowSettings, prepare
+    from server.follow import start_following
 
-    if not args.cache:
-        raise ConfigError("--cache", f"--index {args.index} needs a local --cache directory")
-    publish = config.publish
-    settings = FollowSettings(
-        url=args.index,
-        cache=str(Path(args.cache).resolve()),
-        endpoint_url=publish.endpoint_url,
-        region=publish.region,
-        poll_seconds=publish.poll_seconds,
-        timeout_seconds=publish.timeout_seconds,
-    )
-    problem = prepare(settings)
-    if problem is not None:
-        raise ConfigError("--index", problem)
+    try:
+        settings = start_following(args.index, args.cache, config.publish)
+    except ValueError as exc:
+        raise ConfigError("--index", str(exc)) from exc
     return str(settings.index_dir), settings
 
 

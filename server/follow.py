@@ -39,6 +39,7 @@ from typing import Final
 
 import msgspec
 
+from catalog.config import PublishConfig
 from catalog.index_schema import SCHEMA_VERSION
 from catalog.objectstore import MissingObject, ObjectStore, StoreError, fsync_directory
 from catalog.published import (
@@ -60,6 +61,7 @@ __all__ = [
     "prepare",
     "read_status",
     "seconds_since_contact",
+    "start_following",
 ]
 
 _log: Final = logging.getLogger("sezzlee.server.follow")
@@ -410,6 +412,30 @@ class Follower:
             )
         with contextlib.suppress(OSError):
             self._save(msgspec.structs.replace(self.status, error=reason))
+
+
+def start_following(url: str, cache: str | None, publish: PublishConfig) -> FollowSettings:
+    """The settings of ``--index URL --cache DIR`` under ``[publish]``, after the start-up
+    download (:func:`prepare`).
+
+    Raises:
+        ValueError: no cache directory, or the server cannot start (the store cannot be
+            reached and nothing is cached): the message names the URL.
+    """
+    if not cache:
+        raise ValueError(f"--index {url} needs a local --cache directory")
+    settings = FollowSettings(
+        url=url,
+        cache=str(Path(cache).resolve()),
+        endpoint_url=publish.endpoint_url,
+        region=publish.region,
+        poll_seconds=publish.poll_seconds,
+        timeout_seconds=publish.timeout_seconds,
+    )
+    problem = prepare(settings)
+    if problem is not None:
+        raise ValueError(problem)
+    return settings
 
 
 def prepare(settings: FollowSettings) -> str | None:

@@ -23,8 +23,8 @@ import pytest
 from mcp import Client
 from mcp.types import CallToolResult, TextContent
 
+from benchmarks.ports import free_port
 from benchmarks.seaweed import Seaweed
-from server.messages import GENERATION_KEY
 from tests.e2e.conftest import ROOT, ServerProcess
 
 
@@ -82,9 +82,10 @@ def replica(
     indexer = start_indexer(tmp_path, specs, config, "--watch")
     # Started before anything is published: it serves nothing (not ready) until the
     # indexer's first commit reaches the store, then loads it as generation 0.
+    # Two workers: one downloads (it holds the cache's lock), both serve what it places.
     server = ServerProcess(
         store_url,
-        extra=("--cache", str(tmp_path / "cache"), "--config", str(config)),
+        extra=("--cache", str(tmp_path / "cache"), "--config", str(config), "--workers", "2"),
         log_dir=tmp_path,
     )
     try:
@@ -100,8 +101,6 @@ def test_a_changed_spec_reaches_a_replicas_listen_stream(
 ) -> None:
     specs, server = replica
     spec = specs / "orders.yaml"
-    # Started before the first publish, the replica loaded it as generation 1.
-    before = httpx.get(server.base + "/readyz").json()["generation"]
 
     async def scenario() -> float:
         async with Client(server.url, mode="2026-07-28", cache=None) as client:
@@ -118,15 +117,20 @@ def test_a_changed_spec_reaches_a_replicas_listen_stream(
                     async for _event in subscription:
                         break
                 latency = time.monotonic() - written
-            listing = await client.list_tools()
-            assert all(tool.meta == {GENERATION_KEY: before + 1} for tool in listing.tools)
-            loaded = await client.call_tool("load_tool", {"name": "orders.get_health"})
-            assert json.loads(_text(loaded))["description"] == "Reports the orders service status."
+            # Generations count each worker's own reloads (never compared across
+            # workers); the other worker swaps within its 0.1 s poll.
+            with anyio.fail_after(5):
+                while True:
+                    loaded = await client.call_tool("load_tool", {"name": "orders.get_health"})
+                    described = json.loads(_text(loaded))["description"]
+                    if described == "Reports the orders service status.":
+                        break
+                    await anyio.sleep(0.05)
             return latency
 
     latency = anyio.run(scenario)
     ready = httpx.get(server.base + "/readyz").json()
-    assert ready["generation"] == before + 1
+    assert ready["generation"] >= 1
     assert ready["storeSecondsSinceContact"] < 5
     metrics = httpx.get(server.base + "/metrics").text
     assert "sezzlee_store_up 1" in metrics
@@ -172,3 +176,26 @@ def test_a_second_indexer_on_the_prefix_exits_2_or_waits_for_the_lease(
             stop(waiting)
     finally:
         stop(first)
+
+
+def test_an_indexer_that_cannot_reach_its_store_at_start_exits_2_naming_it(
+    tmp_path: Path,
+) -> None:
+    specs = tmp_path / "specs"
+    shutil.copytree(ROOT / "examples" / "specs", specs)
+    nowhere = f"http://127.0.0.1:{free_port()}"
+    config = store_config(tmp_path / "sezzlee.toml", "s3://sezzlee/unreachable", nowhere)
+    done = subprocess.run(
+        [
+            *(sys.executable, "-m", "indexer", "--specs", str(specs)),
+            *("--index", str(tmp_path / "index"), "--config", str(config), "--workers", "1"),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert done.returncode == 2
+    assert "cannot publish to s3://sezzlee/unreachable" in done.stderr + done.stdout
+    assert not (tmp_path / "index").exists()  # refused before it touched anything
