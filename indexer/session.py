@@ -176,7 +176,7 @@ class Session:
                 index_dir,
                 reporter,
                 encoder=encoder or (lambda: shared_encoder(threads)),
-                on_written=None if publisher is None else lambda _stats: publisher.request(),
+                on_written=None if publisher is None else publisher.request,
             )
 
     def _seed_vectors(self, publisher: Publisher) -> None:
