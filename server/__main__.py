@@ -215,6 +215,7 @@ def _follow(args: argparse.Namespace, config: Config) -> tuple[str, FollowSettin
         return args.index, None
     from server.follow import start_following
 
+    _configure_logging(args.log_level)  # the start-up download logs as the server does
     try:
         settings = start_following(args.index, args.cache, config.publish)
     except ValueError as exc:

@@ -456,7 +456,7 @@ def prepare(settings: FollowSettings) -> str | None:
     except (StoreError, OSError, RefusedCommit) as exc:
         if follower.cached:
             _log.warning(
-                "store not reached at start: serving the cached commit",
+                "the store's head not applied at start: serving the cached commit",
                 extra={"url": settings.url, "commit": follower.status.commit, "problem": str(exc)},
             )
             follower.poll_failed(exc)
