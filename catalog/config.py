@@ -54,6 +54,7 @@ import msgspec
 
 from catalog.errors import ConfigError
 from catalog.model import header_name_problem
+from catalog.published import parse_store_url
 
 __all__ = [
     "DEFAULT_ALLOWED_HOSTS",
@@ -69,6 +70,7 @@ __all__ = [
     "Match",
     "OperationCuration",
     "Override",
+    "PublishConfig",
     "SearchConfig",
     "ServerConfig",
     "SpecConfig",
@@ -464,6 +466,37 @@ class OperationCuration(
     variants: tuple[Variant, ...] = ()
 
 
+class PublishConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """One catalog, many machines: the indexer publishes each commit to an S3-compatible
+    object store and servers follow it (docs/deployment.md). Credentials come only from
+    the standard AWS environment variables, profile or role, never from this file.
+    """
+
+    url: str | None = None
+    """Where the indexer publishes every commit: ``s3://bucket/prefix``. Unset: nothing is
+    published. A server follows a store when started with ``--index s3://bucket/prefix``
+    (the rest of this section applies to it too)."""
+    endpoint_url: str | None = None
+    """The store's S3 endpoint when it is not AWS S3 (SeaweedFS, MinIO, Ceph, R2:
+    ``http://store.internal:8333``). Unset: AWS S3 of ``region``."""
+    region: str | None = None
+    """The bucket's region. Unset: the AWS SDK's own default (``AWS_REGION``, the
+    profile)."""
+    keep: Annotated[int, msgspec.Meta(ge=1)] = 5
+    """Published commits kept besides the head: the objects of older ones are deleted once
+    no kept commit names them."""
+    min_age_seconds: Annotated[float, msgspec.Meta(ge=0)] = 600.0
+    """No commit younger than this is deleted, and no file younger than this that no
+    commit names yet (a replica may be downloading it, a publish may be under way)."""
+    poll_seconds: Annotated[float, msgspec.Meta(gt=0)] = 1.0
+    """How often a following server reads the head pointer."""
+    lease_seconds: Annotated[float, msgspec.Meta(ge=5)] = 30.0
+    """How long the publishing indexer's lease lasts unrenewed (it renews it every third
+    of that): a second indexer publishing to the same prefix is refused until it lapses."""
+    timeout_seconds: Annotated[float, msgspec.Meta(gt=0)] = 10.0
+    """Connect and read timeout of each request to the store."""
+
+
 class Config(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """The whole file. Every section is optional."""
 
@@ -474,6 +507,7 @@ class Config(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tr
     specs: dict[str, SpecConfig] = msgspec.field(default_factory=dict)
     curation: CurationConfig = CurationConfig()
     auth: AuthConfig = AuthConfig()
+    publish: PublishConfig = PublishConfig()
 
     def spec(self, source: str) -> SpecConfig:
         """The settings of the document at ``source`` (relative path), or the defaults."""
@@ -535,7 +569,19 @@ def decode_config(data: bytes, *, file: str) -> Config:
     _check_curation(config.curation, file)
     _check_server(config.server, file)
     _check_auth(config, file)
+    _check_publish(config.publish, file)
     return config
+
+
+def _check_publish(publish: PublishConfig, file: str) -> None:
+    """The store URL parses (``catalog.published.parse_store_url``)."""
+    if publish.url is not None:
+        try:
+            parse_store_url(publish.url)
+        except ValueError as exc:
+            raise ConfigError(file, f"publish.url: {exc}") from exc
+    if publish.endpoint_url is not None and not _is_base_url(publish.endpoint_url):
+        raise ConfigError(file, "publish.endpoint_url: not an absolute http(s) URL")
 
 
 def _check_server(server: ServerConfig, file: str) -> None:

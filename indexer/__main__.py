@@ -6,13 +6,17 @@ curation rules that shaped it, and writes nothing. Exit status: 0 on success; 1 
 invalid input (a broken document or a directory that cannot be listed under ``--check``,
 an invalid config, a missing spec directory); 2 for a usage error (as argparse's own: no
 ``--index``, or ``--index`` and ``--specs`` that overlap), when another indexer holds the
-index, or when ``[search] semantic`` is on and the model is not installed; 3
-when the index cannot be written; 130 or 143 when SIGINT or SIGTERM cuts a build short (a
-watch stopped between batches exits 0).
+index, when ``[search] semantic`` is on and the model is not installed, or when
+``[publish] url`` names a prefix another indexer publishes to (its lease is live, or it
+moved the head under this one) or a store that cannot be reached at start; 3 when the
+index cannot be written; 4 when a build's vectors fail; 5 when a build cannot publish
+its commit; 130 or 143 when SIGINT or SIGTERM cuts a build short (a watch stopped
+between batches exits 0).
 """
 
 from __future__ import annotations
 
+import _thread
 import argparse
 import difflib
 import os
@@ -33,11 +37,17 @@ from catalog.index_schema import SCHEMA_VERSION
 from catalog.model import CatalogTool
 from indexer.build import Converter, cpu_workers
 from indexer.conversion import Conversion
-from indexer.errors import IndexerError, VectorsFailedError
+from indexer.errors import (
+    IndexerError,
+    PublishFailedError,
+    PublishRefusedError,
+    VectorsFailedError,
+)
 from indexer.fields import decode_tools
 from indexer.manifest import FileState, Manifest
 from indexer.names import apply_names, assign_names
 from indexer.plan import make_plan
+from indexer.publish import Publisher
 from indexer.report import Reporter
 from indexer.scan import ScanResult, scan, unlisted_problem
 from indexer.session import Session
@@ -67,6 +77,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--workers", type=int, default=cpu_workers(), help="conversion processes (default: cores)"
+    )
+    parser.add_argument(
+        "--wait-for-lease",
+        action="store_true",
+        help="with [publish] url: when another indexer publishes there, wait until it stops "
+        "instead of exiting with status 2",
     )
     return parser
 
@@ -187,6 +203,55 @@ def _follow(session: Session, args: argparse.Namespace) -> None:
     if session.vectors_failure is not None:
         # The lexical catalog is committed and served; the build's work is not done.
         raise VectorsFailedError(session.vectors_failure)
+    _finish_publishing(session)
+
+
+_PUBLISH_TRIES: Final = 3
+
+
+def _finish_publishing(session: Session) -> None:
+    """A build's last state published (its vectors included), tried a few times.
+
+    Raises:
+        PublishRefusedError: another indexer took the prefix.
+        PublishFailedError: the store kept failing.
+    """
+    publisher = session.publisher
+    if publisher is None:
+        return
+    while not session.wait_for_publish(0.5):
+        if publisher.lost is not None:
+            raise PublishRefusedError(publisher.lost)
+        if publisher.failure is not None and publisher.failures >= _PUBLISH_TRIES:
+            raise PublishFailedError(publisher.failure)
+        time.sleep(0.1)  # a retry is due (indexer/publish.py)
+
+
+def _publisher(args: argparse.Namespace, config: Config, reporter: Reporter) -> Publisher | None:
+    """The publisher of ``[publish] url`` (its lease taken), or None when unset.
+
+    Raises:
+        PublishRefusedError: another indexer publishes there, or the store cannot be
+            reached.
+    """
+    if config.publish.url is None:
+        return None
+    from catalog.objectstore import StoreError
+    from indexer.lease import LeaseHeldError
+    from indexer.publish import Publisher
+
+    try:
+        return Publisher(
+            args.index,
+            config.publish,
+            reporter,
+            wait_for_lease=args.wait_for_lease,
+            on_lost=lambda: _thread.interrupt_main(signal.SIGTERM),
+        )
+    except LeaseHeldError as exc:
+        raise PublishRefusedError(str(exc)) from exc
+    except (StoreError, ValueError) as exc:
+        raise PublishRefusedError(f"cannot publish to {config.publish.url}: {exc}") from exc
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -221,14 +286,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, _interrupt)
     signal.signal(signal.SIGINT, _interrupt)
     try:
-        session = Session(
-            args.specs,
-            args.index,
-            config,
-            reporter,
-            workers=args.workers,
-            config_file=config_file,
-        )
+        session = _session(args, config, reporter, config_file)
     except IndexerError as exc:
         reporter.event("fatal", level="error", message=str(exc))
         return exc.exit_status
@@ -258,6 +316,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         reporter.event("fatal", level="error", message=str(exc))
         return exc.exit_status
     except KeyboardInterrupt as exc:
+        lost = session.publisher.lost if session.publisher is not None else None
+        if lost is not None:  # the publisher stopped us: another indexer took the prefix
+            reporter.event("fatal", level="error", message=lost)
+            return PublishRefusedError.exit_status
         if args.watch and built and not session.syncing:
             return 0  # between builds: the normal way to stop a watch
         status = _interrupted(reporter, _as_interrupted(exc))
@@ -269,6 +331,32 @@ def main(argv: Sequence[str] | None = None) -> int:
         _ignore_signals()
         session.close()
     return 0
+
+
+def _session(
+    args: argparse.Namespace, config: Config, reporter: Reporter, config_file: str
+) -> Session:
+    """The session, with its publisher when ``[publish] url`` is set (taken first: a
+    second indexer of a prefix is refused before it touches anything).
+
+    Raises:
+        IndexerError: the index or the prefix is another indexer's, or cannot be opened.
+    """
+    publisher = _publisher(args, config, reporter)
+    try:
+        return Session(
+            args.specs,
+            args.index,
+            config,
+            reporter,
+            workers=args.workers,
+            config_file=config_file,
+            publisher=publisher,
+        )
+    except BaseException:
+        if publisher is not None:
+            publisher.close()
+        raise
 
 
 _GRACE_S: Final = 2.0

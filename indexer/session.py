@@ -42,6 +42,7 @@ from catalog.backends import documents_of, route_conflicts
 from catalog.config import Config
 from catalog.embedding import Encoder
 from catalog.index_schema import SCHEMA_VERSION, IndexMeta, payload_count
+from catalog.objectstore import StoreError
 from indexer.build import POOL_THRESHOLD, Converter, FieldsSpool, config_hash
 from indexer.carry import Carried, indexed_entry, stored_documents
 from indexer.conversion import Conversion
@@ -60,6 +61,7 @@ from indexer.manifest import (
 from indexer.names import NamePlan, apply_names, assign_names
 from indexer.ordinals import NameIndex, OrdinalsExhausted
 from indexer.plan import IndexPlan, dirty_sources, make_plan
+from indexer.publish import Publisher
 from indexer.report import Reporter
 from indexer.scan import UNREADABLE, ScannedFile, scan, unlisted_problem
 from indexer.vectors import VectorWorker, shared_encoder
@@ -104,6 +106,7 @@ class Session:
         heap_bytes: int = WRITER_HEAP_BYTES,
         config_file: str = "",
         encoder: Callable[[], Encoder] | None = None,
+        publisher: Publisher | None = None,
     ) -> None:
         """Open the index (taking its lock) and decide how to reconcile it.
 
@@ -111,7 +114,9 @@ class Session:
         on (read here, once: turning it on or off takes a restart), every sync hands the
         index's last commit to a :class:`~indexer.vectors.VectorWorker`, which fills its
         tool vectors in the background with ``encoder()`` (by default the encoder with
-        ``workers`` threads).
+        ``workers`` threads). With a ``publisher`` (``[publish] url``), every commit and
+        every vectors write is published (``indexer/publish.py``), and the vectors the
+        store holds seed this index's before its first fill.
 
         Raises:
             IndexBusyError: another indexer holds the index.
@@ -161,12 +166,27 @@ class Session:
         # The directories the last scan could not list (reported once each); a watcher
         # cannot watch them either, until they can be listed again.
         self.unlisted: dict[str, str] = {}
+        self.publisher = publisher
         self.vectors: VectorWorker | None = None
         if config.search.semantic:
             threads = max(1, workers)
+            if publisher is not None:
+                self._seed_vectors(publisher)
             self.vectors = VectorWorker(
-                index_dir, reporter, encoder=encoder or (lambda: shared_encoder(threads))
+                index_dir,
+                reporter,
+                encoder=encoder or (lambda: shared_encoder(threads)),
+                on_written=None if publisher is None else publisher.request,
             )
+
+    def _seed_vectors(self, publisher: Publisher) -> None:
+        """The published vectors as this index's cache (a new machine embeds only texts no
+        published commit had); a failure costs embedding time only.
+        """
+        try:
+            publisher.seed_vectors()
+        except (StoreError, ValueError, OSError) as exc:
+            self.reporter.event("vectors_seed_failed", level="warning", reason=str(exc))
 
     def _recover(self, meta: IndexMeta | None, manifest: Manifest | None) -> Manifest | None:
         """``manifest`` with the pending change applied when the index's last commit is
@@ -230,7 +250,15 @@ class Session:
             # After every sync, committed or not: the last commit may lack vectors still
             # (a restart, or a job a newer commit superseded and that commit unchanged).
             self.vectors.schedule(self._commit_id)
+        if self.publisher is not None and self._commit_id:
+            self.publisher.request()  # an unchanged state is not published again
         return result
+
+    def wait_for_publish(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` seconds for the newest state to be published; whether it
+        was (true too when nothing is published).
+        """
+        return self.publisher is None or self.publisher.wait(timeout)
 
     def wait_for_vectors(self, timeout: float) -> bool:
         """Wait up to ``timeout`` seconds for the last commit's vectors; whether they are
@@ -568,6 +596,8 @@ class Session:
         """Stop the vector worker and the pool, and release the writer."""
         if self.vectors is not None:
             self.vectors.close()  # first: it writes under the index's lock
+        if self.publisher is not None:
+            self.publisher.close()
         self.converter.close()
         self.store.close()
 

@@ -466,6 +466,7 @@ def fill_vectors(
     cache: VectorCache,
     *,
     superseded: Callable[[], bool] = lambda: False,
+    written_rows: Callable[[], None] = lambda: None,
 ) -> VectorStats | None:
     """Write the sidecar of commit ``commit_id``, embedding what the cache lacks.
 
@@ -474,6 +475,8 @@ def fill_vectors(
     chunks of ``EMBED_CHUNK`` texts). None when the index's last commit is not
     ``commit_id`` any more (a newer commit supersedes it; its rows would be another
     commit's). ``commit_id`` None: the index's last commit, whichever it is.
+    ``written_rows()`` is told after each partial sidecar is written (the publisher sends
+    it on, so a replica gains vectors as a local server does).
 
     Raises:
         ValueError: the index cannot be read, or a card's documents are incomplete.
@@ -555,6 +558,7 @@ def fill_vectors(
         since += len(chunk)
         if sidecar_due(since, written):
             write()
+            written_rows()
             since = 0
     write()
     write_ann(index_dir, commit_id)
@@ -578,8 +582,10 @@ class VectorWorker:
         *,
         encoder: Callable[[], Encoder],
         retry_first: float = RETRY_FIRST_S,
+        on_written: Callable[[], None] | None = None,
     ) -> None:
         self.index_dir = index_dir
+        self._on_written = on_written
         self.reporter = reporter
         self._encoder = encoder
         self._retry_first = retry_first
@@ -668,6 +674,7 @@ class VectorWorker:
                 self._model_once,
                 self._cache,
                 superseded=self._superseded,
+                written_rows=self._on_written or (lambda: None),
             )
         except Exception as exc:  # the lexical catalog is served regardless
             # Any fault (a full disk, a model that cannot load, a bug) ends this job, never
@@ -681,6 +688,8 @@ class VectorWorker:
         if found is None:
             return True
         self.last = found
+        if self._on_written is not None and found.rows:
+            self._on_written()  # the publisher: the commit's vectors, as written
         if found.embedded or found.complete is False:
             self.reporter.event(
                 "vectors",

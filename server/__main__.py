@@ -6,7 +6,8 @@ search ranks what it ranks (``server/search/explain.py``) instead of serving. gr
 the app in each worker process from an import string, so the parent hands the flags to
 the workers through ``SEZZLEE_*`` environment variables and :func:`app_from_env` (a
 granian factory) reads them there. This module is the only place in ``server/`` that
-reads files, flags or the environment (docs/conventions.md §2.9).
+reads files, flags or the environment (docs/conventions.md §2.9). ``--index
+s3://bucket/prefix --cache DIR`` follows a published index (``server/follow.py``).
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
+
+import msgspec
 
 from catalog.backends import documents_of, route_conflicts
 from catalog.config import (
@@ -40,11 +43,14 @@ from server.limits import worker_limits
 if TYPE_CHECKING:
     from litestar import Litestar
 
+    from server.follow import FollowSettings
+
 __all__ = ["JsonFormatter", "app_from_env", "main"]
 
 _ENV_INDEX: Final = "SEZZLEE_INDEX"
 _ENV_CONFIG: Final = "SEZZLEE_CONFIG"
 _ENV_LOG_LEVEL: Final = "SEZZLEE_LOG_LEVEL"
+_ENV_FOLLOW: Final = "SEZZLEE_FOLLOW"  # the followed store's settings (server/follow.py), JSON
 _M_ARENA_MAX: Final = -8  # glibc <malloc.h>
 _MALLOC_ARENAS: Final = 2
 _LOOPBACK: Final = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
@@ -185,7 +191,36 @@ def app_from_env() -> Litestar:
         invoker=invoker,
         listen_limit=limits.max_listen_streams,
         ops_token=_ops_token(config, config_path or "(no config file)"),
+        follow=_follow_from_env(),
     )
+
+
+def _follow_from_env() -> FollowSettings | None:
+    from server.follow import FollowSettings
+
+    raw = os.environ.get(_ENV_FOLLOW)
+    return msgspec.json.decode(raw, type=FollowSettings) if raw else None
+
+
+def _follow(args: argparse.Namespace, config: Config) -> tuple[str, FollowSettings | None]:
+    """``--index s3://...``: the start-up download into ``--cache`` (``server/follow.py``);
+    the index directory to serve and the settings every worker follows with.
+
+    Raises:
+        ConfigError: no ``--cache``, or the store cannot be reached and nothing is cached.
+    """
+    from catalog.published import is_store_url
+
+    if not is_store_url(args.index):
+        return args.index, None
+    from server.follow import start_following
+
+    _configure_logging(args.log_level)  # the start-up download logs as the server does
+    try:
+        settings = start_following(args.index, args.cache, config.publish)
+    except ValueError as exc:
+        raise ConfigError("--index", str(exc)) from exc
+    return str(settings.index_dir), settings
 
 
 def _route_problems(config: Config, index: str) -> list[str]:
@@ -204,7 +239,14 @@ def _route_problems(config: Config, index: str) -> list[str]:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="sezzlee-server", description=__doc__.splitlines()[0])
-    parser.add_argument("--index", required=True, help="the index directory the indexer writes")
+    parser.add_argument(
+        "--index",
+        required=True,
+        help="the index directory the indexer writes, or the s3://bucket/prefix it publishes to",
+    )
+    parser.add_argument(
+        "--cache", help="with --index s3://...: the local directory the commits are kept in"
+    )
     parser.add_argument("--config", help="the TOML configuration file")
     parser.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=8000, help="port (default 8000)")
@@ -303,12 +345,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         except ModelUnavailable as exc:
             print(f"sezzlee-server: {exc}", file=sys.stderr)
             return 2
-    problems = problems or tls_problems(config) or _route_problems(config, args.index)
+    try:
+        index, follow = _follow(args, config)
+    except ConfigError as exc:
+        print(f"sezzlee-server: {exc}", file=sys.stderr)
+        return 2
+    problems = problems or tls_problems(config) or _route_problems(config, index)
     for problem in problems:
         print(f"sezzlee-server: {args.config}: {problem}", file=sys.stderr)
     if problems:
         return 2
-    os.environ[_ENV_INDEX] = str(Path(args.index).resolve())
+    os.environ[_ENV_INDEX] = str(Path(index).resolve())
+    os.environ[_ENV_FOLLOW] = msgspec.json.encode(follow).decode() if follow else ""
     os.environ[_ENV_CONFIG] = str(Path(args.config).resolve()) if args.config else ""
     os.environ[_ENV_LOG_LEVEL] = args.log_level
     from granian import Granian

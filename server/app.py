@@ -24,6 +24,7 @@ from litestar.datastructures import State
 
 from catalog.config import Config
 from catalog.synonyms import Synonyms
+from server.follow import FollowLoop, FollowSettings
 from server.http import mcp_endpoint
 from server.identity.secrets import Secrets
 from server.notify import DEFAULT_KEEPALIVE, Notifier
@@ -85,6 +86,7 @@ def create_app(
     keepalive: float = DEFAULT_KEEPALIVE,
     listen_limit: int | None = None,
     ops_token: str | None = None,
+    follow: FollowSettings | None = None,
 ) -> Litestar:
     """The Litestar app serving ``/mcp`` and the operations endpoints.
 
@@ -98,6 +100,9 @@ def create_app(
             ``max_listen_streams``; ``python -m server`` passes it fitted to the
             worker's connection limit, ``server.limits.worker_limits``).
         ops_token: the operator token ``/readyz`` and ``/metrics`` detail needs.
+        follow: the store this server follows (``--index s3://...``): ``index_dir`` is
+            then the cache's index, which one worker of the host keeps up to date
+            (``server/follow.py``).
     """
     semantic = config.search.semantic
     reader = Reader(
@@ -120,6 +125,8 @@ def create_app(
         invoker=invoker,
         ops_token=ops_token,
     )
+    follower = FollowLoop(follow) if follow is not None else None
+    state.follow = follow
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
@@ -135,6 +142,8 @@ def create_app(
                 shared_query_vectors, config.search.query_threads
             )
             state.semantic = Semantic(queries=queries, reader=reader)
+        if follower is not None:
+            follower.start()
         await reader.start()
         # The imported modules and the loaded catalog live as long as the process: moved
         # out of the collector's view, a full collection no longer walks them (in process,
@@ -145,6 +154,8 @@ def create_app(
             yield
         finally:
             notifier.close()
+            if follower is not None:
+                await anyio.to_thread.run_sync(follower.stop)
             poller.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await poller

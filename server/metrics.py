@@ -8,7 +8,11 @@ share). Counters are plain ints touched only on the event loop, so no lock is ne
 from __future__ import annotations
 
 import bisect
+import time
+from pathlib import Path
 from typing import TYPE_CHECKING, Final
+
+from server.follow import FollowSettings, read_status, seconds_since_contact
 
 if TYPE_CHECKING:
     from server.notify import Notifier
@@ -47,9 +51,16 @@ class Metrics:
         series.count += 1
         series.total += seconds
 
-    def render(self, *, reader: Reader, notifier: Notifier, operator: bool = False) -> str:
+    def render(
+        self,
+        *,
+        reader: Reader,
+        notifier: Notifier,
+        operator: bool = False,
+        follow: FollowSettings | None = None,
+    ) -> str:
         """The Prometheus text exposition (format 0.0.4); the catalog's size only for
-        the ``operator``.
+        the ``operator``; the followed store's staleness when ``follow`` is set.
         """
         lines = [
             "# HELP sezzlee_requests_total MCP requests by tool (or method) and outcome.",
@@ -98,4 +109,30 @@ class Metrics:
             "# TYPE sezzlee_listen_streams gauge",
             f"sezzlee_listen_streams {notifier.open_streams}",
         ]
+        if follow is not None:
+            lines += _store_lines(follow)
         return "\n".join(lines) + "\n"
+
+
+def _store_lines(follow: FollowSettings) -> list[str]:
+    """The followed store's series (``server/follow.py``'s ``follow.json``)."""
+    status = read_status(Path(follow.cache))
+    age = seconds_since_contact(status, time.time())
+    refused = status.refused if status is not None else 0
+    commit = status.commit if status is not None and status.commit is not None else -1
+    return [
+        "# HELP sezzlee_store_seconds_since_contact Seconds since the followed store last"
+        " answered (-1: never); the served commit is at most this stale.",
+        "# TYPE sezzlee_store_seconds_since_contact gauge",
+        f"sezzlee_store_seconds_since_contact {-1 if age is None else round(age, 3)}",
+        "# HELP sezzlee_store_up Whether the last poll of the followed store succeeded.",
+        "# TYPE sezzlee_store_up gauge",
+        f"sezzlee_store_up {int(status is not None and status.error is None)}",
+        "# HELP sezzlee_store_commit The published commit placed in the cache (-1: none).",
+        "# TYPE sezzlee_store_commit gauge",
+        f"sezzlee_store_commit {commit}",
+        "# HELP sezzlee_store_commits_refused_total Published commits refused (missing or"
+        " damaged files).",
+        "# TYPE sezzlee_store_commits_refused_total counter",
+        f"sezzlee_store_commits_refused_total {refused}",
+    ]

@@ -4,7 +4,8 @@ All three pass the same Host check as ``/mcp`` (421 otherwise). What describes t
 whole catalog, hidden operations included (its size, fingerprint, commit, and the
 broken files with their paths), is shown only to the operator: a request carrying
 ``Authorization: Bearer <token>`` of ``[server].ops_token_env`` (docs/connections.md
-says why a token). Anyone else sees readiness, the generation and request counts.
+says why a token). Anyone else sees readiness, the generation and request counts (and,
+for a server following a store, how long ago the store last answered).
 
 The counters themselves are ``server/metrics.py``'s.
 """
@@ -12,12 +13,15 @@ The counters themselves are ``server/metrics.py``'s.
 from __future__ import annotations
 
 import hmac
+import time
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import msgspec
 from litestar import Request, get
 from litestar.response import Response
 
+from server.follow import FollowSettings, read_status, seconds_since_contact
 from server.resource import metadata, resource_of
 
 if TYPE_CHECKING:
@@ -92,11 +96,32 @@ def readyz(request: Request[Any, Any, Any]) -> Response[bytes]:
             if record.state.startswith("broken") or record.problems
         }
         body["unlisted"] = meta.unlisted  # directories whose documents could not all be read
+    follow = _state(request).follow
+    if follow is not None:
+        _store_status(body, follow, operator=operator)
     return Response(
         msgspec.json.encode(body),
         status_code=200 if status.ready else 503,
         media_type="application/json",
     )
+
+
+def _store_status(body: dict[str, Any], follow: FollowSettings, *, operator: bool) -> None:
+    """How stale the followed store may be (a replica keeps serving its last good commit
+    while the store cannot be reached: still ready, and saying so here).
+    """
+    status = read_status(Path(follow.cache))
+    age = seconds_since_contact(status, time.time())
+    body["storeSecondsSinceContact"] = None if age is None else round(age, 1)
+    if operator and status is not None:
+        body["store"] = {
+            "url": follow.url,
+            "commit": status.commit,
+            "commitId": status.commit_id,
+            "appliedAt": status.applied_at,
+            "error": status.error,
+            "refused": status.refused,
+        }
 
 
 @get("/metrics", sync_to_thread=False, include_in_schema=False)
@@ -107,7 +132,10 @@ def metrics(request: Request[Any, Any, Any]) -> Response[bytes]:
         return refused
     state = _state(request)
     text = state.metrics.render(
-        reader=state.reader, notifier=state.notifier, operator=_operator(request)
+        reader=state.reader,
+        notifier=state.notifier,
+        operator=_operator(request),
+        follow=state.follow,
     )
     return Response(text.encode(), status_code=200, media_type="text/plain; version=0.0.4")
 

@@ -14,6 +14,7 @@ import msgspec
 
 from catalog.backends import Document
 from catalog.config import Config
+from server.follow import FollowSettings
 from server.identity.secrets import Secrets
 from server.limits import ClientLimits
 from server.metrics import Metrics
@@ -61,6 +62,8 @@ class ServerState:
         )
         self.documents: tuple[CatalogView, Mapping[str, Document]] | None = None
         """The current view's documents (namespace, origins), computed once per view."""
+        self.follow: FollowSettings | None = None
+        """The store this server follows, when it does (``server/follow.py``)."""
         self.semantic: Semantic | None = None
         """The query encoder and the tool vectors, set at start-up when ``[search]
         semantic`` is on."""

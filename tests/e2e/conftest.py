@@ -33,17 +33,19 @@ class ServerProcess:
 
     def __init__(
         self,
-        index_dir: Path,
+        index_dir: Path | str,
         *,
         port: int | None = None,
         extra: tuple[str, ...] = (),
         env: dict[str, str] | None = None,
+        log_dir: Path | None = None,
     ):
+        """``index_dir``: a directory, or an ``s3://`` URL (then ``log_dir`` is needed)."""
         self.port = port or free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         self.url = self.base + "/mcp"
         self.index_dir = index_dir
-        self.log = index_dir.parent / f"server-{self.port}.log"
+        self.log = (log_dir or Path(index_dir).parent) / f"server-{self.port}.log"
         self.started_at = time.monotonic()
         with self.log.open("wb") as log:
             self.process = subprocess.Popen(

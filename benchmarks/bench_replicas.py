@@ -1,0 +1,269 @@
+"""One indexer publishing to a store, N replicas following it (docs/deployment.md).
+
+The real processes: SeaweedFS on loopback (``benchmarks/seaweed.py``), ``python -m
+indexer --watch`` with ``[publish] url``, and N ``python -m server --index s3://...
+--cache DIR`` replicas, each with its own cache directory. Measured:
+
+* **edit → every replica serving it**: each round rewrites the demo document and times,
+  from the write, until every replica's ``/readyz`` shows the next generation (p50 / p99
+  over the rounds; the slowest replica counts);
+* **bytes uploaded per edit**: the indexer's ``published`` events (every file a commit
+  sends, vectors included), over the rounds;
+* **a new replica**: from spawn to ``/readyz`` 200 with an empty cache, after the edits;
+* **following while nothing changes**: the replicas' CPU seconds per minute over an idle
+  spell, and the requests each host sends the store (one head read per ``poll_seconds``).
+
+Goals (issue 36): edit → all 3 replicas p50 ≤ 2 s, p99 ≤ 5 s; a one-document change at
+125k uploads ≤ 2 MB on average.
+
+Usage: ``python -m benchmarks.bench_replicas [--replicas 3] [--rounds 20] [--idle 60]
+[--catalog small|125k] [--semantic]``. ``small`` is the demo spec directory (seconds);
+``125k`` the live APIs.guru directory of ``bench_soak`` (long: a full build, and its
+vectors with ``--semantic``). Prints a Markdown section; writes
+``benchmarks/results/replicas.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from benchmarks.bench_soak import ORDERS, orders_text, prepare_catalog, spawn, stop
+from benchmarks.ports import free_port
+from benchmarks.seaweed import CREDENTIALS, running_seaweed
+from catalog.objectstore import ObjectStore
+from catalog.published import parse_store_url
+
+HERE = Path(__file__).resolve().parent
+RESULTS = HERE / "results"
+URL = "s3://sezzlee/bench"
+ROUND_TIMEOUT = 60.0
+
+
+def _publish_section(endpoint: str, *, semantic: bool) -> str:
+    return (
+        f"[search]\nsemantic = {'true' if semantic else 'false'}\n\n"
+        f'[publish]\nurl = "{URL}"\nendpoint_url = "{endpoint}"\nmin_age_seconds = 30\n'
+    )
+
+
+def _config(work: Path, catalog: str, endpoint: str, *, semantic: bool) -> tuple[Path, Path]:
+    """The spec directory and config of ``catalog``, publishing to the store."""
+    if catalog == "125k":
+        specs, _index, base = prepare_catalog(free_port())
+        text = base.read_text(encoding="utf-8")
+    else:
+        specs = work / "specs"
+        shutil.copytree(ORDERS.parent, specs)
+        text = ""
+    config = work / "sezzlee.toml"
+    config.write_text(text + "\n" + _publish_section(endpoint, semantic=semantic))
+    return specs, config
+
+
+def _generation(base: str) -> int:
+    try:
+        answer = httpx.get(base + "/readyz", timeout=2)
+    except httpx.TransportError:
+        return -1
+    return int(answer.json()["generation"]) if answer.status_code == 200 else -1
+
+
+def _events(log: Path, name: str) -> list[dict[str, Any]]:
+    found = []
+    for line in log.read_text(encoding="utf-8", errors="replace").splitlines():
+        if line.startswith("{") and f'"{name}"' in line:
+            try:
+                event = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if event.get("event") == name:
+                found.append(event)
+    return found
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU of ``pid`` and its children (granian's workers), in seconds."""
+    total = 0.0
+    tick = os.sysconf("SC_CLK_TCK")
+    for task in Path("/proc").iterdir():
+        if not task.name.isdigit():
+            continue
+        try:
+            fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(task.name) == pid or int(fields[1]) == pid:  # itself, or a direct child
+            total += (int(fields[11]) + int(fields[12])) / tick
+    return total
+
+
+class Replica:
+    """One ``python -m server`` following the store, with its own cache."""
+
+    def __init__(self, work: Path, config: Path, n: int) -> None:
+        self.port = free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.log = work / f"replica-{n}.log"
+        cache = work / f"cache-{n}"
+        self.started = time.monotonic()
+        self.process = spawn(
+            [
+                *("-m", "server", "--index", URL, "--cache", str(cache)),
+                *("--config", str(config), "--port", str(self.port)),
+            ],
+            self.log,
+        )
+
+    def wait_ready(self, timeout: float) -> float:
+        deadline = time.monotonic() + timeout
+        while _generation(self.base) < 0:
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"replica not ready:\n{self.log.read_text()[-3000:]}")
+            time.sleep(0.05)
+        return time.monotonic() - self.started
+
+
+def _percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def _rounds(specs: Path, replicas: list[Replica], rounds: int) -> list[float]:
+    """Seconds from each edit until every replica serves the next generation."""
+    latencies: list[float] = []
+    orders = specs / ORDERS.name
+    for revision in range(1, rounds + 1):
+        before = [_generation(r.base) for r in replicas]
+        orders.unlink(missing_ok=True)  # never write through a hard link (125k tree)
+        written = time.monotonic()
+        orders.write_text(orders_text(revision), encoding="utf-8")
+        pending = dict(enumerate(replicas))
+        while pending:
+            if time.monotonic() - written > ROUND_TIMEOUT:
+                raise RuntimeError(f"round {revision}: replicas {sorted(pending)} never moved")
+            for i, replica in list(pending.items()):
+                if _generation(replica.base) > before[i]:
+                    del pending[i]
+            time.sleep(0.02)
+        latencies.append(time.monotonic() - written)
+        time.sleep(0.3)  # a debounce apart, so each round is one commit
+    return latencies
+
+
+def _idle(replicas: list[Replica], seconds: float) -> float:
+    """CPU seconds per minute of one replica (its whole process tree) while nothing changes."""
+    start = [_cpu_seconds(r.process.pid) for r in replicas]
+    time.sleep(seconds)
+    used = [_cpu_seconds(r.process.pid) - s for r, s in zip(replicas, start, strict=True)]
+    return statistics.mean(used) * 60 / seconds
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    os.environ.update({k: v for k, v in CREDENTIALS.items() if k not in os.environ})
+    with tempfile.TemporaryDirectory(prefix="bench-replicas-") as tmp:
+        work = Path(tmp)
+        with running_seaweed(work / "store") as store:
+            ObjectStore(
+                parse_store_url(URL), endpoint_url=store.endpoint_url, attempts=10
+            ).create_bucket()
+            specs, config = _config(work, args.catalog, store.endpoint_url, semantic=args.semantic)
+            indexer_log = work / "indexer.log"
+            indexer = spawn(
+                [
+                    *("-m", "indexer", "--specs", str(specs), "--index", str(work / "index")),
+                    *("--config", str(config), "--watch"),
+                ],
+                indexer_log,
+            )
+            replicas: list[Replica] = []
+            try:
+                replicas = [Replica(work, config, n) for n in range(args.replicas)]
+                for replica in replicas:
+                    replica.wait_ready(timeout=args.ready_timeout)
+                first = len(_events(indexer_log, "published"))
+                latencies = _rounds(specs, replicas, args.rounds)
+                time.sleep(1.0)
+                published = _events(indexer_log, "published")[first:]
+                idle_cpu = _idle(replicas, args.idle)
+                fresh = Replica(work, config, len(replicas))
+                replicas.append(fresh)
+                new_replica_s = fresh.wait_ready(timeout=args.ready_timeout)
+            finally:
+                for replica in replicas:
+                    stop(replica.process)
+                stop(indexer)
+    uploaded = [int(e["uploaded_bytes"]) for e in published]
+    return {
+        "catalog": args.catalog,
+        "semantic": args.semantic,
+        "replicas": args.replicas,
+        "rounds": len(latencies),
+        "edit_to_all_s": latencies,
+        "p50_s": _percentile(latencies, 0.5),
+        "p99_s": _percentile(latencies, 0.99),
+        "publishes": len(published),
+        "uploaded_bytes": uploaded,
+        "uploaded_mean_bytes": statistics.mean(uploaded) if uploaded else 0,
+        "uploaded_max_bytes": max(uploaded, default=0),
+        "idle_cpu_s_per_min": idle_cpu,
+        "store_requests_per_min_per_host": 60.0,  # one head read per poll (poll_seconds 1)
+        "new_replica_ready_s": new_replica_s,
+    }
+
+
+def section(result: dict[str, Any]) -> str:
+    kb = 1024
+    return "\n".join(
+        [
+            f"## Replicas following a store ({result['catalog']}, "
+            f"{'semantic' if result['semantic'] else 'keyword only'})",
+            "",
+            f"{result['replicas']} replicas (`python -m server --index s3://... --cache DIR`, "
+            "one cache each), one indexer publishing, SeaweedFS on loopback; "
+            f"{result['rounds']} edits of the demo document.",
+            "",
+            "| measure | value |",
+            "|---|---|",
+            f"| edit → every replica serving it, p50 | {result['p50_s']:.2f} s |",
+            f"| edit → every replica serving it, p99 | {result['p99_s']:.2f} s |",
+            f"| uploaded per edit, mean | {result['uploaded_mean_bytes'] / kb:.1f} KiB |",
+            f"| uploaded per edit, max | {result['uploaded_max_bytes'] / kb:.1f} KiB |",
+            "| a new replica, spawn → ready (empty cache) | "
+            f"{result['new_replica_ready_s']:.2f} s |",
+            f"| one replica following, idle: CPU | {result['idle_cpu_s_per_min']:.2f} s/min |",
+            "| one host following, idle: requests to the store | "
+            f"{result['store_requests_per_min_per_host']:.0f} /min |",
+            "",
+        ]
+    )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(prog="bench_replicas", description=__doc__.splitlines()[0])
+    parser.add_argument("--replicas", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=20)
+    parser.add_argument("--idle", type=float, default=60.0, help="seconds of idle following")
+    parser.add_argument("--catalog", choices=["small", "125k"], default="small")
+    parser.add_argument("--semantic", action="store_true")
+    parser.add_argument("--ready-timeout", type=float, default=600.0)
+    args = parser.parse_args()
+    result = run(args)
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / "replicas.json").write_text(json.dumps(result, indent=2))
+    print(section(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,497 @@
+"""Following a published index: the store's head, downloaded into a local cache.
+
+``python -m server --index s3://bucket/prefix --cache DIR`` serves the index the indexer
+publishes (``indexer/publish.py``, ``catalog/published.py``; docs/deployment.md). The
+cache directory holds:
+
+* ``objects/<sha256>``: every file downloaded, checked against its SHA-256 and size
+  before it is renamed into place: a file is downloaded once, whichever commits share it;
+* ``index/``: an index directory as the indexer's own, the files of the head's manifest
+  hard-linked from ``objects/``. The server's :class:`~server.reader.Reader` opens it as
+  any local index: a new commit is placed the way tantivy commits one (its new files
+  first, each vectors file's seal before the file, ``meta.json`` renamed over the old
+  last), so the reader's own reload swaps the catalog atomically, bumps the catalog
+  generation and sends ``list_changed`` exactly as for a local commit;
+* ``follow.json``: what was applied and when the store last answered (every worker's
+  ``/readyz`` and ``/metrics`` read it);
+* ``.follow.lock``: the one process of the host that downloads holds it; the other
+  workers (and other server processes on the cache) read what it places.
+
+A commit is applied whole or not at all: every file is downloaded and checked before
+anything is placed. A head naming a missing or damaged file, a manifest that does not
+match its name, another schema version: that commit is refused, logged and counted,
+and the last good commit keeps serving; the next head is tried as it comes. An
+unreachable store, or a full disk in the cache, is retried at the next poll; the
+commit served meanwhile is the last good one, and ``/readyz`` and
+``sezzlee_store_seconds_since_contact`` say how stale it may be.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import logging
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Final
+
+import msgspec
+
+from catalog.config import PublishConfig
+from catalog.index_schema import SCHEMA_VERSION
+from catalog.objectstore import MissingObject, ObjectStore, StoreError, fsync_directory
+from catalog.published import (
+    PublishedCommit,
+    PublishedFile,
+    decode_head,
+    decode_manifest,
+    manifest_sha,
+    parse_store_url,
+)
+from catalog.vectors import VECTORS_DIR, Seal, seal_path
+
+__all__ = [
+    "FollowLoop",
+    "FollowSettings",
+    "FollowStatus",
+    "Follower",
+    "RefusedCommit",
+    "prepare",
+    "read_status",
+    "seconds_since_contact",
+    "start_following",
+]
+
+_log: Final = logging.getLogger("sezzlee.server.follow")
+
+INDEX_DIR: Final = "index"
+OBJECTS_DIR: Final = "objects"
+STATUS_NAME: Final = "follow.json"
+LOCK_NAME: Final = ".follow.lock"
+
+
+class FollowSettings(msgspec.Struct, frozen=True, kw_only=True):
+    """Where to follow from and into (``--index``, ``--cache`` and ``[publish]``)."""
+
+    url: str
+    cache: str
+    endpoint_url: str | None = None
+    region: str | None = None
+    poll_seconds: float = 1.0
+    timeout_seconds: float = 10.0
+
+    @property
+    def index_dir(self) -> Path:
+        """The index directory the reader opens."""
+        return Path(self.cache) / INDEX_DIR
+
+
+class FollowStatus(msgspec.Struct, frozen=True, kw_only=True):
+    """What the downloading process last did (``follow.json``)."""
+
+    url: str
+    manifest: str | None = None  # the applied manifest's SHA-256
+    commit_id: str | None = None
+    commit: int | None = None
+    applied_at: float | None = None
+    checked_at: float | None = None  # the last time the store answered with a head
+    error: str | None = None  # why the last poll failed (None: it succeeded)
+    refused: int = 0  # commits refused since the cache was made
+    refused_manifest: str | None = None  # the last refused
+    files: tuple[PublishedFile, ...] = ()  # the applied manifest's
+    previous: tuple[PublishedFile, ...] = ()  # the one before (its files are kept)
+
+
+class RefusedCommit(Exception):
+    """The head names a manifest or file that is missing, damaged or not for us."""
+
+
+_STATUS_DECODER: Final = msgspec.json.Decoder(FollowStatus)
+
+
+def read_status(cache: Path) -> FollowStatus | None:
+    """The cache's ``follow.json``, or None when absent or unreadable."""
+    try:
+        return _STATUS_DECODER.decode((cache / STATUS_NAME).read_bytes())
+    except (OSError, msgspec.DecodeError):
+        return None
+
+
+def seconds_since_contact(status: FollowStatus | None, now: float) -> float | None:
+    """How long ago the store last answered a poll (None: never, from this cache)."""
+    if status is None or status.checked_at is None:
+        return None
+    return max(0.0, now - status.checked_at)
+
+
+def _write_atomically(path: Path, data: bytes) -> None:
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(temporary, "wb") as stream:
+        stream.write(data)
+        stream.flush()
+        os.fsync(stream.fileno())
+    os.replace(temporary, path)
+
+
+class Follower:
+    """Downloads the head commit into the cache (one process per host at a time)."""
+
+    def __init__(self, settings: FollowSettings, *, store: ObjectStore | None = None) -> None:
+        """Open the cache (creating it); no request is sent yet.
+
+        Raises:
+            ValueError: the URL is not an ``s3://bucket/prefix`` one.
+            OSError: the cache directory cannot be made.
+        """
+        self.settings = settings
+        self.cache = Path(settings.cache)
+        self.index_dir = settings.index_dir
+        self.objects = self.cache / OBJECTS_DIR
+        for directory in (self.index_dir, self.index_dir / VECTORS_DIR, self.objects):
+            directory.mkdir(parents=True, exist_ok=True)
+        self.store = store or ObjectStore(
+            parse_store_url(settings.url),
+            endpoint_url=settings.endpoint_url,
+            region=settings.region,
+            timeout_seconds=settings.timeout_seconds,
+            attempts=2,
+        )
+        self._lock: int | None = None
+        self._trying: str | None = None  # the manifest the head names, being applied
+        self.downloaded = 0
+        """Files the last placed commit downloaded (the rest the cache held)."""
+        self.status = read_status(self.cache) or FollowStatus(url=settings.url)
+
+    # -- the one downloader of the host -----------------------------------------------
+
+    def try_lock(self) -> bool:
+        """Take the cache's download lock if free; whether this process holds it."""
+        if self._lock is not None:
+            return True
+        fd = os.open(self.cache / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            return False
+        self._lock = fd
+        self.status = read_status(self.cache) or self.status  # another may have written
+        return True
+
+    def unlock(self) -> None:
+        """Let another process of the host download."""
+        lock, self._lock = self._lock, None
+        if lock is not None:
+            os.close(lock)
+
+    @property
+    def cached(self) -> bool:
+        """Whether the cache holds a commit to serve."""
+        return (self.index_dir / "meta.json").is_file()
+
+    # -- one poll ---------------------------------------------------------------------
+
+    def poll(self) -> bool:
+        """Read the head and apply it if new (the lock must be held); whether a new commit
+        was placed. Never raises: a failure is logged and kept in the status.
+        """
+        try:
+            placed = self.sync()
+        except RefusedCommit as exc:
+            self._refused(str(exc))
+            return False
+        except (StoreError, OSError) as exc:
+            self._failed(exc)
+            return False
+        return placed
+
+    def sync(self) -> bool:
+        """Read the head and apply it if new; whether a new commit was placed.
+
+        Raises:
+            RefusedCommit: the head names a missing or damaged manifest or file.
+            StoreError: the store cannot be reached (nothing was changed).
+            OSError: the cache cannot be written (a full disk; nothing was placed).
+        """
+        found = self.store.get(self.store.location.head_key)
+        now = time.time()
+        if found is None:
+            self._save(msgspec.structs.replace(self.status, checked_at=now, error=None))
+            return False  # nothing published yet
+        self._trying = None
+        try:
+            head = decode_head(found[0])
+        except ValueError as exc:
+            raise RefusedCommit(f"{self.store.url}: {exc}") from exc
+        self._trying = head.manifest
+        if head.manifest == self.status.manifest and self.cached:
+            if self.status.error is not None or now - (self.status.checked_at or 0) >= 1.0:
+                self._save(msgspec.structs.replace(self.status, checked_at=now, error=None))
+            return False
+        if head.manifest == self.status.refused_manifest:
+            self._save(msgspec.structs.replace(self.status, checked_at=now))
+            return False  # refused already: logged once, kept until a new head
+        manifest = self._manifest(head.manifest)
+        started = time.perf_counter()
+        downloaded = self.downloaded = self._download(manifest)
+        self._place(manifest)
+        self._save(
+            FollowStatus(
+                url=self.settings.url,
+                manifest=head.manifest,
+                commit_id=manifest.commit_id,
+                commit=manifest.commit,
+                applied_at=time.time(),
+                checked_at=now,
+                refused=self.status.refused,
+                refused_manifest=self.status.refused_manifest,
+                files=manifest.files,
+                previous=self.status.files,
+            )
+        )
+        self._prune()
+        _log.info(
+            "published commit placed",
+            extra={
+                "commit": manifest.commit,
+                "commit_id": manifest.commit_id,
+                "files": len(manifest.files),
+                "downloaded": downloaded,
+                "vectors_rows": manifest.vectors_rows,
+                "seconds": round(time.perf_counter() - started, 3),
+            },
+        )
+        return True
+
+    def _manifest(self, sha: str) -> PublishedCommit:
+        found = self.store.get(self.store.location.manifest_key(sha))
+        if found is None:
+            raise RefusedCommit(
+                f"{self.store.url}: the head names manifest {sha}, which is missing"
+            )
+        if manifest_sha(found[0]) != sha:
+            raise RefusedCommit(f"{self.store.url}: manifest {sha} does not match its name")
+        try:
+            manifest = decode_manifest(found[0])
+        except ValueError as exc:
+            raise RefusedCommit(f"{self.store.url}: manifest {sha}: {exc}") from exc
+        if manifest.schema_version != SCHEMA_VERSION:
+            raise RefusedCommit(
+                f"{self.store.url}: commit {manifest.commit} has index schema version "
+                f"{manifest.schema_version}; this server reads {SCHEMA_VERSION}"
+            )
+        return manifest
+
+    def _download(self, manifest: PublishedCommit) -> int:
+        """Every file the cache lacks, checked; how many were downloaded."""
+        count = 0
+        for file in manifest.files:
+            target = self.objects / file.sha256
+            with contextlib.suppress(OSError):
+                if target.stat().st_size == file.size:
+                    continue
+            temporary = self.objects / f".{file.sha256}.{os.getpid()}.part"
+            try:
+                with open(temporary, "wb") as stream:
+                    key = self.store.location.object_key(file.sha256)
+                    try:
+                        sha = self.store.download(key, stream)
+                    except MissingObject as exc:
+                        raise RefusedCommit(
+                            f"{self.store.url}: commit {manifest.commit} names {file.name}, "
+                            f"which the store does not hold ({exc})"
+                        ) from exc
+                    stream.flush()
+                    os.fsync(stream.fileno())
+                    size = stream.tell()
+                if sha != file.sha256 or size != file.size:
+                    raise RefusedCommit(
+                        f"{self.store.url}: commit {manifest.commit}'s {file.name} is damaged "
+                        f"in the store (SHA-256 {sha[:12]}…, {size} bytes; the manifest "
+                        f"says {file.sha256[:12]}…, {file.size} bytes)"
+                    )
+                os.replace(temporary, target)
+            finally:
+                temporary.unlink(missing_ok=True)
+            count += 1
+        fsync_directory(self.objects)
+        return count
+
+    def _place(self, manifest: PublishedCommit) -> None:
+        """Link the manifest's files into the index directory, tantivy's way: new files
+        first, each vectors file after its seal, ``meta.json`` last.
+        """
+
+        def order(file: PublishedFile) -> int:
+            if file.name == "meta.json":
+                return 2
+            return 1 if file.name.startswith(f"{VECTORS_DIR}/") else 0
+
+        for file in sorted(manifest.files, key=order):
+            target = self.index_dir / file.name
+            source = self.objects / file.sha256
+            with contextlib.suppress(OSError):
+                if os.path.samefile(source, target):
+                    continue
+            if file.name.startswith(f"{VECTORS_DIR}/"):
+                self._seal(target, Seal(size=file.size, sha256=file.sha256))
+            temporary = target.with_name(f".{target.name}.{os.getpid()}.link")
+            temporary.unlink(missing_ok=True)
+            os.link(source, temporary)
+            os.replace(temporary, target)
+        fsync_directory(self.index_dir / VECTORS_DIR)
+        fsync_directory(self.index_dir)
+
+    def _seal(self, target: Path, seal: Seal) -> None:
+        """The seal a server checks a vectors file against: the new file's, and the one
+        of the file it replaces (a server that opened either finds it in the seal it reads
+        next, as the indexer writes them, ``indexer/vectors.py``).
+        """
+        previous: list[Seal] = []
+        with contextlib.suppress(OSError, msgspec.DecodeError, msgspec.ValidationError):
+            previous = msgspec.json.decode(seal_path(target).read_bytes(), type=list[Seal])[:1]
+        _write_atomically(seal_path(target), msgspec.json.encode([seal, *previous]))
+
+    def _prune(self) -> None:
+        """Delete the index files and objects neither the applied commit nor the one
+        before names (a reader may still be reading the one before).
+        """
+        wanted = {f.name for f in (*self.status.files, *self.status.previous)}
+        shas = {f.sha256 for f in (*self.status.files, *self.status.previous)}
+        for directory, prefix in ((self.index_dir, ""), (self.index_dir / VECTORS_DIR, "vectors/")):
+            for path in directory.iterdir():
+                if not path.is_file() or path.name.startswith("."):
+                    continue
+                name = prefix + path.name
+                if name.endswith(".seal") and name.removesuffix(".seal") in wanted:
+                    continue
+                if name not in wanted:
+                    path.unlink(missing_ok=True)
+        for path in self.objects.iterdir():
+            if path.name not in shas and not path.name.startswith("."):
+                path.unlink(missing_ok=True)
+
+    # -- the status file ----------------------------------------------------------------
+
+    def _save(self, status: FollowStatus) -> None:
+        self.status = status
+        _write_atomically(self.cache / STATUS_NAME, msgspec.json.encode(status))
+
+    def _refused(self, reason: str) -> None:
+        _log.error(
+            "published commit refused: the last good commit keeps serving",
+            extra={"url": self.settings.url, "problem": reason},
+        )
+        manifest = self._trying
+        with contextlib.suppress(OSError):
+            self._save(
+                msgspec.structs.replace(
+                    self.status,
+                    refused=self.status.refused + 1,
+                    refused_manifest=manifest,
+                    checked_at=time.time(),
+                    error=reason,
+                )
+            )
+
+    def poll_failed(self, exc: Exception) -> None:
+        """Record a failed poll in the status (and log it once)."""
+        if isinstance(exc, RefusedCommit):
+            self._refused(str(exc))
+        else:
+            self._failed(exc)
+
+    def _failed(self, exc: Exception) -> None:
+        reason = f"{type(exc).__name__}: {exc}"
+        if reason != self.status.error:
+            _log.warning(
+                "store not followed: the last good commit keeps serving",
+                extra={"url": self.settings.url, "problem": reason},
+            )
+        with contextlib.suppress(OSError):
+            self._save(msgspec.structs.replace(self.status, error=reason))
+
+
+def start_following(url: str, cache: str | None, publish: PublishConfig) -> FollowSettings:
+    """The settings of ``--index URL --cache DIR`` under ``[publish]``, after the start-up
+    download (:func:`prepare`).
+
+    Raises:
+        ValueError: no cache directory, or the server cannot start (the store cannot be
+            reached and nothing is cached): the message names the URL.
+    """
+    if not cache:
+        raise ValueError(f"--index {url} needs a local --cache directory")
+    settings = FollowSettings(
+        url=url,
+        cache=str(Path(cache).resolve()),
+        endpoint_url=publish.endpoint_url,
+        region=publish.region,
+        poll_seconds=publish.poll_seconds,
+        timeout_seconds=publish.timeout_seconds,
+    )
+    problem = prepare(settings)
+    if problem is not None:
+        raise ValueError(problem)
+    return settings
+
+
+def prepare(settings: FollowSettings) -> str | None:
+    """The start-up download, in the server's parent process before any worker starts:
+    the head commit placed in the cache. None when the server can start (the head is
+    placed, or the store cannot be reached but the cache holds a commit to serve, or
+    another process downloads into this cache, or nothing is published yet); otherwise
+    why it cannot (the caller exits 2 with it).
+    """
+    try:
+        follower = Follower(settings)
+    except (ValueError, OSError) as exc:
+        return f"{settings.url}: {exc}"
+    if not follower.try_lock():
+        return None  # another server process on this host follows into the cache
+    try:
+        follower.sync()
+    except (StoreError, OSError, RefusedCommit) as exc:
+        if follower.cached:
+            _log.warning(
+                "the store's head not applied at start: serving the cached commit",
+                extra={"url": settings.url, "commit": follower.status.commit, "problem": str(exc)},
+            )
+            follower.poll_failed(exc)
+            return None
+        text = str(exc)
+        return text if text.startswith(settings.url) else f"{settings.url}: {text}"
+    finally:
+        follower.unlock()
+    return None
+
+
+class FollowLoop:
+    """A worker's thread: takes the download lock when free, then polls the head every
+    ``poll_seconds`` while it holds it. The other workers only read ``follow.json``.
+    """
+
+    def __init__(self, settings: FollowSettings) -> None:
+        self.follower = Follower(settings)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="sezzlee-follow", daemon=True)
+
+    def start(self) -> None:
+        """Start polling."""
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop polling (within one request to the store) and let the lock go."""
+        self._stop.set()
+        self._thread.join(timeout=self.follower.settings.timeout_seconds * 3)
+        self.follower.unlock()
+
+    def _run(self) -> None:
+        interval = self.follower.settings.poll_seconds
+        while not self._stop.is_set():
+            started = time.monotonic()
+            if self.follower.try_lock():
+                self.follower.poll()
+            self._stop.wait(max(0.0, interval - (time.monotonic() - started)))
