@@ -24,6 +24,7 @@ from server.reader import Reader
 if TYPE_CHECKING:
     from server.invoke.invoker import Invoker
     from server.semantic import Semantic
+    from server.traffic import Traffic
     from server.view import CatalogView
 
 __all__ = ["ServerState"]
@@ -64,3 +65,5 @@ class ServerState:
         self.semantic: Semantic | None = None
         """The query encoder and the tool vectors, set at start-up when ``[search]
         semantic`` is on."""
+        self.traffic: Traffic | None = None
+        """The recent invoke_tool calls, kept only when the console is enabled."""
