@@ -24,7 +24,7 @@ from urllib.parse import quote
 import jinja2
 import msgspec
 from litestar import Request, Router, get, post
-from litestar.contrib.jinja import JinjaTemplateEngine
+from litestar.plugins.jinja import JinjaTemplateEngine
 from litestar.response import Redirect, Response, Template
 from litestar.static_files import create_static_files_router
 from litestar.template.config import TemplateConfig
@@ -115,6 +115,17 @@ def _partial(request: Req) -> bool:
     return request.headers.get("hx-request") == "true"
 
 
+def _query(request: Req, name: str) -> str:
+    """A query parameter's value, stripped (empty when absent)."""
+    return str(request.query_params.get(name, "")).strip()
+
+
+def _number(request: Req, name: str) -> int:
+    """A page number from the query (1 when absent or not a number)."""
+    value = _query(request, name)
+    return int(value) if value.isdigit() and len(value) < 10 else 1
+
+
 def _page(name: str, nav: str, status: int = 200, **context: Any) -> Template:
     return Template(template_name=name, context={"nav": nav, **context}, status_code=status)
 
@@ -168,9 +179,9 @@ def _operator_only(request: Req) -> Response[bytes] | Redirect | None:
 
 
 @get("/login", sync_to_thread=False)
-def login_form(next: str = "") -> Template:  # the query parameter's name
+def login_form(request: Req) -> Template:
     """The login form."""
-    return _page("login.html", "login", next=next_path(next), failed=False)
+    return _page("login.html", "login", next=next_path(_query(request, "next")), failed=False)
 
 
 @post("/login", status_code=303)
@@ -208,31 +219,31 @@ def overview_page(request: Req) -> Template:
 
 
 @get("/problems", sync_to_thread=False)
-def problems_page(request: Req, code: str = "", page: int = 1) -> Template:
+def problems_page(request: Req) -> Template:
     """Every problem of one code."""
-    return _page("problems.html", "overview", page=problems(_facts(request), code, page))
+    data = problems(_facts(request), _query(request, "code"), _number(request, "page"))
+    return _page("problems.html", "overview", page=data)
 
 
 @get("/catalog", sync_to_thread=False)
-def catalog(
-    request: Req,
-    namespace: str = "",
-    document: str = "",
-    tag: str = "",
-    key: str = "",
-    page: int = 1,
-) -> Template:
+def catalog(request: Req) -> Template:
     """The Catalog (its listing alone for htmx)."""
-    filters = Filters(namespace=namespace, document=document, tag=tag, key=key, page=page)
+    filters = Filters(
+        namespace=_query(request, "namespace"),
+        document=_query(request, "document"),
+        tag=_query(request, "tag"),
+        key=_query(request, "key"),
+        page=_number(request, "page"),
+    )
     data = catalog_page(_facts(request), filters)
     name = "_catalog_listing.html" if _partial(request) else "catalog.html"
     return _page(name, "catalog", page=data)
 
 
 @get("/tools/{name:str}", sync_to_thread=False)
-def tool(request: Req, name: str) -> Template:
+def tool(request: Req) -> Template:
     """One tool."""
-    data = tool_page(_state(request), _facts(request), name)
+    data = tool_page(_state(request), _facts(request), str(request.path_params["name"]))
     return _page("tool.html", "catalog", status=200 if data.found else 404, page=data)
 
 

@@ -23,6 +23,7 @@ from tests.server.harness import OPS_TOKEN, TEST_HEAP_BYTES
 
 __all__ = [
     "HIDDEN",
+    "HIDDEN_TAGS",
     "OPS_TOKEN",
     "PUBLIC",
     "build_index",
@@ -31,8 +32,19 @@ __all__ = [
 ]
 
 ROOT: Final = Path(__file__).resolve().parents[3]
-HIDDEN: Final = ("create_order", "list_orders", "get_order", "delete_order")
-"""Tools an anonymous caller never sees (each needs an orders_auth token)."""
+HIDDEN: Final = (
+    "create_order",
+    "list_orders",
+    "get_order",
+    "delete_order",
+    "add_order_note",
+    "get_invoice",
+    "get_order_stats",
+    "pets.adopt_pet",
+)
+"""Tools an anonymous caller never sees (each needs an orders_auth token or a pet key)."""
+HIDDEN_TAGS: Final = ("orders", "admin", "order notes", "billing", "adoption")
+"""Tags only hidden tools carry."""
 PUBLIC: Final = ("get_health", "pets.list_pets", "pets.get_pet")
 
 PETS: Final = """\
@@ -79,9 +91,15 @@ refresh_seconds = 1
 """
 
 
-def console_config(path: Path) -> Config:
-    """The demo's config with the console on, written to ``path``."""
+def console_config(path: Path, *, orders_backend: str | None = None) -> Config:
+    """The demo's config with the console on, written to ``path``; the orders API sent to
+    ``orders_backend`` when given.
+    """
     text = (ROOT / "examples" / "sezzlee.toml").read_text() + CONSOLE_TOML
+    if orders_backend is not None:
+        text = text.replace(
+            'namespace = ""\n', f'namespace = ""\nbase_url = "{orders_backend}"\n', 1
+        )
     text += '\n[specs."pets.yaml"]\nforward_headers = ["X-Pet-Key"]\n'
     path.write_text(text)
     return decode_config(path.read_bytes(), file=str(path))
