@@ -13,9 +13,9 @@ import pytest
 from catalog.config import Config, decode_config
 from catalog.errors import ConfigError
 from server.app import create_app
+from tests.server.conftest import demo_tools
 from tests.server.console.catalog import OPS_TOKEN
 from tests.server.harness import serve, write_index
-from tests.server.conftest import demo_tools
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -52,7 +52,7 @@ def test_nothing_of_the_console_is_loaded_when_it_is_off(tmp_path: Path) -> None
 
 
 def test_the_console_needs_the_ops_token() -> None:
-    with pytest.raises(ConfigError, match="console.enabled: set server.ops_token_env"):
+    with pytest.raises(ConfigError, match=r"console\.enabled: set server\.ops_token_env"):
         decode_config(b"[console]\nenabled = true\n", file="sezzlee.toml")
     config = decode_config(
         b'[server]\nops_token_env = "T"\n[console]\nenabled = true\n', file="sezzlee.toml"

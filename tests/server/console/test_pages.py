@@ -36,9 +36,11 @@ def test_overview(operator: httpx.Client) -> None:
     assert _section(page, "tools").strip() == str(len(HIDDEN) + len(PUBLIC))
     assert "semantic search is off" in _section(page, "vectors")
     namespaces = _section(page, "namespaces")
-    assert "pets" in namespaces and "(none)" in namespaces
+    assert "pets" in namespaces
+    assert "(none)" in namespaces
     refused = _section(page, "refused")
-    assert "broken.yaml" in refused and "broken_never_indexed" in refused
+    assert "broken.yaml" in refused
+    assert "broken_never_indexed" in refused
     codes = _section(page, "codes")
     assert "document-invalid : 1 (1 errors)" in codes
     assert "broken.yaml line 3: invalid YAML" in codes
@@ -49,7 +51,8 @@ def test_catalog_lists_documents_then_their_tools(operator: httpx.Client) -> Non
     for source in ("orders.yaml", "pets.yaml", "broken.yaml"):
         assert source in documents
     pets = _section(operator.get("/console/catalog", params={"namespace": "pets"}), "documents")
-    assert "pets.yaml" in pets and "orders.yaml" not in pets
+    assert "pets.yaml" in pets
+    assert "orders.yaml" not in pets
     tools = _section(operator.get("/console/catalog", params={"document": "pets.yaml"}), "tools")
     assert [n for n in ("pets.list_pets", "pets.get_pet", "pets.adopt_pet") if n in tools] == [
         "pets.list_pets",
@@ -58,7 +61,8 @@ def test_catalog_lists_documents_then_their_tools(operator: httpx.Client) -> Non
     ]
     assert "get_health" not in tools
     tagged = _section(operator.get("/console/catalog", params={"tag": "Adoption"}), "tools")
-    assert "pets.adopt_pet" in tagged and "pets.get_pet" not in tagged
+    assert "pets.adopt_pet" in tagged
+    assert "pets.get_pet" not in tagged
     public = _section(operator.get("/console/catalog", params={"key": "public"}), "tools")
     assert all(name in public for name in PUBLIC)
     assert not any(re.search(rf"\b{re.escape(n)}\b", public) for n in HIDDEN)
@@ -82,17 +86,22 @@ def test_tool_page(operator: httpx.Client) -> None:
     assert re.fullmatch(r"\s*[0-9a-f]{8,}\s*", _section(page, "version"))
     assert "orders_auth (scopes: orders:write)" in _section(page, "alternatives")
     schemes = _section(page, "schemes")
-    assert "orders_auth" in schemes and "authorization" in schemes.lower()
-    assert "header Authorization" in schemes and "yes" in schemes
+    assert "orders_auth" in schemes
+    assert "authorization" in schemes.lower()
+    assert "header Authorization" in schemes
+    assert "yes" in schemes
     definition = html.unescape(page.text)
-    assert '"name": "create_order"' in definition and '"inputSchema"' in definition
+    assert '"name": "create_order"' in definition
+    assert '"inputSchema"' in definition
     who = _section(page, "who", "section")
-    assert "verified" in who and "does not exist for them" in who
+    assert "verified" in who
+    assert "does not exist for them" in who
     public = operator.get("/console/tools/get_health")
     assert "Everyone" in _section(public, "who", "section")
     pet = operator.get("/console/tools/pets.adopt_pet")
     schemes = _section(pet, "schemes")
-    assert "header X-Pet-Key" in schemes and "x-pet-key" in schemes
+    assert "header X-Pet-Key" in schemes
+    assert "x-pet-key" in schemes
     assert operator.get("/console/tools/no_such_tool").status_code == 404
 
 
@@ -115,16 +124,20 @@ def test_traffic_counts_calls_and_redacts_audit_lines(
     _invoke(console, "get_health")
     data = operator.get("/console/traffic/data").json()
     tools = {row["label"]: row["count"] for row in data["tools"]}
-    assert tools["list_orders"] >= 3 and tools["get_health"] >= 1
+    assert tools["list_orders"] >= 3
+    assert tools["get_health"] >= 1
     assert tools["(not a tool of the catalog)"] >= 1
     outcomes = {row["label"]: row["count"] for row in data["outcomes"]}
-    assert outcomes["ok"] >= 4 and outcomes["unknown_tool"] >= 1
-    assert data["invoke"]["count"] >= 5 and data["invoke"]["p50"] is not None
+    assert outcomes["ok"] >= 4
+    assert outcomes["unknown_tool"] >= 1
+    assert data["invoke"]["count"] >= 5
+    assert data["invoke"]["p50"] is not None
     assert any(m["label"] == "invoke_tool" and m["p99"] for m in data["methods"])
     lines = operator.get("/console/traffic/lines")
     for page in (lines, operator.get("/console/traffic")):
         assert secret_like not in page.text
         assert "alice" not in page.text  # the caller id appears only as a digest
     audit = _section(lines, "audit")
-    assert "list_orders" in audit and "not a tool of the catalog: 24 characters" in audit
+    assert "list_orders" in audit
+    assert "not a tool of the catalog: 24 characters" in audit
     assert re.search(r"caller [0-9a-f]{8}", audit)

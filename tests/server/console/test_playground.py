@@ -66,7 +66,8 @@ def test_the_explain_view_ranks_the_page(operator: httpx.Client, console: Server
     explain = page.text[page.text.index('id="explain"') :]
     rows = re.findall(r"<tr>\s*<td>(\d+)</td>\s*<td><code>([\w.]+)</code>", explain)
     assert rows[0] == ("1", "pets.get_pet")
-    assert "fetch" in explain and "title" in explain
+    assert "fetch" in explain
+    assert "title" in explain
     assert "Only the keywords found" in page.text
 
 
@@ -83,7 +84,8 @@ def test_a_token_with_scopes_sees_more(operator: httpx.Client, console: ServerTh
         operator, console, query="order", caller="scopes", scopes="orders:admin", limit="50"
     )
     names = {r["name"] for r in _answer(scoped)["results"]}  # type: ignore[attr-defined]
-    assert {"delete_order", "get_order_stats"} <= names and "create_order" not in names
+    assert {"delete_order", "get_order_stats"} <= names
+    assert "create_order" not in names
 
 
 def test_a_pasted_token_never_reaches_a_page_or_a_log(
