@@ -38,6 +38,7 @@ ORDER = [
     "encoder_flood",
     "reload",
     "auth",
+    "console",
 ]
 
 

@@ -50,7 +50,12 @@ def matched_words(
     """
     if not ords:
         return {}
-    among = tantivy.Query.term_set_query(schema, "ord", list(ords))
+    # A disjunction of the ordinals' terms, not a term_set_query: the set query is
+    # compiled again for every search it is part of, and this runs one search per term
+    # of the rank query (a long query has a hundred and more).
+    among = tantivy.Query.boolean_query(
+        [(tantivy.Occur.Should, tantivy.Query.term_query(schema, "ord", o)) for o in set(ords)]
+    )
     found: dict[int, dict[str, list[str]]] = {o: {} for o in ords}
     for term in query_terms(words):
         for order in _hit_by(searcher, schema, term, among, len(ords)):
