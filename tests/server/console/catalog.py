@@ -131,6 +131,9 @@ def build_index(root: Path, config: Config) -> Path:
     )
     try:
         session.sync()
+        # With the semantic side on, the vectors are filled after the commit: wait for them.
+        if not session.wait_for_vectors(300):
+            raise RuntimeError("the tool vectors were not filled in time")
     finally:
         session.close()
     return index
