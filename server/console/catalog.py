@@ -102,6 +102,9 @@ def catalog_page(facts: FactsCache, filters: Filters) -> CatalogPage:
     view, meta, found = current
     sources = sources_of(found, filters)
     if not filters.lists_tools:
+        if not sources:
+            problem = "no such namespace" if filters.namespace else "no document"
+            return CatalogPage(filters=filters, total=0, page=1, pages=1, problem=problem)
         pages, page = _pages(len(sources), DOCUMENTS_PAGE, filters.page)
         start = (page - 1) * DOCUMENTS_PAGE
         rows = tuple(

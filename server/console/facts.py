@@ -1,11 +1,10 @@
 """What the console derives from one catalog view once, and reuses until the next view.
 
-The documents with their namespaces and origins (the same ``documents_of`` the MCP
-endpoint routes credentials by: ``state.documents`` holds it for both), the namespaces'
-sizes, and every problem the indexer recorded, grouped by code. Built on a view's first
-console request (a few tens of milliseconds at 125,000 tools) and kept by
-:class:`FactsCache`, one per app, for as long as that view is current: no console page
-walks the catalog per request.
+The documents with their namespaces and origins (``ServerState.documents``, the same
+the MCP endpoint routes credentials by), the namespaces' sizes, and every problem the
+indexer recorded, grouped by code. Built on a view's first console request and kept by
+:class:`FactsCache`, one per app, for as long as that view and commit are current: no
+console page walks the catalog per request.
 """
 
 from __future__ import annotations
@@ -14,12 +13,12 @@ from collections.abc import Mapping
 
 import msgspec
 
-from catalog.backends import Document, documents_of
+from catalog.backends import Document
 from catalog.index_schema import IndexMeta
 from server.state import ServerState
 from server.view import CatalogView
 
-__all__ = ["CatalogFacts", "FactsCache", "NamespaceRow", "ProblemRow", "documents"]
+__all__ = ["CatalogFacts", "FactsCache", "NamespaceRow", "ProblemRow"]
 
 
 class NamespaceRow(msgspec.Struct, frozen=True, kw_only=True):
@@ -53,17 +52,6 @@ class CatalogFacts(msgspec.Struct, frozen=True, kw_only=True):
     problems: Mapping[str, tuple[ProblemRow, ...]]
     """Code → its problems (``"(no code)"`` for a record written before codes were),
     codes in order of their count, largest first."""
-
-
-def documents(state: ServerState, view: CatalogView) -> Mapping[str, Document]:
-    """``view``'s documents as the MCP endpoint routes by them: computed once per view,
-    shared through ``state.documents`` with ``server/http.py``.
-    """
-    cached = state.documents
-    if cached is None or cached[0] is not view:
-        found = documents_of(view.meta.files, view.meta.origins, state.config)
-        cached = state.documents = (view, found)
-    return cached[1]
 
 
 def _facts(meta: IndexMeta, found: Mapping[str, Document]) -> CatalogFacts:
@@ -122,5 +110,5 @@ class FactsCache:
         meta = self._state.reader.status().meta or view.meta
         held = self._held
         if held is None or held[0] is not view or held[1] is not meta:
-            held = self._held = (view, meta, _facts(meta, documents(self._state, view)))
+            held = self._held = (view, meta, _facts(meta, self._state.documents(view)))
         return held

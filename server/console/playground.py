@@ -12,10 +12,12 @@ for one request: it is in no Struct, no page, no log line.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any, Final, Literal
 
 import msgspec
 
+from catalog.backends import Document
 from catalog.query import clamp_request
 from catalog.visibility import Presented, partition
 from server.console.facts import FactsCache
@@ -24,6 +26,7 @@ from server.errors import ToolError
 from server.identity.caller import Caller, caller_from_headers
 from server.state import ServerState
 from server.tools import ToolContext, call_tool
+from server.view import CatalogView
 
 __all__ = ["CallerSummary", "PlaygroundForm", "PlaygroundPage", "ResultCard", "run_playground"]
 
@@ -195,8 +198,8 @@ def _headers(state: ServerState, facts: FactsCache) -> tuple[str, ...]:
 
 def _caller(
     state: ServerState,
-    view: Any,
-    documents: Any,
+    view: CatalogView,
+    documents: Mapping[str, Document],
     form: PlaygroundForm,
     credential: str,
 ) -> tuple[Caller, CallerSummary]:
