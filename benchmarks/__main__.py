@@ -40,6 +40,7 @@ ORDER = [
     "stdio",
     "replicas",
     "auth",
+    "console",
 ]
 
 

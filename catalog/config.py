@@ -63,6 +63,7 @@ __all__ = [
     "AuthConfig",
     "AuthorizationServer",
     "Config",
+    "ConsoleConfig",
     "CurationConfig",
     "ExchangeConfig",
     "InvokeConfig",
@@ -142,7 +143,8 @@ class ServerConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fie
     """Environment variable holding the operator token. ``/readyz`` and ``/metrics``
     show the catalog's size, fingerprint and broken files (hidden operations included)
     only to a request with ``Authorization: Bearer <token>``; to anyone else, readiness
-    and request counts alone. Unset: nobody sees them."""
+    and request counts alone. The console (``[console]``) takes the same token. Unset:
+    nobody sees them, and the console cannot be enabled."""
 
 
 class VisibilityConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -281,6 +283,28 @@ class AuthConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
     clients start their flow); false: anonymous callers see the public catalog."""
     jwks_refresh_seconds: Annotated[float, msgspec.Meta(gt=0)] = 300.0
     """How often a ``jwks_url`` is read again (a rotated key is accepted within this)."""
+
+
+class ConsoleConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """The operator console: web pages at ``/console`` that show the catalog, what a
+    caller sees of it, why a search ranks what it ranks, and the recent traffic
+    (``server/console/``). Read-only: no page changes the catalog or calls a backend.
+    """
+
+    enabled: bool = False
+    """true: the server serves the console at ``/console`` to the operator only (the
+    token of ``[server] ops_token_env``, which must then be set). false: no console
+    route exists (``/console`` is a 404) and none of its templates or scripts is loaded."""
+    session_seconds: Annotated[int, msgspec.Meta(ge=60, le=7 * 24 * 3600)] = 8 * 3600
+    """How long a console login lasts. The session cookie holds an expiry and an HMAC
+    of it keyed by the operator token, never the token: changing the token ends every
+    session."""
+    recent_calls: Annotated[int, msgspec.Meta(ge=1, le=100_000)] = 2_000
+    """invoke_tool calls each worker process keeps for the Traffic page (a ring buffer:
+    the oldest goes when it is full). Each worker keeps its own; the page shows the
+    worker that served it."""
+    refresh_seconds: Annotated[float, msgspec.Meta(ge=1, le=3600)] = 5.0
+    """How often the Traffic page fetches its charts and audit lines again."""
 
 
 class ExchangeConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -508,6 +532,7 @@ class Config(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tr
     curation: CurationConfig = CurationConfig()
     auth: AuthConfig = AuthConfig()
     publish: PublishConfig = PublishConfig()
+    console: ConsoleConfig = ConsoleConfig()
 
     def spec(self, source: str) -> SpecConfig:
         """The settings of the document at ``source`` (relative path), or the defaults."""
@@ -570,6 +595,10 @@ def decode_config(data: bytes, *, file: str) -> Config:
     _check_server(config.server, file)
     _check_auth(config, file)
     _check_publish(config.publish, file)
+    if config.console.enabled and config.server.ops_token_env is None:
+        raise ConfigError(
+            file, "console.enabled: set server.ops_token_env (the console's only way in)"
+        )
     return config
 
 

@@ -168,11 +168,25 @@ def create_app(
             if state.semantic is not None:
                 state.semantic.close()
 
+    handlers: list[Any] = [mcp_endpoint(state), healthz, readyz, metrics, protected_resource]
+    template_config = None
+    if config.console.enabled:
+        # Imported only here: with the console off, neither Jinja2 nor a template or a
+        # script of it is ever loaded, and no /console route exists.
+        from server.console.routes import console_router, console_templates
+        from server.traffic import Traffic
+
+        state.traffic = Traffic(config.console.recent_calls)
+        if invoker is not None:
+            invoker.observers.append(state.traffic.record)
+        handlers.append(console_router())
+        template_config = console_templates()
     return Litestar(
-        route_handlers=[mcp_endpoint(state), healthz, readyz, metrics, protected_resource],
+        route_handlers=handlers,
         lifespan=[lifespan],
         state=State({"server": state}),
         request_max_body_size=config.server.max_request_body_bytes,
         openapi_config=None,
         logging_config=None,
+        template_config=template_config,
     )

@@ -43,7 +43,7 @@ from litestar.types import (
     Send,
 )
 
-from catalog.backends import Document, documents_of
+from catalog.backends import Document
 from catalog.model import SecurityPolicy
 from server.errors import ToolError
 from server.identity.caller import Caller, caller_from_headers
@@ -310,11 +310,7 @@ def _caller(state: ServerState, headers: _Headers, view: CatalogView | None) -> 
             return Caller()
         documents, policies = _NO_DOCUMENTS, _NO_POLICIES
     else:
-        cached = state.documents
-        if cached is None or cached[0] is not view:
-            found = documents_of(view.meta.files, view.meta.origins, state.config)
-            cached = state.documents = (view, found)
-        documents, policies = cached[1], view.meta.policies
+        documents, policies = state.documents(view), view.meta.policies
     return caller_from_headers(
         {name: values[0] for name, values in headers.items()},
         config=state.config,

@@ -12,15 +12,17 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
+import msgspec
+
 from server.follow import FollowSettings, read_status, seconds_since_contact
 
 if TYPE_CHECKING:
     from server.notify import Notifier
     from server.reader import Reader
 
-__all__ = ["Metrics"]
+__all__ = ["BUCKETS", "Metrics", "Series"]
 
-_BUCKETS: Final = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0)
+BUCKETS: Final = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0)
 """Latency histogram bounds in seconds: a search is sub-millisecond to tens of ms, an
 invoke is as slow as its backend."""
 
@@ -29,9 +31,22 @@ class _Series:
     __slots__ = ("buckets", "count", "total")
 
     def __init__(self) -> None:
-        self.buckets = [0] * (len(_BUCKETS) + 1)
+        self.buckets = [0] * (len(BUCKETS) + 1)
         self.count = 0
         self.total = 0.0
+
+
+class Series(msgspec.Struct, frozen=True, kw_only=True):
+    """One tool's (or method's) requests with one outcome, as counted so far."""
+
+    tool: str
+    outcome: str
+    count: int
+    seconds: float
+    """Their latencies added up."""
+    buckets: tuple[int, ...]
+    """Requests per latency bucket: ``buckets[i]`` took at most ``BUCKETS[i]`` seconds
+    and more than the bound before it; the last one, more than every bound."""
 
 
 class Metrics:
@@ -47,9 +62,22 @@ class Metrics:
         series = self._series.get((tool, outcome))
         if series is None:
             series = self._series[(tool, outcome)] = _Series()
-        series.buckets[bisect.bisect_left(_BUCKETS, seconds)] += 1
+        series.buckets[bisect.bisect_left(BUCKETS, seconds)] += 1
         series.count += 1
         series.total += seconds
+
+    def snapshot(self) -> list[Series]:
+        """Every series as counted now, sorted by tool and outcome (the console reads it)."""
+        return [
+            Series(
+                tool=tool,
+                outcome=outcome,
+                count=series.count,
+                seconds=series.total,
+                buckets=tuple(series.buckets),
+            )
+            for (tool, outcome), series in sorted(self._series.items())
+        ]
 
     def render(
         self,
@@ -76,7 +104,7 @@ class Metrics:
         for (tool, outcome), series in sorted(self._series.items()):
             labels = f'tool="{tool}",outcome="{outcome}"'
             cumulative = 0
-            for bound, count in zip((*_BUCKETS, float("inf")), series.buckets, strict=True):
+            for bound, count in zip((*BUCKETS, float("inf")), series.buckets, strict=True):
                 cumulative += count
                 le = "+Inf" if bound == float("inf") else repr(bound)
                 lines.append(f'sezzlee_request_seconds_bucket{{{labels},le="{le}"}} {cumulative}')

@@ -27,7 +27,7 @@ from server.resource import metadata, resource_of
 if TYPE_CHECKING:
     from server.state import ServerState
 
-__all__ = ["healthz", "metrics", "protected_resource", "readyz"]
+__all__ = ["healthz", "host_refusal", "is_operator", "metrics", "protected_resource", "readyz"]
 
 
 def _state(request: Request[Any, Any, Any]) -> ServerState:
@@ -35,7 +35,7 @@ def _state(request: Request[Any, Any, Any]) -> ServerState:
     return state
 
 
-def _refused(request: Request[Any, Any, Any]) -> Response[bytes] | None:
+def host_refusal(request: Request[Any, Any, Any]) -> Response[bytes] | None:
     """The 421/403 answer when the Host or Origin header fails the ``/mcp`` check."""
     headers = {name: request.headers.getall(name, []) for name in ("host", "origin")}
     reply = _state(request).guard.check_headers({k: v for k, v in headers.items() if v})
@@ -44,7 +44,7 @@ def _refused(request: Request[Any, Any, Any]) -> Response[bytes] | None:
     return Response(reply.body, status_code=reply.status, media_type="application/json")
 
 
-def _operator(request: Request[Any, Any, Any]) -> bool:
+def is_operator(request: Request[Any, Any, Any]) -> bool:
     """Whether the request carries the operator token (compared in constant time)."""
     token = _state(request).ops_token
     given = request.headers.get("authorization", "")
@@ -59,7 +59,7 @@ def _operator(request: Request[Any, Any, Any]) -> bool:
 @get("/healthz", sync_to_thread=False, include_in_schema=False)
 def healthz(request: Request[Any, Any, Any]) -> Response[bytes]:
     """Liveness: the process answers."""
-    refused = _refused(request)
+    refused = host_refusal(request)
     if refused is not None:
         return refused
     return Response(b'{"status":"ok"}', status_code=200, media_type="application/json")
@@ -68,7 +68,7 @@ def healthz(request: Request[Any, Any, Any]) -> Response[bytes]:
 @get("/readyz", sync_to_thread=False, include_in_schema=False)
 def readyz(request: Request[Any, Any, Any]) -> Response[bytes]:
     """Readiness: a catalog is loaded; for the operator, the index status record."""
-    refused = _refused(request)
+    refused = host_refusal(request)
     if refused is not None:
         return refused
     status = _state(request).reader.status()
@@ -79,7 +79,7 @@ def readyz(request: Request[Any, Any, Any]) -> Response[bytes]:
     }
     meta = status.meta
     # The problem text and the catalog record name files and count hidden operations.
-    operator = _operator(request)
+    operator = is_operator(request)
     if operator and status.problem is not None:
         body["problem"] = status.problem
     if operator:
@@ -127,14 +127,14 @@ def _store_status(body: dict[str, Any], follow: FollowSettings, *, operator: boo
 @get("/metrics", sync_to_thread=False, include_in_schema=False)
 def metrics(request: Request[Any, Any, Any]) -> Response[bytes]:
     """Prometheus text exposition."""
-    refused = _refused(request)
+    refused = host_refusal(request)
     if refused is not None:
         return refused
     state = _state(request)
     text = state.metrics.render(
         reader=state.reader,
         notifier=state.notifier,
-        operator=_operator(request),
+        operator=is_operator(request),
         follow=state.follow,
     )
     return Response(text.encode(), status_code=200, media_type="text/plain; version=0.0.4")
@@ -149,7 +149,7 @@ def protected_resource(request: Request[Any, Any, Any]) -> Response[bytes]:
     """The Protected Resource Metadata (RFC 9728) when the gateway verifies tokens at all
     (an ``[auth]`` resource server or a spec's ``jwt``); 404 otherwise.
     """
-    refused = _refused(request)
+    refused = host_refusal(request)
     if refused is not None:
         return refused
     state = _state(request)

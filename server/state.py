@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
-from catalog.backends import Document
+from catalog.backends import Document, documents_of
 from catalog.config import Config
 from server.follow import FollowSettings
 from server.identity.secrets import Secrets
@@ -25,6 +25,7 @@ from server.reader import Reader
 if TYPE_CHECKING:
     from server.invoke.invoker import Invoker
     from server.search.dense_candidates import Semantic
+    from server.traffic import Traffic
     from server.view import CatalogView
 
 __all__ = ["ServerState"]
@@ -60,10 +61,21 @@ class ServerState:
             allowed_hosts=tuple(host.lower() for host in config.server.allowed_hosts),
             allowed_origins=config.server.allowed_origins,
         )
-        self.documents: tuple[CatalogView, Mapping[str, Document]] | None = None
-        """The current view's documents (namespace, origins), computed once per view."""
+        self._documents: tuple[CatalogView, Mapping[str, Document]] | None = None
         self.follow: FollowSettings | None = None
         """The store this server follows, when it does (``server/follow.py``)."""
         self.semantic: Semantic | None = None
         """The query encoder and the tool vectors, set at start-up when ``[search]
         semantic`` is on."""
+        self.traffic: Traffic | None = None
+        """The recent invoke_tool calls, kept only when the console is enabled."""
+
+    def documents(self, view: CatalogView) -> Mapping[str, Document]:
+        """``view``'s documents (namespace, origins) as credential routing reads them
+        (``catalog.backends.documents_of``), computed once per view.
+        """
+        cached = self._documents
+        if cached is None or cached[0] is not view:
+            found = documents_of(view.meta.files, view.meta.origins, self.config)
+            cached = self._documents = (view, found)
+        return cached[1]

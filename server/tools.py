@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from server.identity.caller import Caller
     from server.invoke.invoker import Invoker
     from server.search.dense_candidates import Semantic
+    from server.search.explain import Recording
     from server.view import CatalogView
 
 __all__ = ["META_TOOLS", "ToolContext", "call_tool"]
@@ -153,6 +154,8 @@ class ToolContext(msgspec.Struct, frozen=True, kw_only=True):
     """The request's source address."""
     semantic: Semantic | None = None
     """The semantic side (``[search] semantic``); None: keyword ranking only."""
+    record: Recording | None = None
+    """Filled by search_tools as it goes (the console's explain view); None: not kept."""
 
 
 _ENCODER: Final = msgspec.json.Encoder()
@@ -174,7 +177,13 @@ async def call_tool(tool: str, arguments: Mapping[str, Any], ctx: ToolContext) -
         except InvalidSearchArguments as exc:
             raise InvalidArguments(str(exc), errors=exc.errors) from exc
         return await search(
-            view, request, audience, budget=ctx.budget, semantic=ctx.semantic, caller=ctx.client
+            view,
+            request,
+            audience,
+            budget=ctx.budget,
+            semantic=ctx.semantic,
+            caller=ctx.client,
+            record=ctx.record,
         )
     if tool == "load_tool":
         name = arguments.get("name")

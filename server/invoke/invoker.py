@@ -1,7 +1,9 @@
 """invoke_tool, one call: resolve, check, build, send, interpret.
 
 Every invoke writes one audit line on the ``sezzlee.audit`` logger: tool, version,
-outcome, status, latency and the caller id when known, never a credential.
+outcome, status, latency and the caller id when known, never a credential. The same
+record, as an :class:`Audit`, goes to each of :attr:`Invoker.observers` (the console's
+recent calls, ``server/traffic.py``).
 """
 
 from __future__ import annotations
@@ -9,7 +11,10 @@ from __future__ import annotations
 import logging
 import math
 import time
+from collections.abc import Callable
 from typing import Any, Final, Protocol
+
+import msgspec
 
 from catalog.backends import origin_of
 from catalog.cards import truncate
@@ -29,7 +34,7 @@ from server.invoke.request import base_url_for, build_request
 from server.invoke.sender import BackendSender, BackendSettings, holder_of
 from server.resource import Verified
 
-__all__ = ["Invoker", "Targets"]
+__all__ = ["Audit", "Invoker", "Targets"]
 
 _AUDIT: Final = logging.getLogger("sezzlee.audit")
 _LOG: Final = logging.getLogger("sezzlee.invoke")
@@ -40,6 +45,23 @@ def _shown(value: object) -> str:
     4 MB name is not written to the log (a non-string is its type's name).
     """
     return truncate(value if isinstance(value, str) else type(value).__name__, MAX_NAME_LENGTH)
+
+
+class Audit(msgspec.Struct, frozen=True, kw_only=True):
+    """One invoke_tool call as its audit line records it: never a credential."""
+
+    at: float
+    """When it ended (unix time)."""
+    tool: str
+    """The name the caller sent, cut to a tool name's length (:func:`_shown`)."""
+    version: str
+    outcome: str
+    """``ok``, or the error code the call failed with."""
+    status: int | None
+    """The backend's HTTP status; None when no answer came."""
+    ms: float
+    caller: str | None
+    """The verified caller id (a JWT's ``sub``), when there is one."""
 
 
 class Targets(Protocol):
@@ -66,6 +88,8 @@ class Invoker:
         self._known: dict[tuple[str, str], BackendSettings] = {}
         servers = {s.issuer: s for s in config.auth.authorization_servers}
         self.exchanger = Exchanger(servers, secrets.client_secrets)
+        self.observers: list[Callable[[Audit], None]] = []
+        """Called with each call's :class:`Audit` after its audit line is written."""
 
     async def invoke(
         self,
@@ -132,15 +156,31 @@ class Invoker:
             outcome = "internal_error"  # the server answers -32603 and logs the traceback
             raise
         finally:
-            _AUDIT.info(
-                "invoke tool=%s version=%s outcome=%s status=%s latency_ms=%.1f caller=%s",
-                _shown(name),
-                _shown(shown_version or "-"),
-                outcome,
-                status if status is not None else "-",
-                (time.perf_counter() - started) * 1000,
-                caller.id or "-",
+            self._audit(
+                Audit(
+                    at=time.time(),
+                    tool=_shown(name),
+                    version=_shown(shown_version or "-"),
+                    outcome=outcome,
+                    status=status,
+                    ms=(time.perf_counter() - started) * 1000,
+                    caller=caller.id,
+                )
             )
+
+    def _audit(self, audit: Audit) -> None:
+        """Write the audit line, then hand the record to the observers."""
+        _AUDIT.info(
+            "invoke tool=%s version=%s outcome=%s status=%s latency_ms=%.1f caller=%s",
+            audit.tool,
+            audit.version,
+            audit.outcome,
+            audit.status if audit.status is not None else "-",
+            audit.ms,
+            audit.caller or "-",
+        )
+        for observer in self.observers:
+            observer(audit)
 
     async def _exchanged(
         self, headers: tuple[tuple[str, str], ...], verified: Verified, exchange: ExchangeConfig
