@@ -123,6 +123,9 @@ SEARCH_CALLERS: Final = {
     "server/__main__.py",
     "server/app.py",
     "server/state.py",
+    # The playground hands the agent's search a record and shows what it recorded.
+    "server/console/playground.py",
+    "server/console/ranking.py",
 }
 
 
