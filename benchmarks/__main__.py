@@ -5,9 +5,13 @@
 a Markdown section on stdout and writes its raw figures to
 ``benchmarks/results/<name>.json``. The report is those sections, in a fixed order,
 under a header naming the machine and the date, so every figure in the README can be
-traced to a run anyone can repeat.
+traced to a run anyone can repeat. Each section's footer records its date, the commit
+and the configuration it ran (``benchmarks/provenance.py``), and a full run ends by
+checking that none is stale.
 
-Usage: ``python -m benchmarks [NAME ...]`` (all when none is given).
+Usage: ``python -m benchmarks [NAME ...]`` (all when none is given; a partial run writes
+``benchmarks/results/REPORT-<names>.md``, whose sections replace their namesakes in the
+report).
 """
 
 from __future__ import annotations
@@ -21,6 +25,8 @@ import sys
 import time
 from pathlib import Path
 
+from benchmarks.provenance import footer
+from benchmarks.provenance import main as check_provenance
 from catalog.index_schema import SCHEMA_VERSION
 
 HERE = Path(__file__).resolve().parent
@@ -114,7 +120,8 @@ def main(argv: list[str]) -> int:
             body += f"\n\n**bench_{name} failed with exit status {proc.returncode}.**"
         # The machine is shared: the load average says how quiet it was for this section.
         load = f"load average {load_before:.1f} → {os.getloadavg()[0]:.1f}"
-        sections.append(f"{body}\n\n<sub>bench_{name}: {elapsed:.0f} s, {load}</sub>")
+        made = footer(name)
+        sections.append(f"{body}\n\n<sub>bench_{name}: {elapsed:.0f} s, {load}, {made}</sub>")
     sections = _plots(sections)
     today = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d")
     report = "\n\n".join(
@@ -133,7 +140,10 @@ def main(argv: list[str]) -> int:
         out = HERE / "REPORT.md"
     out.write_text(report + "\n", encoding="utf-8")
     print(f"wrote {out.relative_to(HERE.parent)}", file=sys.stderr)
-    return 1 if failed else 0
+    if failed:
+        return 1
+    # A full run ends by judging the report it wrote (benchmarks/provenance.py).
+    return 0 if argv else check_provenance([str(out)])
 
 
 if __name__ == "__main__":
