@@ -107,6 +107,7 @@ def main(argv: list[str]) -> int:
         started = time.perf_counter()
         load_before = os.getloadavg()[0]
         print(f"== bench_{name}", file=sys.stderr, flush=True)
+        made = footer(name)  # before the run: a commit made meanwhile is not what ran
         proc = subprocess.run(
             [sys.executable, "-m", f"benchmarks.bench_{name}"],
             stdout=subprocess.PIPE,
@@ -120,7 +121,6 @@ def main(argv: list[str]) -> int:
             body += f"\n\n**bench_{name} failed with exit status {proc.returncode}.**"
         # The machine is shared: the load average says how quiet it was for this section.
         load = f"load average {load_before:.1f} → {os.getloadavg()[0]:.1f}"
-        made = footer(name)
         sections.append(f"{body}\n\n<sub>bench_{name}: {elapsed:.0f} s, {load}, {made}</sub>")
     sections = _plots(sections)
     today = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d")
