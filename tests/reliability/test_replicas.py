@@ -4,17 +4,14 @@ Two real server processes read two index directories built by the real indexer f
 versions of the orders document, which differ in one operation's description (so in its
 definition version). nginx (Debian's package; ``make system-deps`` installs it) runs on
 loopback with an upstream of both ports, round-robin, and names the replica that
-answered in a response header. Unpinned calls are served by either replica; a call
-pinned to build A's version is served by A and refused with ``tool_changed`` by B.
+answered in a response header (``benchmarks/nginx.py``). Unpinned calls are served by
+either replica; a call pinned to build A's version is served by A and refused with
+``tool_changed`` by B.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,7 +20,7 @@ from typing import Any
 import httpx
 import pytest
 
-from benchmarks.ports import free_port
+from benchmarks.nginx import running_nginx
 from examples.backend import DEMO_SECRET, DEMO_SECRET_ENV
 from tests.e2e.conftest import ROOT, ServerProcess, backend_port, run_indexer, write_config
 
@@ -32,46 +29,6 @@ __all__ = ["backend_port"]  # the demo backend fixture (tests/e2e/conftest.py)
 OLD = "Says whether the orders service is up."
 NEW = "Reports whether the orders service is up."
 CALLS = 12  # round-robin over two upstreams: six each
-
-
-def nginx_binary() -> str:
-    found = shutil.which("nginx", path=os.environ.get("PATH", "") + ":/usr/sbin:/sbin")
-    assert found, "nginx is not installed: run `make system-deps` (apt-get install nginx)"
-    return found
-
-
-NGINX_CONF = """\
-daemon off;
-worker_processes 1;
-pid {tmp}/nginx.pid;
-error_log {tmp}/error.log warn;
-events {{ worker_connections 256; }}
-http {{
-    access_log off;
-    client_body_temp_path {tmp}/body;
-    proxy_temp_path {tmp}/proxy;
-    fastcgi_temp_path {tmp}/fastcgi;
-    uwsgi_temp_path {tmp}/uwsgi;
-    scgi_temp_path {tmp}/scgi;
-    upstream sezzlee {{
-        server 127.0.0.1:{a};
-        server 127.0.0.1:{b};
-        keepalive 8;
-    }}
-    server {{
-        listen 127.0.0.1:{port};
-        location / {{
-            proxy_pass http://sezzlee;
-            proxy_http_version 1.1;
-            proxy_set_header Connection "";
-            proxy_set_header Host $host;
-            proxy_buffering off;            # listen streams (SSE) pass through as sent
-            proxy_read_timeout 1h;
-            add_header X-Upstream $upstream_addr always;
-        }}
-    }}
-}}
-"""
 
 
 @dataclass
@@ -90,7 +47,6 @@ def build(specs_text: str, workdir: Path, config: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def fleet(backend_port: int, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
-    nginx = nginx_binary()
     tmp = tmp_path_factory.mktemp("replicas")
     config = tmp / "sezzlee.toml"
     write_config(config, backend_port)
@@ -103,41 +59,18 @@ def fleet(backend_port: int, tmp_path_factory: pytest.TempPathFactory) -> Iterat
         ServerProcess(index, extra=("--config", str(config)), env=env)
         for index in (index_a, index_b)
     ]
-    port = free_port()
-    (tmp / "nginx.conf").write_text(
-        NGINX_CONF.format(tmp=tmp, a=servers[0].port, b=servers[1].port, port=port)
-    )
-    proxy: subprocess.Popen[bytes] | None = None
     try:
         for server in servers:
             server.wait_ready()
-        proxy = subprocess.Popen(
-            [nginx, "-p", str(tmp), "-c", str(tmp / "nginx.conf"), "-e", str(tmp / "error.log")],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.STDOUT,
-        )
-        base = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 10
-        while True:
-            assert proxy.poll() is None, (tmp / "error.log").read_text()
-            try:
-                if httpx.get(base + "/readyz", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert time.monotonic() < deadline, "nginx did not start"
-            time.sleep(0.05)
-        yield Fleet(
-            url=base + "/mcp",
-            replicas={
-                f"127.0.0.1:{servers[0].port}": "A",
-                f"127.0.0.1:{servers[1].port}": "B",
-            },
-        )
+        with running_nginx([s.port for s in servers], tmp / "nginx") as base:
+            yield Fleet(
+                url=base + "/mcp",
+                replicas={
+                    f"127.0.0.1:{servers[0].port}": "A",
+                    f"127.0.0.1:{servers[1].port}": "B",
+                },
+            )
     finally:
-        if proxy is not None:
-            proxy.terminate()
-            proxy.wait(timeout=10)
         for server in servers:
             server.stop()
 
