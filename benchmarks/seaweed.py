@@ -26,6 +26,8 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Final
 
+from benchmarks.ports import free_port
+
 __all__ = ["CREDENTIALS", "Seaweed", "running_seaweed", "weed_binary"]
 
 CREDENTIALS: Final[Mapping[str, str]] = {
@@ -75,14 +77,27 @@ class Seaweed:
         self, process: subprocess.Popen[bytes], ports: tuple[int, ...], directory: Path
     ) -> None:
         self.process = process
-        self.ports = ports  # master, volume, filer, S3
-        self.s3_port = ports[-1]
+        self.ports = ports  # master, volume, filer, S3, metrics
+        self.s3_port = ports[3]
+        self.metrics_port = ports[4]
         self.directory = directory
 
     @property
     def endpoint_url(self) -> str:
         """The S3 endpoint (``[publish] endpoint_url``)."""
         return f"http://127.0.0.1:{self.s3_port}"
+
+    def requests(self) -> int:
+        """S3 requests the gateway has answered so far, whatever their outcome (its
+        Prometheus counter ``SeaweedFS_s3_request_total``)."""
+        url = f"http://127.0.0.1:{self.metrics_port}/metrics"
+        with urllib.request.urlopen(url, timeout=5) as answer:
+            text = answer.read().decode()
+        return sum(
+            int(float(line.rsplit(" ", 1)[1]))
+            for line in text.splitlines()
+            if line.startswith("SeaweedFS_s3_request_total{")
+        )
 
     def log(self) -> str:
         """What weed printed so far (for a failing test's message)."""
@@ -140,6 +155,7 @@ def start_seaweed(directory: Path, *, attempts: int = 3) -> Seaweed:
 def _start_once(directory: Path) -> Seaweed:
     directory.mkdir(parents=True, exist_ok=True)
     master, volume, filer, s3 = (_port_pair() for _ in range(4))
+    metrics = free_port()
     command = [
         weed_binary(),
         "server",
@@ -155,6 +171,8 @@ def _start_once(directory: Path) -> Seaweed:
         "-s3.port.iceberg=0",
         "-s3.port.lance=0",
         "-master.telemetry=false",
+        f"-metricsPort={metrics}",
+        "-metricsIp=127.0.0.1",
         "-master.volumeSizeLimitMB=64",
         "-volume.max=0",
         "-volume.preStopSeconds=0",
@@ -165,7 +183,7 @@ def _start_once(directory: Path) -> Seaweed:
         command, stdout=log, stderr=subprocess.STDOUT, cwd=directory, start_new_session=True
     )
     log.close()
-    store = Seaweed(process, (master, volume, filer, s3), directory)
+    store = Seaweed(process, (master, volume, filer, s3, metrics), directory)
     deadline = time.monotonic() + _READY_S
     while time.monotonic() < deadline:
         if process.poll() is not None:
