@@ -45,6 +45,7 @@ ORDER = [
     "reload",
     "stdio",
     "replicas",
+    "replica_soak",
     "auth",
     "console",
 ]

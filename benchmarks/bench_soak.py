@@ -296,8 +296,17 @@ class Tally:
 
 
 async def client_loop(
-    client: aiohttp.ClientSession, url: str, until: float, tally: Tally, seed: int
+    client: aiohttp.ClientSession,
+    url: str,
+    until: float,
+    tally: Tally,
+    seed: int,
+    *,
+    replicas: dict[str, Tally] | None = None,
 ) -> None:
+    """Call the mix until ``until``, counting into ``tally``; with ``replicas``, each
+    answer's generation and revision are judged by the tally of the replica that
+    answered (the load balancer's ``X-Upstream``): generations are per process."""
     chooser = random.Random(seed)
     weights = [w for _, _, w in MIX]
     while time.monotonic() < until:
@@ -327,6 +336,7 @@ async def client_loop(
         try:
             async with client.post(url, json=body, headers=headers) as answer:
                 status, data = answer.status, await answer.read()
+                upstream = answer.headers.get("x-upstream", "")
         except (aiohttp.ClientError, TimeoutError) as exc:
             tally.errors.append(f"{tool}: {type(exc).__name__}: {exc}")
             continue
@@ -340,13 +350,14 @@ async def client_loop(
             tally.errors.append(f"{tool}: {data[:300]!r}")
             continue
         tally.latency.setdefault(tool, []).append(elapsed)
+        judge = tally if replicas is None else replicas.setdefault(upstream, Tally())
         generation = (result.get("_meta") or {}).get(GENERATION_KEY)
         if generation is None:
             tally.errors.append(f"{tool}: no generation stamp")
             continue
         if tool != "invoke_tool":
             text = result["content"][0]["text"]
-            tally.observe(generation, {int(r) for r in REVISION.findall(text)}, tool)
+            judge.observe(generation, {int(r) for r in REVISION.findall(text)}, tool)
 
 
 async def writer(spec: Path, until: float, every: float, written: list[int]) -> None:

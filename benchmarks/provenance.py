@@ -64,7 +64,14 @@ MEASURES: Final[dict[str, Measured]] = {
     "encoder_flood": Measured(code=_SERVER_INDEXER, config="default"),
     "reload": Measured(code=_SERVER_INDEXER, config="default"),
     "stdio": Measured(code=(*_SERVER_INDEXER, "sezzlee"), config="default"),
-    "replicas": Measured(code=_SERVER_INDEXER, config="[publish] to a loopback SeaweedFS"),
+    "replicas": Measured(
+        code=_SERVER_INDEXER,
+        config="the demo specs, [publish] to a loopback SeaweedFS, keyword-only",
+    ),
+    "replica_soak": Measured(
+        code=(*_SERVER_INDEXER, "benchmarks/bench_soak.py", "benchmarks/bench_replicas.py"),
+        config="the demo config, [publish] to a loopback SeaweedFS, keyword-only",
+    ),
     "auth": Measured(code=_SERVER_INDEXER, config="default, with [auth] and spec verifiers"),
     "soak": Measured(code=_SERVER_INDEXER, config="default"),
     "console": Measured(
