@@ -75,7 +75,8 @@ MEASURES: Final[dict[str, Measured]] = {
     "auth": Measured(code=_SERVER_INDEXER, config="default, with [auth] and spec verifiers"),
     "soak": Measured(code=_SERVER_INDEXER, config="default"),
     "console": Measured(
-        code=("catalog", "server"), config="[console] enabled, keyword-only ranking"
+        code=("catalog", "server"),
+        config="[console] enabled, APIs.guru's index with its vectors (semantic side on)",
     ),
 }
 
