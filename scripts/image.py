@@ -13,6 +13,7 @@ Usage: ``python -m scripts.image [--base IMAGE] [--tag NAME] [--engine podman|do
 from __future__ import annotations
 
 import argparse
+import hashlib
 import shutil
 import subprocess
 import sys
@@ -38,6 +39,14 @@ def prepare(context: Path) -> None:
     shutil.copy(ROOT / "Containerfile", context / "Containerfile")
 
 
+def _digest(wheels: Path) -> str:
+    """SHA-256 over the wheels' names and bytes: what the install layer is made of."""
+    digest = hashlib.sha256()
+    for wheel in sorted(wheels.iterdir()):
+        digest.update(wheel.name.encode() + b"\0" + wheel.read_bytes())
+    return digest.hexdigest()
+
+
 def build(context: Path, *, base: str, tag: str, engine: str) -> None:
     """Build ``tag`` from a prepared ``context`` (no network inside the build)."""
     subprocess.run(
@@ -46,6 +55,9 @@ def build(context: Path, *, base: str, tag: str, engine: str) -> None:
             # Docker's format keeps the HEALTHCHECK (the OCI format has none).
             *(("--format", "docker") if engine == "podman" else ()),
             *("--build-arg", f"BASE={base}", "--build-arg", f"VERSION={__version__}"),
+            # A bind mount is not part of a layer's cache key: without this, new code in
+            # a wheel of the same name and version reused the old install layer.
+            *("--build-arg", f"WHEELS={_digest(context / 'wheels')}"),
             *("-t", tag, str(context)),
         ],
         check=True,
