@@ -14,6 +14,8 @@ Marked ``container``: ``make test`` leaves them out, ``make test-container`` (ru
 from __future__ import annotations
 
 import base64
+import contextlib
+import copy
 import json
 import os
 import resource
@@ -32,6 +34,9 @@ import yaml
 from mcp import Client
 
 from benchmarks.ports import free_port
+from benchmarks.seaweed import CREDENTIALS, Seaweed
+from catalog.objectstore import ObjectStore
+from catalog.published import parse_store_url
 from scripts.image import build, prepare, size
 from tests.e2e.conftest import ROOT, Recording
 from tests.server.loopback import running
@@ -204,20 +209,18 @@ def test_the_image_serves_search_load_invoke_and_follows_a_spec_edit(
     assert "Traceback" not in logs.stdout + logs.stderr
 
 
-def test_the_kubernetes_manifests_run_under_podman_kube_play(
-    image: str, podman_env: dict[str, str], backend: Recording, tmp_path: Path
+def _on_host_loopback(
+    documents: list[dict[str, Any]], image: str, backend: Recording, port: int
 ) -> None:
-    port = free_port()
-    documents: list[dict[str, Any]] = list(
-        yaml.safe_load_all((ROOT / "deploy" / "kubernetes" / "single-pod.yaml").read_text())
-    )
+    """The test's copy of a manifest: this image, the demo spec's backend the test's,
+    every pod on the host's network with its server on ``port`` (loopback only)."""
     for document in documents:
-        if document["kind"] == "ConfigMap" and document["metadata"]["name"] == "sezzlee-specs":
-            for key, text in document["data"].items():  # the demo spec's backend: the test's
+        if document["kind"] == "ConfigMap" and "orders.yaml" in document["data"]:
+            for key, text in document["data"].items():
                 document["data"][key] = text.replace("http://127.0.0.1:8001", backend.base)
         if document["kind"] == "Deployment":
             pod = document["spec"]["template"]["spec"]
-            pod["hostNetwork"] = True  # loopback only (the test's copy)
+            pod["hostNetwork"] = True
             for container in pod["containers"]:
                 container["image"] = image
                 container.pop("ports", None)  # no port mappings on the host's network
@@ -225,9 +228,18 @@ def test_the_kubernetes_manifests_run_under_podman_kube_play(
                 for probe in ("readinessProbe", "livenessProbe"):
                     if probe in container:
                         container[probe]["httpGet"]["port"] = port
-    # Podman 4.3 reads a secretKeyRef from a podman secret holding the Secret's data map
-    # (base64 values) and mistakes a Secret in the played file for one: the Secrets are
-    # made as such first, as a cluster would hold them before the pod starts.
+
+
+@contextlib.contextmanager
+def _kube_play(
+    documents: list[dict[str, Any]], podman_env: dict[str, str], tmp_path: Path
+) -> Iterator[None]:
+    """``podman kube play`` of ``documents`` for the ``with`` block, then ``kube down``.
+
+    Podman 4.3 reads a secretKeyRef from a podman secret holding the Secret's data map
+    (base64 values) and mistakes a Secret in the played file for one: the Secrets are
+    made as such first, as a cluster would hold them before the pod starts.
+    """
     secrets = [d for d in documents if d["kind"] == "Secret"]
     for secret in secrets:
         data = dict(secret.get("data", {}))
@@ -241,6 +253,31 @@ def test_the_kubernetes_manifests_run_under_podman_kube_play(
     manifest.write_text(yaml.safe_dump_all([d for d in documents if d["kind"] != "Secret"]))
     _podman(podman_env, "kube", "play", "--network", "host", str(manifest))
     try:
+        yield
+    except BaseException:
+        # What each pod said, for the failure's report (pytest shows captured output).
+        names = _podman(podman_env, "ps", "-a", "--format", "{{.Names}}", check=False)
+        for name in names.stdout.split():
+            said = _podman(podman_env, "logs", name, check=False)
+            print(f"--- {name}\n{said.stdout[-4000:]}{said.stderr[-4000:]}")
+        raise
+    finally:
+        _podman(podman_env, "kube", "down", str(manifest), check=False)
+        for secret in secrets:
+            _podman(podman_env, "secret", "rm", secret["metadata"]["name"], check=False)
+
+
+def _manifest(name: str) -> list[dict[str, Any]]:
+    return list(yaml.safe_load_all((ROOT / "deploy" / "kubernetes" / name).read_text()))
+
+
+def test_the_kubernetes_manifests_run_under_podman_kube_play(
+    image: str, podman_env: dict[str, str], backend: Recording, tmp_path: Path
+) -> None:
+    port = free_port()
+    documents = _manifest("single-pod.yaml")
+    _on_host_loopback(documents, image, backend, port)
+    with _kube_play(documents, podman_env, tmp_path):
         url = f"http://127.0.0.1:{port}"
         _ready(url, time.monotonic(), timeout=90)
         anyio.run(_search_load_invoke, url + "/mcp")
@@ -249,7 +286,37 @@ def test_the_kubernetes_manifests_run_under_podman_kube_play(
             url + "/metrics", headers={"authorization": "Bearer change-me"}, timeout=5
         )
         assert "sezzlee_catalog_operations 1" in metrics.text  # the ops token came from the Secret
-    finally:
-        _podman(podman_env, "kube", "down", str(manifest), check=False)
-        for secret in secrets:
-            _podman(podman_env, "secret", "rm", secret["metadata"]["name"], check=False)
+
+
+def test_the_fleet_manifest_follows_a_store_under_podman_kube_play(
+    image: str, podman_env: dict[str, str], backend: Recording, seaweed: Seaweed, tmp_path: Path
+) -> None:
+    # The store is SeaweedFS on the host's loopback; the indexer pod publishes to it and
+    # two server pods (podman plays one pod per Deployment: the test plays the servers'
+    # Deployment twice, on two ports) follow it into caches of their own.
+    documents = _manifest("fleet.yaml")
+    (config,) = (d for d in documents if d["metadata"]["name"] == "sezzlee-fleet-config")
+    location = parse_store_url("s3://sezzlee-catalog/prod")
+    assert location.url in config["data"]["sezzlee.toml"]
+    config["data"]["sezzlee.toml"] = config["data"]["sezzlee.toml"].replace(
+        "http://seaweedfs-s3:8333", seaweed.endpoint_url
+    )
+    (secret,) = (d for d in documents if d["kind"] == "Secret")
+    secret["stringData"]["store-key-id"] = CREDENTIALS["AWS_ACCESS_KEY_ID"]
+    secret["stringData"]["store-secret"] = CREDENTIALS["AWS_SECRET_ACCESS_KEY"]
+    (servers,) = (d for d in documents if d["metadata"]["name"] == "sezzlee-server")
+    servers["spec"]["replicas"] = 1
+    second = copy.deepcopy(servers)
+    second["metadata"]["name"] = "sezzlee-server-b"
+    ports = [free_port(), free_port()]
+    _on_host_loopback(documents, image, backend, ports[0])
+    _on_host_loopback([second], image, backend, ports[1])
+    store = ObjectStore(location, endpoint_url=seaweed.endpoint_url)
+    store.create_bucket()
+    with _kube_play([*documents, second], podman_env, tmp_path):
+        for port in ports:
+            base = f"http://127.0.0.1:{port}"
+            _ready(base, time.monotonic(), timeout=120)
+            anyio.run(_search_load_invoke, base + "/mcp")
+        assert store.get(location.head_key) is not None
+    assert [seen["path"] for seen in backend.seen] == ["/orders", "/orders"]
