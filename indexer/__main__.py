@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import _thread
 import argparse
+import atexit
 import difflib
 import os
 import signal
@@ -30,6 +31,7 @@ from typing import Final, NoReturn
 
 import msgspec
 
+from catalog import tracing
 from catalog.backends import documents_of, route_conflicts
 from catalog.config import Config, decode_config, missing_files, with_files_from
 from catalog.errors import ConfigError
@@ -279,6 +281,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     if _model_missing(config, reporter):
         return 2
+    if tracing.configure("sezzlee-indexer"):
+        atexit.register(tracing.shutdown)  # the buffered spans go out, however it ends
     config_file = str(args.config) if args.config is not None else ""
     # SIGTERM and SIGINT end a build, or the watch, cleanly (the writer is released in
     # ``finally``), even when a parent started this process with SIGINT ignored. A build

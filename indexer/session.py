@@ -38,6 +38,7 @@ from typing import Final
 
 import msgspec
 
+from catalog import tracing
 from catalog.backends import documents_of, route_conflicts
 from catalog.config import Config
 from catalog.embedding import Encoder
@@ -243,7 +244,16 @@ class Session:
         """
         self.syncing = True
         try:
-            result = self._update(touched, config)
+            with tracing.span("index sync") as span:
+                result = self._update(touched, config)
+                tracing.note(
+                    span,
+                    **{
+                        "sezzlee.index.full": result.full,
+                        "sezzlee.index.committed": result.committed,
+                        "sezzlee.index.operations_written": result.operations_written,
+                    },
+                )
         finally:
             self.syncing = False
         if self.vectors is not None and self._commit_id:
@@ -436,7 +446,10 @@ class Session:
             save_pending(self.index_dir, manifest_change(self.manifest, plan.manifest, whole=full))
             # Two passes over the tools: payloads, then cards (IndexStore.apply).
             passes = 2 * plan.operations_written
-            with self.reporter.progress("writing", passes) as advance:
+            with (
+                tracing.span("index commit"),
+                self.reporter.progress("writing", passes) as advance,
+            ):
                 commit_s = self.store.apply(plan, progress=advance, fields_of=spool.fields)
             self._commit_id = plan.meta.commit_id
         except BaseException:

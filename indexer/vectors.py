@@ -39,6 +39,7 @@ import tantivy
 from numpy.typing import NDArray
 from usearch.index import Index
 
+from catalog import tracing
 from catalog.embedding import DIMENSIONS, Encoder, content_key, quantize
 from catalog.index_schema import (
     PAYLOAD,
@@ -668,14 +669,15 @@ class VectorWorker:
         try:
             if self._cache is None:
                 self._cache = VectorCache(self.index_dir / VECTORS_DIR)
-            found = fill_vectors(
-                self.index_dir,
-                commit_id,
-                self._model_once,
-                self._cache,
-                superseded=self._superseded,
-                written_rows=self._on_written or (lambda: None),
-            )
+            with tracing.span("index vectors", attributes={"sezzlee.index.commit": commit_id}):
+                found = fill_vectors(
+                    self.index_dir,
+                    commit_id,
+                    self._model_once,
+                    self._cache,
+                    superseded=self._superseded,
+                    written_rows=self._on_written or (lambda: None),
+                )
         except Exception as exc:  # the lexical catalog is served regardless
             # Any fault (a full disk, a model that cannot load, a bug) ends this job, never
             # the thread: the job is tried again (:data:`RETRY_FIRST_S`).

@@ -22,6 +22,7 @@ import anyio.to_thread
 from litestar import Litestar
 from litestar.datastructures import State
 
+from catalog import tracing
 from catalog.config import Config
 from catalog.synonyms import Synonyms
 from server.follow import FollowLoop, FollowSettings
@@ -131,6 +132,8 @@ def create_app(
     @contextlib.asynccontextmanager
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
         _chain_shutdown_signals(asyncio.get_running_loop(), notifier.close)
+        # Per worker process: each exports its own spans (off without OTEL_* settings).
+        tracing.configure("sezzlee-server")
         resource = state.secrets.resource
         refresher: asyncio.Task[None] | None = None
         if resource is not None and resource.fetches_keys:
@@ -167,6 +170,7 @@ def create_app(
                 await invoker.aclose()  # the pooled backend connections
             if state.semantic is not None:
                 state.semantic.close()
+            await anyio.to_thread.run_sync(tracing.shutdown)  # the buffered spans go out
 
     handlers: list[Any] = [mcp_endpoint(state), healthz, readyz, metrics, protected_resource]
     template_config = None

@@ -43,6 +43,7 @@ from litestar.types import (
     Send,
 )
 
+from catalog import tracing
 from catalog.backends import Document
 from catalog.model import SecurityPolicy
 from server.errors import ToolError
@@ -51,8 +52,11 @@ from server.notify import StreamLimit
 from server.protocol import (
     INTERNAL_ERROR,
     INVALID_REQUEST,
+    LEGACY_VERSIONS,
+    MODERN_VERSION,
     SSE_HEADERS,
     Call,
+    Era,
     Listen,
     Reply,
     parse,
@@ -219,7 +223,7 @@ async def _handle(
         await _listen(scope, receive, send, state, parsed, request_id)
         return
     status, answer = await _call(
-        state, parsed, view, caller, request_id, started, client_of(scope)[0]
+        state, parsed, view, caller, request_id, started, client_of(scope)[0], headers
     )
     await _send(send, status, answer, request_id, closing)
 
@@ -253,37 +257,20 @@ async def _call(
     request_id: str,
     started: float,
     client: str,
+    headers: _Headers,
 ) -> tuple[int, bytes]:
-    generation = view.generation if view is not None else state.reader.generation
     label = call.tool or call.method
-    status = 200
-    if call.method == "tools/list":
-        body = render_tools_list(call, META_TOOLS, generation)
-        outcome = "ok"
-    else:
-        try:
-            payload = await call_tool(
-                call.tool,
-                call.arguments,
-                ToolContext(
-                    view=view,
-                    caller=caller,
-                    budget=state.config.server.response_budget_bytes,
-                    invoker=state.invoker,
-                    client=client,
-                    semantic=state.semantic,
-                ),
-            )
-            body = render_call(call, payload, is_error=False, generation=generation)
-            outcome = "ok"
-        except ToolError as exc:
-            envelope = state.encoder.encode(exc.envelope())
-            body = render_call(call, envelope, is_error=True, generation=generation)
-            outcome = "tool_error"
-        except Exception:  # a bug: log it, answer -32603, keep serving
-            _log.exception("tool failed", extra={"request_id": request_id, "tool": label})
-            status, body = render_error(call.era, call.id, INTERNAL_ERROR, "Internal error")
-            outcome = "internal_error"
+    with tracing.span(
+        f"{call.method} {call.tool}" if call.tool else call.method,
+        kind="server",
+        # The request's own context wins over the HTTP request's (one HTTP request of
+        # the 2025 era may carry several calls, each with its own).
+        parent=call.trace or _http_trace(headers),
+        attributes=_span_attributes(call, headers) if tracing.enabled() else None,
+    ) as span:
+        status, body, outcome, code = await _answer(state, call, view, caller, request_id, client)
+        if code is not None:
+            tracing.failed(span, code)
     elapsed = time.perf_counter() - started
     state.metrics.observe(label, outcome, elapsed)
     if _log.isEnabledFor(logging.INFO):
@@ -293,11 +280,81 @@ async def _call(
                 "request_id": request_id,
                 "tool": label,
                 "outcome": outcome,
-                "generation": generation,
+                "generation": view.generation if view is not None else state.reader.generation,
                 "ms": round(elapsed * 1000, 3),
             },
         )
     return status, body
+
+
+async def _answer(
+    state: ServerState,
+    call: Call,
+    view: CatalogView | None,
+    caller: Caller,
+    request_id: str,
+    client: str,
+) -> tuple[int, bytes, str, str | None]:
+    """The call's HTTP status, body, outcome (``ok``, ``tool_error``, ``internal_error``)
+    and error code (the tool error's, or ``internal_error``; None when it succeeded).
+    """
+    generation = view.generation if view is not None else state.reader.generation
+    if call.method == "tools/list":
+        return 200, render_tools_list(call, META_TOOLS, generation), "ok", None
+    try:
+        payload = await call_tool(
+            call.tool,
+            call.arguments,
+            ToolContext(
+                view=view,
+                caller=caller,
+                budget=state.config.server.response_budget_bytes,
+                invoker=state.invoker,
+                client=client,
+                semantic=state.semantic,
+            ),
+        )
+        return 200, render_call(call, payload, is_error=False, generation=generation), "ok", None
+    except ToolError as exc:
+        envelope = state.encoder.encode(exc.envelope())
+        body = render_call(call, envelope, is_error=True, generation=generation)
+        return 200, body, "tool_error", exc.code
+    except Exception:  # a bug: log it, answer -32603, keep serving
+        _log.exception("tool failed", extra={"request_id": request_id, "tool": call.tool})
+        status, body = render_error(call.era, call.id, INTERNAL_ERROR, "Internal error")
+        return status, body, "internal_error", "internal_error"
+
+
+def _http_trace(headers: _Headers) -> dict[str, str]:
+    return {
+        key: values[0]
+        for key in (tracing.TRACEPARENT, "tracestate")
+        if (values := headers.get(key))
+    }
+
+
+def _span_attributes(call: Call, headers: _Headers) -> dict[str, str]:
+    """The request span's attributes, after OpenTelemetry's MCP conventions: never an
+    argument's value, a query or a credential (``docs/telemetry.md``).
+    """
+    modern = call.era is Era.MODERN
+    version = MODERN_VERSION if modern else headers.get("mcp-protocol-version", ("",))[0]
+    attributes = {
+        "mcp.method.name": call.method,
+        "jsonrpc.request.id": str(call.id),
+        "network.protocol.name": "http",
+        "mcp.protocol.version": version or LEGACY_VERSIONS[-1],
+    }
+    if call.tool:
+        attributes["gen_ai.tool.name"] = call.tool
+        attributes["gen_ai.operation.name"] = "execute_tool"
+        name = call.arguments.get("name")
+        if call.tool != "search_tools" and isinstance(name, str) and len(name) <= 256:
+            attributes["sezzlee.tool.name"] = name  # the catalog tool loaded or invoked
+    session = headers.get("mcp-session-id")
+    if session and not modern:
+        attributes["mcp.session.id"] = session[0]
+    return attributes
 
 
 _NO_DOCUMENTS: Final[Mapping[str, Document]] = MappingProxyType({})

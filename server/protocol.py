@@ -165,6 +165,9 @@ class Call(msgspec.Struct, frozen=True, kw_only=True):
     method: Literal["tools/list", "tools/call"]
     tool: str = ""
     arguments: dict[str, Any] = msgspec.field(default_factory=dict)
+    trace: dict[str, str] = msgspec.field(default_factory=dict)
+    """The W3C trace context the request carried in ``params._meta`` (``traceparent``,
+    ``tracestate``): the parent of the server's span for it (``docs/telemetry.md``)."""
 
 
 class Listen(msgspec.Struct, frozen=True, kw_only=True):
@@ -500,8 +503,9 @@ def _initialize_result(params: dict[str, Any], server: Implementation) -> dict[s
 def _tool_request(
     era: Era, request_id: int | str, rpc_method: str, params: dict[str, Any]
 ) -> Reply | Call:
+    trace = _trace_context(params)
     if rpc_method == "tools/list":
-        return Call(era=era, id=request_id, method="tools/list")
+        return Call(era=era, id=request_id, method="tools/list", trace=trace)
     name = params.get("name")
     if not isinstance(name, str):
         return _era_error(era, request_id, INVALID_PARAMS, "tools/call needs a string name")
@@ -512,7 +516,27 @@ def _tool_request(
         arguments = {}
     if not isinstance(arguments, dict):
         return _era_error(era, request_id, INVALID_PARAMS, "arguments must be an object")
-    return Call(era=era, id=request_id, method="tools/call", tool=name, arguments=arguments)
+    return Call(
+        era=era, id=request_id, method="tools/call", tool=name, arguments=arguments, trace=trace
+    )
+
+
+_TRACE_KEYS: Final = ("traceparent", "tracestate")
+_TRACE_MAX: Final = 512  # W3C: a traceparent is 55 characters, a tracestate at most 512
+
+
+def _trace_context(params: dict[str, Any]) -> dict[str, str]:
+    """The trace-context entries of ``params._meta`` (SEP-414); anything else, or an
+    oversized value, is ignored: a trace context never refuses a request.
+    """
+    meta = params.get("_meta")
+    if not isinstance(meta, dict):
+        return {}
+    return {
+        key: value
+        for key in _TRACE_KEYS
+        if isinstance(value := meta.get(key), str) and len(value) <= _TRACE_MAX
+    }
 
 
 def _era_error(era: Era, request_id: int | str | None, code: int, message: str) -> Reply:

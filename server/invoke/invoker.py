@@ -16,6 +16,7 @@ from typing import Any, Final, Protocol
 
 import msgspec
 
+from catalog import tracing
 from catalog.backends import origin_of
 from catalog.cards import truncate
 from catalog.config import Config, ExchangeConfig, SpecConfig
@@ -126,7 +127,8 @@ class Invoker:
             args, rewritten = coerce_arguments(arguments)
             if rewritten:
                 _LOG.info("invoke %s: arguments arrived as a JSON string; unwrapped", name)
-            self._validator.validate(definition, args)
+            with tracing.span("invoke arguments"):
+                self._validator.validate(definition, args)
             spec = self._config.spec(record.source)
             base = base_url_for(record.route, spec.base_url, tool=name)
             # Bound to the document and the origin the call goes to, and only what this
@@ -134,7 +136,8 @@ class Invoker:
             forwarded = caller.forwarded_for(record.source, origin_of(base) or "")
             headers, query, cookies = forwarded.placed(record.security)
             if caller.verified is not None and spec.exchange is not None:
-                headers = await self._exchanged(headers, caller.verified, spec.exchange)
+                with tracing.span("invoke token_exchange"):
+                    headers = await self._exchanged(headers, caller.verified, spec.exchange)
             static = self._secrets.static_headers.get(record.source, ())
             request = build_request(
                 record.route,

@@ -21,10 +21,11 @@ import socket
 import ssl
 from collections.abc import AsyncIterator
 from typing import Final
-from urllib.parse import urldefrag, urljoin
+from urllib.parse import urldefrag, urljoin, urlsplit
 
 import msgspec
 
+from catalog import tracing
 from catalog.backends import origin_of
 from server.errors import BackendTimeout, BackendUnreachable, ResponseTooLarge
 from server.identity.caller import Caller
@@ -204,7 +205,27 @@ class BackendSender:
         given = {k.lower() for k, _ in headers}
         outgoing = [*(h for h in _DEFAULT_HEADERS if h[0].lower() not in given), *headers]
         budget = backend.settings.max_response_bytes
+        with tracing.span(
+            method, kind="client", attributes=_client_attributes(method, url)
+        ) as span:
+            response = await self._request(backend, method, url, outgoing, body, budget)
+            tracing.note(span, **{"http.response.status_code": response.status})
+            if response.status >= 500:
+                tracing.failed(span, str(response.status))
+            return response
+
+    async def _request(
+        self,
+        backend: _Backend,
+        method: str,
+        url: str,
+        outgoing: list[tuple[str, str]],
+        body: bytes | None,
+        budget: int,
+    ) -> BackendResponse:
         try:
+            # The backend continues the caller's trace (nothing is added with tracing off).
+            outgoing = tracing.inject(outgoing)
             return await backend.pool.request(method, url, outgoing, body, budget=budget)
         except AnswerTooLarge as exc:
             if exc.header_cap:
@@ -236,6 +257,21 @@ class BackendSender:
         backends, self._backends = list(self._backends.values()), {}
         for backend in backends:
             await backend.pool.aclose()
+
+
+def _client_attributes(method: str, url: str) -> dict[str, str | int] | None:
+    """The backend request's span attributes: the method and where it goes, never the
+    path or query (they can hold an argument's value or a key).
+    """
+    if not tracing.enabled():
+        return None
+    parts = urlsplit(url)
+    return {
+        "http.request.method": method,
+        "server.address": parts.hostname or "",
+        "server.port": parts.port or (443 if parts.scheme == "https" else 80),
+        "url.scheme": parts.scheme,
+    }
 
 
 def holder_of(caller: Caller, client: str) -> str:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 
+from catalog import tracing
 from catalog.fusion import Candidate
 from catalog.query import SearchRequest, Words
 from catalog.visibility import Audience
@@ -53,7 +54,9 @@ async def search(
     Raises:
         server.errors.ResponseTooLarge: the answer exceeds ``budget`` bytes.
     """
-    scope = scope_of(view, request.tags, audience)
+    with tracing.span("search scope") as span:
+        scope = scope_of(view, request.tags, audience)
+        tracing.note(span, **{"sezzlee.search.visible": scope.total})
     pending = None
     if semantic is not None and scope.total:
         pending = semantic.start(view, request, scope, caller=caller)
@@ -61,9 +64,13 @@ async def search(
     ranked: list[Hit] = []
     try:
         if scope.total:
-            words = query_words(view, request.query, scope)
+            with tracing.span("search words") as span:
+                words = query_words(view, request.query, scope)
+                tracing.note(span, **{"sezzlee.search.keywords": len(words.keywords)})
             count = depth(request.limit, scope.total, fusing=pending is not None)
-            ranked = keyword_candidates(view, words, scope, count)
+            with tracing.span("search keyword_candidates") as span:
+                ranked = keyword_candidates(view, words, scope, count)
+                tracing.note(span, **{"sezzlee.search.candidates": len(ranked)})
     except BaseException:
         if pending is not None:
             pending.cancel()
@@ -73,18 +80,30 @@ async def search(
         record.lexical = [h.candidate for h in ranked]
         record.semantic = semantic is not None
     if pending is not None:
-        dense: list[Candidate] = await pending
-        kept = admitted(view, dense, scope)
-        first = keyword_first(view, request.query, words, ranked, kept)
-        ranking = fused(ranked, kept, first)
+        with tracing.span("search dense_candidates") as span:
+            dense: list[Candidate] = await pending
+            kept = admitted(view, dense, scope)
+            tracing.note(
+                span,
+                **{"sezzlee.search.candidates": len(dense), "sezzlee.search.admitted": len(kept)},
+            )
+        with tracing.span("search fusion") as span:
+            first = keyword_first(view, request.query, words, ranked, kept)
+            ranking = fused(ranked, kept, first)
+            tracing.note(span, **{"sezzlee.search.keyword_first": len(first)})
         if record is not None and semantic is not None:
             record.dense, record.admitted, record.first = dense, len(kept), first
             record.fused, record.unvectored = ranking, semantic.unvectored(view)
         ranked = as_hits(ranking, ranked, kept)
-    found = page(view, ranked, scope, min(request.limit, scope.total))
-    if record is not None:
-        record.page = found
-    return answer(view, found, request, audience, scope, budget=budget)
+    with tracing.span("search page") as span:
+        found = page(view, ranked, scope, min(request.limit, scope.total))
+        if record is not None:
+            record.page = found
+        result = answer(view, found, request, audience, scope, budget=budget)
+        tracing.note(
+            span, **{"sezzlee.search.results": len(found), "sezzlee.search.bytes": len(result)}
+        )
+    return result
 
 
 def search_now(
