@@ -46,6 +46,7 @@ ORDER = [
     "stdio",
     "replicas",
     "replica_soak",
+    "tracing",
     "auth",
     "console",
 ]

@@ -44,6 +44,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -166,7 +167,13 @@ class Server:
     """
 
     def __init__(
-        self, index: Path, workers: int, *, asgi: str = "granian", semantic: bool = True
+        self,
+        index: Path,
+        workers: int,
+        *,
+        asgi: str = "granian",
+        semantic: bool = True,
+        env: Mapping[str, str] | None = None,
     ) -> None:
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
@@ -181,7 +188,7 @@ class Server:
             f"[search]\nsemantic = {'true' if semantic else 'false'}\n",
             encoding="utf-8",
         )
-        env = {**os.environ, "PYTHONPATH": str(REPO), OPS_ENV: OPS_TOKEN}
+        env = {**os.environ, "PYTHONPATH": str(REPO), OPS_ENV: OPS_TOKEN, **(env or {})}
         if asgi == "granian":
             argv = ["-m", "server", "--index", str(index), "--port", str(self.port)]
             argv += ["--config", str(config)]

@@ -72,6 +72,9 @@ MEASURES: Final[dict[str, Measured]] = {
         code=(*_SERVER_INDEXER, "benchmarks/bench_soak.py", "benchmarks/bench_replicas.py"),
         config="the demo config, [publish] to a loopback SeaweedFS, keyword-only",
     ),
+    "tracing": Measured(
+        code=_SERVER_INDEXER, config="default, and the same with OTEL_* exporting to loopback"
+    ),
     "auth": Measured(code=_SERVER_INDEXER, config="default, with [auth] and spec verifiers"),
     "soak": Measured(code=_SERVER_INDEXER, config="default"),
     "console": Measured(
