@@ -127,7 +127,7 @@ class Invoker:
             args, rewritten = coerce_arguments(arguments)
             if rewritten:
                 _LOG.info("invoke %s: arguments arrived as a JSON string; unwrapped", name)
-            with tracing.span("invoke arguments"):
+            with tracing.step("invoke arguments"):
                 self._validator.validate(definition, args)
             spec = self._config.spec(record.source)
             base = base_url_for(record.route, spec.base_url, tool=name)

@@ -54,9 +54,7 @@ async def search(
     Raises:
         server.errors.ResponseTooLarge: the answer exceeds ``budget`` bytes.
     """
-    with tracing.span("search scope") as span:
-        scope = scope_of(view, request.tags, audience)
-        tracing.note(span, **{"sezzlee.search.visible": scope.total})
+    scope = scope_of(view, request.tags, audience)
     pending = None
     if semantic is not None and scope.total:
         pending = semantic.start(view, request, scope, caller=caller)
@@ -64,13 +62,18 @@ async def search(
     ranked: list[Hit] = []
     try:
         if scope.total:
-            with tracing.span("search words") as span:
+            with tracing.step("search keyword_candidates") as span:
                 words = query_words(view, request.query, scope)
-                tracing.note(span, **{"sezzlee.search.keywords": len(words.keywords)})
-            count = depth(request.limit, scope.total, fusing=pending is not None)
-            with tracing.span("search keyword_candidates") as span:
+                count = depth(request.limit, scope.total, fusing=pending is not None)
                 ranked = keyword_candidates(view, words, scope, count)
-                tracing.note(span, **{"sezzlee.search.candidates": len(ranked)})
+                tracing.note(
+                    span,
+                    **{
+                        "sezzlee.search.visible": scope.total,
+                        "sezzlee.search.keywords": len(words.keywords),
+                        "sezzlee.search.candidates": len(ranked),
+                    },
+                )
     except BaseException:
         if pending is not None:
             pending.cancel()
@@ -80,14 +83,14 @@ async def search(
         record.lexical = [h.candidate for h in ranked]
         record.semantic = semantic is not None
     if pending is not None:
-        with tracing.span("search dense_candidates") as span:
+        with tracing.step("search dense_candidates") as span:
             dense: list[Candidate] = await pending
             kept = admitted(view, dense, scope)
             tracing.note(
                 span,
                 **{"sezzlee.search.candidates": len(dense), "sezzlee.search.admitted": len(kept)},
             )
-        with tracing.span("search fusion") as span:
+        with tracing.step("search fusion") as span:
             first = keyword_first(view, request.query, words, ranked, kept)
             ranking = fused(ranked, kept, first)
             tracing.note(span, **{"sezzlee.search.keyword_first": len(first)})
@@ -95,7 +98,7 @@ async def search(
             record.dense, record.admitted, record.first = dense, len(kept), first
             record.fused, record.unvectored = ranking, semantic.unvectored(view)
         ranked = as_hits(ranking, ranked, kept)
-    with tracing.span("search page") as span:
+    with tracing.step("search page") as span:
         found = page(view, ranked, scope, min(request.limit, scope.total))
         if record is not None:
             record.page = found

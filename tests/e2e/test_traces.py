@@ -177,9 +177,12 @@ def test_a_search_continues_the_agents_trace_from_its_http_header(
     # Nothing of the query is recorded: a query can hold what an agent was told.
     assert not any("list orders" in str(v) for s in spans for v in s.attributes.values())
     steps = {s.name: s for s in spans if s.parent == request.id}
-    for step in ("search scope", "search words", "search keyword_candidates", "search page"):
+    for step in ("search keyword_candidates", "search page"):
         assert step in steps, sorted(steps)
-    assert steps["search scope"].attributes["sezzlee.search.visible"] == 1
+    keywords = steps["search keyword_candidates"].attributes
+    assert keywords["sezzlee.search.visible"] == 1
+    assert keywords["sezzlee.search.keywords"] == 2
+    assert keywords["sezzlee.search.candidates"] == 1
     assert steps["search page"].attributes["sezzlee.search.results"] == 1
     # The semantic side is on by default: its candidates and the fusion are steps too.
     assert "search dense_candidates" in steps
