@@ -266,7 +266,7 @@ async def _call(
         # The request's own context wins over the HTTP request's (one HTTP request of
         # the 2025 era may carry several calls, each with its own).
         parent=call.trace or _http_trace(headers),
-        attributes=_span_attributes(call, headers) if tracing.enabled() else None,
+        attributes=_span_attributes(call, headers, client) if tracing.enabled() else None,
     ) as span:
         status, body, outcome, code = await _answer(state, call, view, caller, request_id, client)
         if code is not None:
@@ -333,7 +333,7 @@ def _http_trace(headers: _Headers) -> dict[str, str]:
     }
 
 
-def _span_attributes(call: Call, headers: _Headers) -> dict[str, str]:
+def _span_attributes(call: Call, headers: _Headers, client: str) -> dict[str, str]:
     """The request span's attributes, after OpenTelemetry's MCP conventions: never an
     argument's value, a query or a credential (``docs/telemetry.md``).
     """
@@ -342,7 +342,8 @@ def _span_attributes(call: Call, headers: _Headers) -> dict[str, str]:
     attributes = {
         "mcp.method.name": call.method,
         "jsonrpc.request.id": str(call.id),
-        "network.protocol.name": "http",
+        # sezzlee serve --stdio hands its requests to this app as the client "stdio".
+        "network.transport": "pipe" if client == "stdio" else "tcp",
         "mcp.protocol.version": version or LEGACY_VERSIONS[-1],
     }
     if call.tool:

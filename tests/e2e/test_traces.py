@@ -173,6 +173,7 @@ def test_a_search_continues_the_agents_trace_from_its_http_header(
     assert request.attributes["gen_ai.tool.name"] == "search_tools"
     assert request.attributes["mcp.protocol.version"] == LEGACY
     assert request.attributes["jsonrpc.request.id"] == "7"
+    assert request.attributes["network.transport"] == "tcp"
     assert not request.error
     # Nothing of the query is recorded: a query can hold what an agent was told.
     assert not any("list orders" in str(v) for s in spans for v in s.attributes.values())
@@ -312,3 +313,40 @@ def test_with_tracing_off_the_sdk_is_never_imported(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+def test_over_stdio_the_meta_context_is_the_parent(collector: JsonEndpoint, tmp_path: Path) -> None:
+    trace = "6e0c63257de34c92bf9efcd03927272e"
+    specs = tmp_path / "specs"
+    specs.mkdir()
+    (specs / "orders.json").write_text(openapi_json({"list_orders": "Lists the orders"}))
+    search = {
+        "jsonrpc": "2.0",
+        "id": 2,
+        "method": "tools/call",
+        "params": {
+            "name": "search_tools",
+            "arguments": {"query": "orders"},
+            "_meta": {"traceparent": f"00-{trace}-a3ce929d0e0e4736-01"},
+        },
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "sezzlee", "serve", "--stdio", "--specs", str(specs)],
+        input=json.dumps(search) + "\n",
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={
+            **os.environ,
+            "PYTHONPATH": str(ROOT),
+            "XDG_CACHE_HOME": str(tmp_path / "cache"),
+            **otel_env(collector),
+        },
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.splitlines()[0])["id"] == 2
+    spans = wait_for(collector, "tools/call search_tools", trace)
+    (request,) = (s for s in spans if s.name == "tools/call search_tools")
+    assert request.parent == "a3ce929d0e0e4736"
+    assert request.attributes["network.transport"] == "pipe"
