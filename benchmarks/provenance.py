@@ -169,10 +169,10 @@ def main(argv: Sequence[str]) -> int:
         state = f"stale: {v.reason}" if v.stale else "current"
         latest = f" (latest {v.changed_since[0]})" if v.changed_since else ""
         print(f"bench_{v.name:<16} {v.commit or '-':<12} {state}{latest}")
-    stale = [v.name for v in judged if v.stale]
+    stale = list(dict.fromkeys(v.name for v in judged if v.stale))
     if stale:
         print(
-            f"{len(stale)} of {len(judged)} sections are stale; rerun them with "
+            f"{sum(v.stale for v in judged)} of {len(judged)} sections are stale; rerun them with "
             f"`python -m benchmarks {' '.join(stale)}`",
             file=sys.stderr,
         )
