@@ -431,10 +431,9 @@ class CardDocument(msgspec.Struct, frozen=True, array_like=True):
     """A card document as it crosses from the conversion processes to the writer: folded,
     not yet expanded to edge n-grams, without its ordinal (:func:`card_json`).
 
-    The writer expands the words: a worker would send four times the bytes (~4.8 KB of
-    n-grams per tool instead of ~1.2 KB of words), and the writer's thread has the time,
-    waiting on tantivy's indexing thread through most of the card pass. Full APIs.guru
-    build: ~27 µs less per tool in a worker, ~17 µs more in the writer.
+    The writer expands the words: a worker would send four times the bytes, and the
+    writer's thread has the time, waiting on tantivy's indexing thread through most of
+    the card pass (docs/decisions.md, Measured choices).
     """
 
     id: str

@@ -57,7 +57,7 @@ __all__ = [
 
 POOL_THRESHOLD: Final = 8
 """Batches of fewer files convert in-process: a watch change must not pay the pool's
-inter-process hop (or its start-up) on the way to a sub-300 ms commit."""
+inter-process hop (or its start-up) on the way to its commit."""
 
 # The codes of the problems a conversion fails with besides those its error carries
 # (SpecError.code, CurationError.code): catalog/spec/schema-conversion.md, Problems.

@@ -1,8 +1,8 @@
 """The watch loop: watchfiles batches → a session sync → one commit per batch.
 
-The debounce is 50 ms with a 10 ms step (the library's default is 1,600 ms): an editor's
-save, or a ``git checkout`` touching many files, still arrives as one batch, and a
-single change reaches the index well inside the 300 ms goal.
+The debounce is far shorter than the library's default: an editor's save, or a ``git
+checkout`` touching many files, still arrives as one batch, and a single change reaches
+the index well inside the commit goal (docs/decisions.md, Measured choices).
 
 Events name sources by their path as reported, below the spec directory as the operator
 gave it (not resolved): a file reached through a symlink is a source as ``scan`` sees it,

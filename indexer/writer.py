@@ -10,12 +10,11 @@ The only module of the indexer that touches tantivy. tantivy's exceptions (all
   ``SCHEMA_VERSION`` is rebuilt by the caller in one commit (delete all, add all).
 * The indexer holds its own OS lock on the index directory for its life: that is what
   refuses a second indexer, with a clear message, before tantivy is asked for a writer.
-* One writer with one indexing thread, for full builds too. Two threads wrote a full
-  APIs.guru build a little faster (44.8 s instead of 47-49 s, cards first) but leave one
-  segment per thread, and tantivy-py has no call to merge them: every search then ran
-  over two segments and cost 23% more CPU (0.80 -> 1.00 ms in process, 125,207
-  operations). A build is rare; searches are the hot path. One thread also keeps each
-  change to one new segment.
+* One writer with one indexing thread, for full builds too. Two threads write a full
+  build a little faster but leave one segment per thread, and tantivy-py has no call to
+  merge them: every search then runs over two segments, at a cost in CPU measured in
+  docs/decisions.md (Measured choices). A build is rare; searches are the hot path. One
+  thread also keeps each change to one new segment.
 * Every commit deletes and re-adds the ``__meta__`` document, so the fingerprint and the
   file statuses become visible atomically with the tools (docs/tantivy.md §5).
 """
@@ -211,8 +210,8 @@ class IndexStore:
                     writer.add_document(payload_document(record))
                 if progress is not None:
                     progress(len(add.ordinals))
-            # One memory of expanded words for the whole sync: APIs.guru's files share
-            # most of their vocabulary (~17 µs per card with it, ~20 with one per file).
+            # One memory of expanded words for the whole sync: a directory's files share
+            # most of their vocabulary.
             expand = WordFolder().edge_grams
             for add in plan.adds:
                 cards = _documents(card_documents, add, fields_of)

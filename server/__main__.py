@@ -124,9 +124,9 @@ def _limit_malloc_arenas() -> None:
 
     Each reload decodes the catalog's meta record (megabytes at 125,000 operations) in a
     worker thread, and glibc gives threads arenas of their own (eight per core) whose
-    freed pages fragment: in ``benchmarks/bench_soak.py`` the worker's RssAnon climbed
-    ~20% over 40 reloads while its live objects did not; with two arenas it stays within
-    2%. An operator's own ``MALLOC_ARENA_MAX`` wins.
+    freed pages fragment: the soak's worker grew while its live objects did not, and with
+    two arenas it stays flat (docs/decisions.md, Measured choices). An operator's own
+    ``MALLOC_ARENA_MAX`` wins.
     """
     if "MALLOC_ARENA_MAX" in os.environ or not sys.platform.startswith("linux"):
         return

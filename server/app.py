@@ -149,8 +149,8 @@ def create_app(
             follower.start()
         await reader.start()
         # The imported modules and the loaded catalog live as long as the process: moved
-        # out of the collector's view, a full collection no longer walks them (in process,
-        # a 10 ms pause every ~5,000 searches became none).
+        # out of the collector's view, a full collection no longer walks them and pauses
+        # a search (docs/decisions.md, Measured choices).
         gc.freeze()
         poller = asyncio.create_task(reader.run(), name="sezzlee-index-reader")
         try:

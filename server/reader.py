@@ -3,10 +3,10 @@
 Theory of operation (docs/decisions.md, Generation; docs/tantivy.md §5):
 
 * The index is opened with ``tantivy.Index.open`` and a manual reload policy; the
-  bindings' default (a watch on ``meta.json``) lags 250-550 ms and gives Python no
-  callback. Every ``reload_interval_seconds`` (0.1 s) a worker thread stats
-  ``meta.json``; only when it changed (a commit) does it call ``index.reload()`` and
-  read the ``__meta__`` record.
+  bindings' default (a watch on ``meta.json``) lags and gives Python no callback
+  (docs/decisions.md, Measured choices). Every ``reload_interval_seconds`` (0.1 s) a
+  worker thread stats ``meta.json``; only when it changed (a commit) does it call
+  ``index.reload()`` and read the ``__meta__`` record.
 * Only a changed catalog fingerprint makes a new :class:`CatalogView`. It replaces the
   old one in a single attribute assignment, so a request that took the view at its start
   reads one catalog to its end.
@@ -48,8 +48,8 @@ def _commit_stamp(meta_json: Path) -> tuple[int, int, int] | None:
 
     tantivy replaces ``meta.json`` (write and rename) on every commit, merges included, so
     an unchanged stamp means an unchanged index. Checking it costs a ``stat``; reading the
-    ``__meta__`` record of a 125,000-operation catalog costs ~15 ms (2 MB of JSON), too
-    much to do ten times a second in every worker.
+    ``__meta__`` record of a large catalog (megabytes of JSON) is too much to do ten times
+    a second in every worker.
     """
     try:
         st = meta_json.stat()

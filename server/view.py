@@ -242,8 +242,7 @@ class CatalogView:
         """The stored definition and routing record of ``name``, decoded once per view.
 
         An agent loads a tool and then invokes it, often many times; the documents of
-        one view never change, so the index lookup and the JSON decode (~0.1 ms on a
-        cold path) are done once.
+        one view never change, so the index lookup and the JSON decode are done once.
         """
         found = self._targets.get(name)
         if found is None:  # only tools have payload documents: never __meta__

@@ -6,8 +6,8 @@ this module sends exactly that and reads the answer. One :class:`Pool` per backe
 and connection settings, per server process. Token exchange (``server.exchange``) and the
 resource server's key and introspection reads (``server.resource``) use it too.
 
-Why not a client library: invoke_tool's overhead goal is 1 ms at p50, and at one caller
-a client session's per-request machinery (request and response objects, timers, cookie
+Why not a client library: invoke_tool's overhead goal is tight, and at one caller a
+client session's per-request machinery (request and response objects, timers, cookie
 and trace hooks) cost a large part of it (docs/decisions.md, Measured choices). llhttp
 does the parsing; what is written here is the connection handling.
 

@@ -297,9 +297,8 @@ def _check_headers(sent: Sequence[tuple[str, str]]) -> None:
 
 MAX_ENCODED_BYTES: Final = 256 * 1024
 """The arguments that are percent-encoded (URL, headers, cookies, a form body), together,
-as JSON. Percent-encoding is Python work on the event loop, about 0.1 µs a byte: a 4 MiB
-query value held the loop half a second; 256 KiB is tens of milliseconds at most. Servers
-refuse far shorter request lines and headers anyway (8 KiB is common). A JSON or
+as JSON. Percent-encoding is Python work on the event loop, so its bytes are bounded
+(docs/limits.md); servers refuse far shorter request lines and headers anyway. A JSON or
 multipart body is not percent-encoded and has only ``max_request_bytes``."""
 
 
