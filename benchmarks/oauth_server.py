@@ -1,6 +1,9 @@
 """A real authorization server on loopback, for ``tests/e2e/test_oauth.py`` and
 ``benchmarks/bench_auth.py``: ``oidc-provider`` (npm, pinned) run by Node 22 with
 ``benchmarks/oauth_as.mjs`` (client_credentials, and an RFC 8693 token-exchange grant).
+Given ``authorization_code``, it also runs the flow an MCP client runs by itself (dynamic
+registration, the authorization-code grant with PKCE, a development login and consent
+page): ``examples/oauth/`` and ``tests/e2e/test_oauth_code.py``.
 
 Both are installed from the npm registry on first use into the user's cache directory
 (``~/.cache/sezzlee``); a failure to install is an error, never a skip.
@@ -13,8 +16,11 @@ import os
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Mapping
+from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qsl, urljoin, urlsplit
 
 import httpx
 import jwt
@@ -85,13 +91,40 @@ def node22() -> Path:
     return bin_dir
 
 
+class _Form(HTMLParser):
+    """The first form of a page: its action and its inputs' names and values."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.action: str | None = None
+        self.fields: dict[str, str] = {}
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        named = {key: value or "" for key, value in attrs}
+        if tag == "form" and self.action is None:
+            self.action = named.get("action", "")
+        elif tag == "input" and self.action is not None and "name" in named:
+            self.fields[named["name"]] = named.get("value", "")
+
+
 class AuthorizationServer:
     """oidc-provider on a loopback port; ``issuer`` is its URL. Clients: ``CALLERS``,
     ``agent-none`` (scope ``tools:admin`` only) and ``sezzlee`` (the gateway). Resources:
     ``RESOURCE`` (tools:read, tools:admin) and ``BACKEND_AUDIENCE`` (backend:read).
+
+    ``authorization_code`` (resource URL → its space-separated scopes) adds those resources
+    and turns on dynamic client registration, the authorization-code grant with PKCE and
+    the development login and consent pages (any login and password; :meth:`authorize`
+    fills them in). ``port``: a fixed port instead of a free one.
     """
 
-    def __init__(self, node: Path | None = None) -> None:
+    def __init__(
+        self,
+        node: Path | None = None,
+        *,
+        port: int | None = None,
+        authorization_code: Mapping[str, str] | None = None,
+    ) -> None:
         node = node or node22()
         package, version = PROVIDER.rsplit("@", 1)
         modules = npm_package(package, version, node)
@@ -100,7 +133,7 @@ class AuthorizationServer:
         self._workdir = Path(tempfile.mkdtemp(prefix="sezzlee-oauth-"))
         shutil.copy(SCRIPT, self._workdir / "as.mjs")
         (self._workdir / "node_modules").symlink_to(modules)
-        self.port = free_port()
+        self.port = port or free_port()
         self.issuer = f"http://127.0.0.1:{self.port}"
         config = {
             "clients": [
@@ -111,7 +144,9 @@ class AuthorizationServer:
             "resources": {
                 RESOURCE: {"scope": "tools:read tools:admin"},
                 BACKEND_AUDIENCE: {"scope": "backend:read"},
+                **{url: {"scope": scope} for url, scope in (authorization_code or {}).items()},
             },
+            "authorization_code": authorization_code is not None,
         }
         self.log = self._workdir / "as.log"
         with self.log.open("w") as log:  # a file, not a pipe nobody drains
@@ -152,6 +187,34 @@ class AuthorizationServer:
         """Token exchanges this server has answered."""
         count: int = httpx.get(f"{self.issuer}/test/exchanges", timeout=10).json()["exchanges"]
         return count
+
+    async def authorize(
+        self, url: str, redirect_uri: str, *, login: str = "demo-user"
+    ) -> dict[str, str]:
+        """What a person at a browser does with an authorization ``url``: follow its
+        redirects, sign in on the login page as ``login`` and approve the consent page,
+        until the server redirects to ``redirect_uri``; the parameters of that redirect
+        (``code``, ``state``, ``iss``, or ``error``). Nothing listens at ``redirect_uri``:
+        the redirect is read, not followed."""
+        async with httpx.AsyncClient(timeout=10) as browser:  # keeps the pages' cookies
+            answer = await browser.get(url)
+            for _ in range(12):  # login and consent take six requests
+                if answer.is_redirect:
+                    target = urljoin(str(answer.url), answer.headers["location"])
+                    if target.startswith(redirect_uri):
+                        return dict(parse_qsl(urlsplit(target).query))
+                    answer = await browser.get(target)
+                    continue
+                form = _Form()
+                form.feed(answer.text)
+                if answer.status_code != 200 or form.action is None:
+                    page = f"{answer.url}: {answer.status_code} {answer.text}"
+                    raise RuntimeError(f"no form at {page}")
+                fields = form.fields
+                if "login" in fields:
+                    fields.update(login=login, password="any password")
+                answer = await browser.post(urljoin(str(answer.url), form.action), data=fields)
+        raise RuntimeError(f"no redirect to {redirect_uri} from {url}")
 
     def claims(self, token: str, audience: str) -> dict[str, Any]:
         """The token's claims, verified with this server's published keys."""
