@@ -36,6 +36,7 @@ __all__ = [
     "AuthorizationServer",
     "node22",
     "npm_package",
+    "sign_in",
 ]
 
 PROVIDER = "oidc-provider@9.13.3"
@@ -107,6 +108,34 @@ class _Form(HTMLParser):
             self.fields[named["name"]] = named.get("value", "")
 
 
+async def sign_in(url: str, *, login: str = "demo-user", redirect_uri: str | None = None) -> str:
+    """What a person at a browser does with an authorization ``url`` of an
+    ``AuthorizationServer`` in authorization-code mode: follow its redirects, sign in on
+    the login page as ``login``, approve the consent page. Returns the URL the server
+    then redirects to at ``redirect_uri`` (by default the one ``url`` names), carrying
+    ``code``, ``state`` and ``iss`` or an ``error``; it is returned, not requested."""
+    target = redirect_uri or dict(parse_qsl(urlsplit(url).query))["redirect_uri"]
+    async with httpx.AsyncClient(timeout=10) as browser:  # keeps the pages' cookies
+        answer = await browser.get(url)
+        for _ in range(12):  # login and consent take six requests
+            if answer.is_redirect:
+                location = urljoin(str(answer.url), answer.headers["location"])
+                if location.startswith(target):
+                    return location
+                answer = await browser.get(location)
+                continue
+            form = _Form()
+            form.feed(answer.text)
+            if answer.status_code != 200 or form.action is None:
+                page = f"{answer.url}: {answer.status_code} {answer.text}"
+                raise RuntimeError(f"no form at {page}")
+            fields = form.fields
+            if "login" in fields:
+                fields.update(login=login, password="any password")
+            answer = await browser.post(urljoin(str(answer.url), form.action), data=fields)
+    raise RuntimeError(f"no redirect to {target} from {url}")
+
+
 class AuthorizationServer:
     """oidc-provider on a loopback port; ``issuer`` is its URL. Clients: ``CALLERS``,
     ``agent-none`` (scope ``tools:admin`` only) and ``sezzlee`` (the gateway). Resources:
@@ -114,7 +143,7 @@ class AuthorizationServer:
 
     ``authorization_code`` (resource URL → its space-separated scopes) adds those resources
     and turns on dynamic client registration, the authorization-code grant with PKCE and
-    the development login and consent pages (any login and password; :meth:`authorize`
+    the development login and consent pages (any login and password; :func:`sign_in`
     fills them in). ``port``: a fixed port instead of a free one.
     """
 
@@ -188,34 +217,6 @@ class AuthorizationServer:
         count: int = httpx.get(f"{self.issuer}/test/exchanges", timeout=10).json()["exchanges"]
         return count
 
-    async def authorize(
-        self, url: str, redirect_uri: str, *, login: str = "demo-user"
-    ) -> dict[str, str]:
-        """What a person at a browser does with an authorization ``url``: follow its
-        redirects, sign in on the login page as ``login`` and approve the consent page,
-        until the server redirects to ``redirect_uri``; the parameters of that redirect
-        (``code``, ``state``, ``iss``, or ``error``). Nothing listens at ``redirect_uri``:
-        the redirect is read, not followed."""
-        async with httpx.AsyncClient(timeout=10) as browser:  # keeps the pages' cookies
-            answer = await browser.get(url)
-            for _ in range(12):  # login and consent take six requests
-                if answer.is_redirect:
-                    target = urljoin(str(answer.url), answer.headers["location"])
-                    if target.startswith(redirect_uri):
-                        return dict(parse_qsl(urlsplit(target).query))
-                    answer = await browser.get(target)
-                    continue
-                form = _Form()
-                form.feed(answer.text)
-                if answer.status_code != 200 or form.action is None:
-                    page = f"{answer.url}: {answer.status_code} {answer.text}"
-                    raise RuntimeError(f"no form at {page}")
-                fields = form.fields
-                if "login" in fields:
-                    fields.update(login=login, password="any password")
-                answer = await browser.post(urljoin(str(answer.url), form.action), data=fields)
-        raise RuntimeError(f"no redirect to {redirect_uri} from {url}")
-
     def claims(self, token: str, audience: str) -> dict[str, Any]:
         """The token's claims, verified with this server's published keys."""
         key = jwt.PyJWKClient(f"{self.issuer}/jwks").get_signing_key_from_jwt(token)
@@ -231,3 +232,14 @@ class AuthorizationServer:
         if self.process.stdout is not None:
             self.process.stdout.close()
         shutil.rmtree(self._workdir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    # A headless browser for clients that open one to sign in (mcp-remote, the
+    # Inspector): BROWSER names a script running ``python -m benchmarks.oauth_server URL``,
+    # which signs in and then delivers the code to the client's own callback listener.
+    import asyncio
+    import sys
+
+    redirect = asyncio.run(sign_in(sys.argv[1]))
+    print(redirect, httpx.get(redirect, timeout=30).status_code, flush=True)

@@ -6,17 +6,20 @@ authorization server, the client reads the server's metadata, registers itself (
 sends the "browser" to the authorization URL (PKCE, ``resource``), trades the code for a
 token and retries. The authorization server is the one ``python -m examples.oauth`` runs
 (oidc-provider, ``benchmarks/oauth_server.py``), its login and consent pages completed by
-``AuthorizationServer.authorize`` with plain HTTP form posts; the gateway is the real
+``benchmarks.oauth_server.sign_in`` with plain HTTP form posts; the gateway is the real
 server process with ``examples/oauth/sezzlee.toml``, in front of the demo backend.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, parse_qsl, urlsplit
 
 import anyio
 import httpx2
@@ -26,11 +29,13 @@ from mcp.client.auth import AuthorizationCodeResult, OAuthClientProvider
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
 
-from benchmarks.oauth_server import AuthorizationServer
+from benchmarks.oauth_server import AuthorizationServer, npm_package, sign_in
 from benchmarks.ports import free_port
 from examples.backend import demo_token
 from examples.oauth.__main__ import SCOPES
 from tests.e2e.conftest import ROOT, ServerProcess, run_indexer
+from tests.e2e.test_stdio_clients import INSPECTOR
+from tests.e2e.test_ts_clients import first_result, mcp_remote_params
 
 MODES = [("2026-07-28", "2026-07-28"), ("legacy", "2025-11-25")]
 # Nothing listens here: the authorization server's redirect to it is read, not followed,
@@ -125,7 +130,8 @@ def test_the_sdks_oauth_client_completes_the_flow_unaided(
 
     async def redirect_handler(url: str) -> None:
         asked.append(url)
-        answers.append(await example.oauth.authorize(url, REDIRECT))
+        redirect = await sign_in(url, redirect_uri=REDIRECT)
+        answers.append(dict(parse_qsl(urlsplit(redirect).query)))
 
     async def callback_handler() -> AuthorizationCodeResult:
         return AuthorizationCodeResult(**answers[-1])
@@ -202,3 +208,79 @@ def test_the_sdks_oauth_client_completes_the_flow_unaided(
     assert {"list_orders", "delete_order"} <= names
     # The backend got the service credential (static identity) and answered.
     assert isinstance(text_of(listed), (list, dict))
+
+
+def headless_browser(workdir: Path) -> Path:
+    """An executable for ``BROWSER``: xdg-open, which mcp-remote opens the authorization
+    URL with, runs it when no desktop is found. It signs in with form posts and delivers
+    the code to mcp-remote's callback listener (``python -m benchmarks.oauth_server``)."""
+    script = workdir / "browser"
+    log = workdir / "browser.log"
+    script.write_text(
+        f'#!/bin/sh\ncd "{ROOT}" && exec "{sys.executable}" -m benchmarks.oauth_server "$1"'
+        f' >>"{log}" 2>&1\n'
+    )
+    script.chmod(0o755)
+    return script
+
+
+@pytest.mark.parametrize("protocol", ["legacy", "auto"])
+def test_mcp_remote_completes_the_flow_unaided(
+    example: Example, node22: Path, tmp_path: Path, protocol: str
+) -> None:
+    """mcp-remote as the README's example starts it, with nothing but the URL: it
+    registers, sends the browser to sign in, takes the code at its callback port and
+    bridges the searches. ``--protocol auto`` reaches the 2026-07-28 era."""
+    entry = {
+        "command": "npx",
+        "args": [
+            *("mcp-remote", example.resource, str(free_port())),
+            *("--host", "127.0.0.1", "--protocol", protocol),
+        ],
+        "env": {"BROWSER": str(headless_browser(tmp_path))},
+    }
+    params = mcp_remote_params(entry, node22, tmp_path)
+    log = tmp_path / "mcp-remote.log"
+    assert anyio.run(first_result, params, log) == "list_orders", log.read_text()
+    assert ("Remote server speaks MCP 2026-07-28" in log.read_text()) == (protocol == "auto")
+    # The token mcp-remote kept (and sent) is for the gateway's resource.
+    (stored,) = (tmp_path / "mcp-auth").rglob("*_tokens.json")
+    token = json.loads(stored.read_text())["access_token"]
+    assert example.oauth.claims(token, example.resource)["aud"] == example.resource
+
+
+@pytest.mark.parametrize(("era", "stamped"), [("legacy", False), ("modern", True)])
+def test_the_inspector_cli_completes_the_flow_unaided(
+    example: Example, node22: Path, tmp_path: Path, era: str, stamped: bool
+) -> None:
+    """The Inspector's CLI with nothing but the URL: it registers, opens the browser
+    (MCP_AUTO_OPEN_ENABLED: it would not without a terminal), takes the code at its
+    callback URL and calls search_tools."""
+    modules = npm_package(*INSPECTOR, node22)
+    launcher = modules / "@modelcontextprotocol" / "inspector" / "clients" / "launcher"
+    callback = f"http://127.0.0.1:{free_port()}/oauth/callback"
+    done = subprocess.run(
+        [
+            *(str(node22 / "node"), str(launcher / "build" / "index.js"), "--cli"),
+            *(example.resource, "--format", "json", "--protocol-era", era),
+            *("--callback-url", callback, "--method", "tools/call"),
+            *("--tool-name", "search_tools", "--tool-arg", "query=list orders"),
+        ],
+        cwd=tmp_path,
+        # The Inspector keeps its state (registrations, tokens) under HOME: the test's own.
+        env={
+            **os.environ,
+            "HOME": str(tmp_path),
+            "PATH": f"{node22}{os.pathsep}{os.environ['PATH']}",
+            "BROWSER": str(headless_browser(tmp_path)),
+            "MCP_AUTO_OPEN_ENABLED": "true",
+        },
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)["result"]
+    names = [r["name"] for r in json.loads(result["content"][0]["text"])["results"]]
+    assert names[0] == "list_orders"  # orders:read: the token reached the gateway
+    assert ("io.modelcontextprotocol/serverInfo" in result["_meta"]) is stamped
