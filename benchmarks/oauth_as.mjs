@@ -1,7 +1,12 @@
 // A real OAuth 2.1 authorization server for tests and benchmarks: oidc-provider (npm,
 // pinned in benchmarks/oauth_server.py) on loopback, with client_credentials and an
 // RFC 8693 token-exchange grant written here. Usage: node as.mjs PORT CONFIG_JSON
-// CONFIG_JSON: {"clients": [{client_id, client_secret}], "resources": {url: {scope}}}.
+// CONFIG_JSON: {"clients": [{client_id, client_secret}], "resources": {url: {scope}},
+// "authorization_code": false}. With "authorization_code": true it also offers what an MCP
+// client needs to run the flow unaided: dynamic client registration (RFC 7591), the
+// authorization-code grant with PKCE (S256) required of every client, and oidc-provider's
+// development login and consent pages, which accept any login and password. Those pages
+// are for tests and demos only: never put this server in front of real users.
 // Prints "ready <issuer>" on stdout once it listens.
 import Provider, { errors } from 'oidc-provider';
 import * as jose from 'jose';
@@ -16,6 +21,14 @@ const jwk = { ...(await jose.exportJWK(privateKey)), kid: 'test-key-1', alg: 'RS
 const EXCHANGE = 'urn:ietf:params:oauth:grant-type:token-exchange';
 const ACCESS = 'urn:ietf:params:oauth:token-type:access_token';
 
+const codeFlow = config.authorization_code === true;
+// Every scope a resource knows: an MCP client asks for the scopes the gateway advertises,
+// and the authorization request is refused for one the server has never heard of.
+// offline_access turns on the refresh_token grant, which MCP clients register for.
+const scopes = [...new Set(['tools:read', 'tools:admin', 'backend:read',
+  ...Object.values(config.resources).flatMap((info) => info.scope.split(' ')),
+  ...(codeFlow ? ['offline_access'] : [])])];
+
 const provider = new Provider(issuer, {
   clients: config.clients.map((c) => ({
     client_id: c.client_id,
@@ -26,10 +39,13 @@ const provider = new Provider(issuer, {
     scope: c.scope ?? 'tools:read tools:admin backend:read',
   })),
   jwks: { keys: [jwk] },
-  scopes: ['tools:read', 'tools:admin', 'backend:read'],
+  scopes,
+  // OAuth 2.1: PKCE for every authorization-code client, public or confidential.
+  pkce: { required: () => true },
   features: {
     clientCredentials: { enabled: true },
-    devInteractions: { enabled: false },
+    devInteractions: { enabled: codeFlow },
+    registration: { enabled: codeFlow },
     resourceIndicators: {
       enabled: true,
       defaultResource: () => undefined,

@@ -1,6 +1,9 @@
 """A real authorization server on loopback, for ``tests/e2e/test_oauth.py`` and
 ``benchmarks/bench_auth.py``: ``oidc-provider`` (npm, pinned) run by Node 22 with
 ``benchmarks/oauth_as.mjs`` (client_credentials, and an RFC 8693 token-exchange grant).
+Given ``authorization_code``, it also runs the flow an MCP client runs by itself (dynamic
+registration, the authorization-code grant with PKCE, a development login and consent
+page): ``examples/oauth/`` and ``tests/e2e/test_oauth_code.py``.
 
 Both are installed from the npm registry on first use into the user's cache directory
 (``~/.cache/sezzlee``); a failure to install is an error, never a skip.
@@ -13,8 +16,11 @@ import os
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Mapping
+from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qsl, urljoin, urlsplit
 
 import httpx
 import jwt
@@ -30,6 +36,7 @@ __all__ = [
     "AuthorizationServer",
     "node22",
     "npm_package",
+    "sign_in",
 ]
 
 PROVIDER = "oidc-provider@9.13.3"
@@ -85,13 +92,68 @@ def node22() -> Path:
     return bin_dir
 
 
+class _Form(HTMLParser):
+    """The first form of a page: its action and its inputs' names and values."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.action: str | None = None
+        self.fields: dict[str, str] = {}
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        named = {key: value or "" for key, value in attrs}
+        if tag == "form" and self.action is None:
+            self.action = named.get("action", "")
+        elif tag == "input" and self.action is not None and "name" in named:
+            self.fields[named["name"]] = named.get("value", "")
+
+
+async def sign_in(url: str, *, login: str = "demo-user", redirect_uri: str | None = None) -> str:
+    """What a person at a browser does with an authorization ``url`` of an
+    ``AuthorizationServer`` in authorization-code mode: follow its redirects, sign in on
+    the login page as ``login``, approve the consent page. Returns the URL the server
+    then redirects to at ``redirect_uri`` (by default the one ``url`` names), carrying
+    ``code``, ``state`` and ``iss`` or an ``error``; it is returned, not requested."""
+    target = redirect_uri or dict(parse_qsl(urlsplit(url).query))["redirect_uri"]
+    async with httpx.AsyncClient(timeout=10) as browser:  # keeps the pages' cookies
+        answer = await browser.get(url)
+        for _ in range(12):  # login and consent take six requests
+            if answer.is_redirect:
+                location = urljoin(str(answer.url), answer.headers["location"])
+                if location.startswith(target):
+                    return location
+                answer = await browser.get(location)
+                continue
+            form = _Form()
+            form.feed(answer.text)
+            if answer.status_code != 200 or form.action is None:
+                page = f"{answer.url}: {answer.status_code} {answer.text}"
+                raise RuntimeError(f"no form at {page}")
+            fields = form.fields
+            if "login" in fields:
+                fields.update(login=login, password="any password")
+            answer = await browser.post(urljoin(str(answer.url), form.action), data=fields)
+    raise RuntimeError(f"no redirect to {target} from {url}")
+
+
 class AuthorizationServer:
     """oidc-provider on a loopback port; ``issuer`` is its URL. Clients: ``CALLERS``,
     ``agent-none`` (scope ``tools:admin`` only) and ``sezzlee`` (the gateway). Resources:
     ``RESOURCE`` (tools:read, tools:admin) and ``BACKEND_AUDIENCE`` (backend:read).
+
+    ``authorization_code`` (resource URL → its space-separated scopes) adds those resources
+    and turns on dynamic client registration, the authorization-code grant with PKCE and
+    the development login and consent pages (any login and password; :func:`sign_in`
+    fills them in). ``port``: a fixed port instead of a free one.
     """
 
-    def __init__(self, node: Path | None = None) -> None:
+    def __init__(
+        self,
+        node: Path | None = None,
+        *,
+        port: int | None = None,
+        authorization_code: Mapping[str, str] | None = None,
+    ) -> None:
         node = node or node22()
         package, version = PROVIDER.rsplit("@", 1)
         modules = npm_package(package, version, node)
@@ -100,7 +162,7 @@ class AuthorizationServer:
         self._workdir = Path(tempfile.mkdtemp(prefix="sezzlee-oauth-"))
         shutil.copy(SCRIPT, self._workdir / "as.mjs")
         (self._workdir / "node_modules").symlink_to(modules)
-        self.port = free_port()
+        self.port = port or free_port()
         self.issuer = f"http://127.0.0.1:{self.port}"
         config = {
             "clients": [
@@ -111,7 +173,9 @@ class AuthorizationServer:
             "resources": {
                 RESOURCE: {"scope": "tools:read tools:admin"},
                 BACKEND_AUDIENCE: {"scope": "backend:read"},
+                **{url: {"scope": scope} for url, scope in (authorization_code or {}).items()},
             },
+            "authorization_code": authorization_code is not None,
         }
         self.log = self._workdir / "as.log"
         with self.log.open("w") as log:  # a file, not a pipe nobody drains
@@ -168,3 +232,14 @@ class AuthorizationServer:
         if self.process.stdout is not None:
             self.process.stdout.close()
         shutil.rmtree(self._workdir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    # A headless browser for clients that open one to sign in (mcp-remote, the
+    # Inspector): BROWSER names a script running ``python -m benchmarks.oauth_server URL``,
+    # which signs in and then delivers the code to the client's own callback listener.
+    import asyncio
+    import sys
+
+    redirect = asyncio.run(sign_in(sys.argv[1]))
+    print(redirect, httpx.get(redirect, timeout=30).status_code, flush=True)
