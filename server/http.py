@@ -48,10 +48,10 @@ from catalog.backends import Document
 from catalog.model import SecurityPolicy
 from server.errors import ToolError
 from server.identity.caller import Caller, caller_from_headers
+from server.jsonrpc import INVALID_REQUEST
 from server.notify import StreamLimit
 from server.protocol import (
     INTERNAL_ERROR,
-    INVALID_REQUEST,
     LEGACY_VERSIONS,
     MODERN_VERSION,
     SSE_HEADERS,

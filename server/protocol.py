@@ -25,32 +25,55 @@ from __future__ import annotations
 
 import base64
 import binascii
-import enum
-import re
-from collections.abc import Mapping, Sequence
-from typing import Any, Final, Literal
-from urllib.parse import urlsplit
+from collections.abc import Mapping
+from typing import Any, Final
 
 import msgspec
 
-from catalog import __version__
 from catalog.cards import truncate
 from catalog.naming import MAX_NAME_LENGTH
+from server.host_guard import Guard
+from server.jsonrpc import (
+    HEADER_MISMATCH,
+    INSTRUCTIONS,
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    KEEPALIVE,
+    LEGACY_VERSIONS,
+    META_TOOL_NAMES,
+    METHOD_NOT_FOUND,
+    MODERN_STATUS,
+    MODERN_VERSION,
+    PARSE_ERROR,
+    SERVER,
+    SSE_HEADERS,
+    UNSUPPORTED_VERSION,
+    Call,
+    Era,
+    Headers,
+    Listen,
+    Reply,
+    era_error,
+    era_of,
+    error_reply,
+    first_header,
+    result_reply,
+)
 from server.messages import (
-    GENERATION_KEY,
     KEY_CLIENT_CAPABILITIES,
     KEY_PROTOCOL_VERSION,
-    KEY_SERVER_INFO,
-    KEY_SUBSCRIPTION_ID,
-    CallToolResult,
-    ErrorObject,
-    ErrorResponse,
     Implementation,
-    Notification,
-    ResultResponse,
-    TextContent,
-    Tool,
-    encode,
+)
+from server.render import (
+    render_call,
+    render_error,
+    render_listen_ack,
+    render_listen_changed,
+    render_listen_final,
+    render_listen_refused,
+    render_tools_list,
+    render_unread_error,
 )
 
 __all__ = [
@@ -78,58 +101,6 @@ __all__ = [
     "render_unread_error",
 ]
 
-MODERN_VERSION: Final = "2026-07-28"
-LEGACY_VERSIONS: Final = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
-"""2025-path versions, newest first; ``initialize`` echoes one of these or offers the first."""
-
-META_TOOL_NAMES: Final = ("search_tools", "load_tool", "invoke_tool")
-
-INSTRUCTIONS: Final = (
-    "This server fronts a catalog of HTTP API operations through three tools. "
-    "1. search_tools: find operations by keywords (and optional tags); each result is a "
-    "compact card with the operation's name. "
-    "2. load_tool: fetch the full definition of one name (inputSchema, outputSchema, "
-    "version) before calling it. "
-    "3. invoke_tool: call it with {name, arguments, version}; arguments follow the loaded "
-    "inputSchema. Every result is JSON in one text block; on failure isError is true and "
-    "error.code says why (unknown_tool, tool_changed: load again, invalid_arguments, ...)."
-)
-
-KEEPALIVE: Final = b": ping\r\n\r\n"
-"""An SSE comment; the SDK sends one every 15 s on an idle stream (§5)."""
-
-SSE_HEADERS: Final = (
-    ("cache-control", "no-cache, no-transform"),
-    ("connection", "keep-alive"),
-    ("x-accel-buffering", "no"),
-)
-
-# JSON-RPC error codes (§8).
-PARSE_ERROR: Final = -32700
-INVALID_REQUEST: Final = -32600
-METHOD_NOT_FOUND: Final = -32601
-INVALID_PARAMS: Final = -32602
-INTERNAL_ERROR: Final = -32603
-HEADER_MISMATCH: Final = -32020
-MISSING_CAPABILITY: Final = -32021  # a required client capability missing; never sent here
-UNSUPPORTED_VERSION: Final = -32022
-
-MODERN_STATUS: Final[dict[int, int]] = {
-    PARSE_ERROR: 400,
-    INVALID_REQUEST: 400,
-    INVALID_PARAMS: 400,
-    HEADER_MISMATCH: 400,
-    MISSING_CAPABILITY: 400,
-    UNSUPPORTED_VERSION: 400,
-    METHOD_NOT_FOUND: 404,
-}
-"""HTTP status of a JSON-RPC error at 2026-07-28 (the SDK's ``ERROR_CODE_HTTP_STATUS``);
-any other code, notably -32603, goes out as 200."""
-
-LEGACY_STATUS: Final[dict[int, int]] = {PARSE_ERROR: 400, INVALID_REQUEST: 400}
-"""2025 era: only transport-level failures get a 4xx; the TypeScript client loses the
-JSON-RPC code on any non-2xx (§7.5)."""
-
 _MODERN_METHODS: Final = frozenset(
     {"server/discover", "tools/list", "tools/call", "subscriptions/listen"}
 )
@@ -139,124 +110,13 @@ _BASE64_PREFIX: Final = "=?base64?"
 _BASE64_SUFFIX: Final = "?="
 
 
-class Era(enum.Enum):
-    """Which protocol generation a POST speaks (decided per request, never remembered)."""
-
-    MODERN = "modern"  # 2026-07-28: sessionless, _meta envelope, discover, listen
-    LEGACY = "legacy"  # 2025-11-25 / 06-18 / 03-26 / 2024-11-05: initialize, ping
-
-
-class Reply(msgspec.Struct, frozen=True, kw_only=True):
-    """A complete HTTP answer that needs nothing from the catalog."""
-
-    status: int
-    body: bytes = b""
-    headers: tuple[tuple[str, str], ...] = ()
-    # The JSON-RPC error code the body answers with; None for a result or no body. The
-    # caller learns the outcome here, never by looking into the rendered bytes.
-    error_code: int | None = None
-
-
-class Call(msgspec.Struct, frozen=True, kw_only=True):
-    """A request the catalog answers: ``tools/list`` or a ``tools/call`` of a meta tool."""
-
-    era: Era
-    id: int | str
-    method: Literal["tools/list", "tools/call"]
-    tool: str = ""
-    arguments: dict[str, Any] = msgspec.field(default_factory=dict)
-    trace: dict[str, str] = msgspec.field(default_factory=dict)
-    """The W3C trace context the request carried in ``params._meta`` (``traceparent``,
-    ``tracestate``): the parent of the server's span for it (``docs/telemetry.md``)."""
-
-
-class Listen(msgspec.Struct, frozen=True, kw_only=True):
-    """A ``subscriptions/listen`` request; ``honored`` is the subset the ack echoes."""
-
-    id: int | str
-    honored: dict[str, bool]
-
-    @property
-    def tools_list_changed(self) -> bool:
-        return self.honored.get("toolsListChanged", False)
-
-
-class Guard(msgspec.Struct, frozen=True, kw_only=True):
-    """DNS-rebinding protection (§9): Host and Origin values accepted."""
-
-    allowed_hosts: tuple[str, ...]  # lower case: a host name matches whatever its case
-    allowed_origins: tuple[str, ...] = ()
-
-    def check_headers(self, headers: Headers) -> Reply | None:
-        """:meth:`check` of a request's headers: a repeated Host is no Host at all."""
-        hosts = headers.get("host", ())
-        return self.check(hosts[0] if len(hosts) == 1 else None, _first(headers, "origin"))
-
-    def check(self, host: str | None, origin: str | None) -> Reply | None:
-        """None when both headers pass; else the 421 (Host) or 403 (Origin) answer.
-
-        The Host value must be ``host[:port]`` and nothing else (RFC 9110 §7.2): a
-        value like ``localhost:1@evil.example`` names no allowed host.
-        """
-        if "*" not in self.allowed_hosts and host_name(host or "") not in self.allowed_hosts:
-            return _error_reply(421, None, INVALID_REQUEST, "Invalid Host header")
-        if origin is not None and not self._origin_allowed(origin):
-            return _error_reply(403, None, INVALID_REQUEST, "Invalid Origin header")
-        return None
-
-    def _origin_allowed(self, origin: str) -> bool:
-        if "*" in self.allowed_origins or origin in self.allowed_origins:
-            return True
-        try:
-            parts = urlsplit(origin)
-        except ValueError:
-            return False
-        return parts.scheme in ("http", "https") and parts.hostname in _LOOPBACK
-
-
-_LOOPBACK: Final = frozenset({"localhost", "127.0.0.1", "::1"})
-
-
-_HOST: Final = re.compile(
-    r"(?P<name>\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?)(?::[0-9]{1,5})?"
-)
-
-
-def host_name(host: str) -> str | None:
-    """The lower-cased name of a ``host[:port]`` Host value (``[::1]`` keeps its
-    brackets); None for anything else: userinfo, a path, a second colon, spaces.
-    """
-    match = _HOST.fullmatch(host)
-    return match["name"].lower() if match else None
-
-
-_ERA_BY_VERSION: Final[dict[str, Era]] = {
-    MODERN_VERSION: Era.MODERN,
-    **{version: Era.LEGACY for version in LEGACY_VERSIONS},
-}
-"""docs/wire.md §2: the ``MCP-Protocol-Version`` header value → the path that serves it."""
-
-Headers = Mapping[str, Sequence[str]]
-"""Lower-case header name → every value sent under it (a repeat is visible)."""
-
-_SERVER: Final = Implementation(name="sezzlee", version=__version__)
-
-
-def era_of(headers: Headers) -> Era:
-    """The era a POST takes, by its ``MCP-Protocol-Version`` header alone (§2)."""
-    values = headers.get("mcp-protocol-version")
-    if not values:
-        return Era.LEGACY  # every initialize arrives so; the spec assumes 2025-03-26
-    return _ERA_BY_VERSION.get(values[0], Era.MODERN)  # unknown: rejected there with -32022
-
-
 def parse(
     method: str,
     headers: Headers,
     body: bytes,
     *,
     guard: Guard,
-    server: Implementation = _SERVER,
+    server: Implementation = SERVER,
 ) -> Reply | Call | Listen:
     """Decide what one HTTP request to the MCP endpoint asks for.
 
@@ -286,11 +146,11 @@ def parse(
 def _decode(headers: Headers, body: bytes) -> Any:
     """The JSON body, or the Reply refusing it (both eras check the same way)."""
     if not _json_content(headers):
-        return _error_reply(400, None, INVALID_REQUEST, "Content-Type must be application/json")
+        return error_reply(400, None, INVALID_REQUEST, "Content-Type must be application/json")
     try:
         return msgspec.json.decode(body)
     except (msgspec.DecodeError, RecursionError):  # nesting deeper than msgspec follows
-        return _error_reply(400, None, PARSE_ERROR, "Parse error")
+        return error_reply(400, None, PARSE_ERROR, "Parse error")
 
 
 def _parse_modern(headers: Headers, body: bytes, server: Implementation) -> Reply | Call | Listen:
@@ -301,13 +161,13 @@ def _parse_modern(headers: Headers, body: bytes, server: Implementation) -> Repl
     if isinstance(message, Reply):
         return message
     if isinstance(message, dict) and "method" in message and "id" not in message:
-        announced = _meta_version(message) or _first(headers, "mcp-protocol-version")
+        announced = _meta_version(message) or first_header(headers, "mcp-protocol-version")
         if announced != MODERN_VERSION:
             return _unsupported(None, announced)
         return Reply(status=202)  # a notification: nothing to do at 2026 (§3.3 step 5)
     request_id = _request_id(message)
     if request_id is None:
-        return _error_reply(
+        return error_reply(
             400,
             None,
             INVALID_REQUEST,
@@ -342,7 +202,7 @@ def _parse_modern(headers: Headers, body: bytes, server: Implementation) -> Repl
             request_id, METHOD_NOT_FOUND, "Method not found", data=_echo(rpc_method)
         )
     if rpc_method == "server/discover":
-        return _result_reply(Era.MODERN, request_id, _discover_result(), server)
+        return result_reply(Era.MODERN, request_id, _discover_result(), server)
     if rpc_method == "subscriptions/listen":
         if not _accepts_sse(accept, strict=True):
             return Reply(status=406)
@@ -381,14 +241,14 @@ def _listen_params_problem(params: Mapping[str, Any]) -> str | None:
 def _header_mismatch(
     headers: Headers, rpc_method: str, version: str, params: dict[str, Any]
 ) -> str | None:
-    header_version = _first(headers, "mcp-protocol-version")
+    header_version = first_header(headers, "mcp-protocol-version")
     if header_version != version:
         return "MCP-Protocol-Version header does not match params._meta"
-    header_method = _first(headers, "mcp-method")
+    header_method = first_header(headers, "mcp-method")
     if header_method is None or _decode_header(header_method) != rpc_method:
         return "Mcp-Method header does not match the body's method"
     if rpc_method == "tools/call" and "name" in params:
-        header_name = _first(headers, "mcp-name")
+        header_name = first_header(headers, "mcp-name")
         if header_name is None or _decode_header(header_name) != params["name"]:
             return "Mcp-Name header does not match params.name"
     return None
@@ -416,7 +276,7 @@ def _unsupported(request_id: int | str | None, requested: str | None) -> Reply:
     data: dict[str, Any] = {"supported": [MODERN_VERSION]}
     if requested is not None:
         data["requested"] = _echo(requested)
-    return _error_reply(
+    return error_reply(
         400, request_id, UNSUPPORTED_VERSION, "Unsupported protocol version", data=data
     )
 
@@ -441,7 +301,7 @@ def _discover_result() -> dict[str, Any]:
 def _modern_error(
     request_id: int | str | None, code: int, message: str, *, data: Any = msgspec.UNSET
 ) -> Reply:
-    return _error_reply(MODERN_STATUS.get(code, 200), request_id, code, message, data=data)
+    return error_reply(MODERN_STATUS.get(code, 200), request_id, code, message, data=data)
 
 
 # ---------------------------------------------------------------------------- 2025 era
@@ -463,7 +323,7 @@ def _parse_legacy(headers: Headers, body: bytes, server: Implementation) -> Repl
         return Reply(status=202)  # a posted response: nothing awaits it here
     request_id = _request_id(message)
     if request_id is None:
-        return _error_reply(
+        return error_reply(
             400,
             None,
             INVALID_REQUEST,
@@ -473,15 +333,15 @@ def _parse_legacy(headers: Headers, body: bytes, server: Implementation) -> Repl
     rpc_method: str = message["method"]
     params = message.get("params", {})
     if rpc_method not in _LEGACY_METHODS:
-        return _error_reply(
+        return error_reply(
             200, request_id, METHOD_NOT_FOUND, "Method not found", data=_echo(rpc_method)
         )
     if not isinstance(params, dict):
-        return _error_reply(200, request_id, INVALID_PARAMS, "params must be an object")
+        return error_reply(200, request_id, INVALID_PARAMS, "params must be an object")
     if rpc_method == "initialize":
-        return _result_reply(Era.LEGACY, request_id, _initialize_result(params, server), server)
+        return result_reply(Era.LEGACY, request_id, _initialize_result(params, server), server)
     if rpc_method == "ping":
-        return _result_reply(Era.LEGACY, request_id, {}, server)
+        return result_reply(Era.LEGACY, request_id, {}, server)
     return _tool_request(Era.LEGACY, request_id, rpc_method, params)
 
 
@@ -508,14 +368,14 @@ def _tool_request(
         return Call(era=era, id=request_id, method="tools/list", trace=trace)
     name = params.get("name")
     if not isinstance(name, str):
-        return _era_error(era, request_id, INVALID_PARAMS, "tools/call needs a string name")
+        return era_error(era, request_id, INVALID_PARAMS, "tools/call needs a string name")
     if name not in META_TOOL_NAMES:
-        return _era_error(era, request_id, INVALID_PARAMS, f"Unknown tool: {_echo(name)}")
+        return era_error(era, request_id, INVALID_PARAMS, f"Unknown tool: {_echo(name)}")
     arguments = params.get("arguments")
     if arguments is None:
         arguments = {}
     if not isinstance(arguments, dict):
-        return _era_error(era, request_id, INVALID_PARAMS, "arguments must be an object")
+        return era_error(era, request_id, INVALID_PARAMS, "arguments must be an object")
     return Call(
         era=era, id=request_id, method="tools/call", tool=name, arguments=arguments, trace=trace
     )
@@ -539,11 +399,6 @@ def _trace_context(params: dict[str, Any]) -> dict[str, str]:
     }
 
 
-def _era_error(era: Era, request_id: int | str | None, code: int, message: str) -> Reply:
-    table = MODERN_STATUS if era is Era.MODERN else LEGACY_STATUS
-    return _error_reply(table.get(code, 200), request_id, code, message)
-
-
 def _request_id(message: Any) -> int | str | None:
     """The id of a well-formed single request, or None when it is not one (§3.3 step 6)."""
     if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
@@ -557,11 +412,6 @@ def _request_id(message: Any) -> int | str | None:
     if params is not None and not isinstance(params, dict):
         return None
     return request_id
-
-
-def _first(headers: Headers, name: str) -> str | None:
-    values = headers.get(name)
-    return values[0] if values else None
 
 
 def _accepted(headers: Headers) -> set[str]:
@@ -584,132 +434,7 @@ def _accepts_sse(accept: set[str], *, strict: bool = False) -> bool:
 
 
 def _json_content(headers: Headers) -> bool:
-    value = _first(headers, "content-type")
+    value = first_header(headers, "content-type")
     if value is None:
         return True  # lenient: curl and some clients omit it; the body decides
     return value.split(";", 1)[0].strip().lower() in ("application/json", "application/json-rpc")
-
-
-def _error_reply(
-    status: int,
-    request_id: int | str | None,
-    code: int,
-    message: str,
-    *,
-    data: Any = msgspec.UNSET,
-) -> Reply:
-    body = encode(
-        ErrorResponse(id=request_id, error=ErrorObject(code=code, message=message, data=data))
-    )
-    return Reply(
-        status=status,
-        body=body,
-        headers=(("content-type", "application/json"),),
-        error_code=code,
-    )
-
-
-def _stamp(era: Era, result: dict[str, Any], server: Implementation) -> dict[str, Any]:
-    if era is Era.MODERN:
-        result["resultType"] = "complete"
-        meta = result.setdefault("_meta", {})
-        meta[KEY_SERVER_INFO] = msgspec.to_builtins(server)
-    return result
-
-
-def _result_reply(
-    era: Era, request_id: int | str, result: dict[str, Any], server: Implementation
-) -> Reply:
-    body = encode(ResultResponse(id=request_id, result=_stamp(era, result, server)))
-    return Reply(status=200, body=body, headers=(("content-type", "application/json"),))
-
-
-# ---------------------------------------------------------------------------- rendering
-
-
-def render_tools_list(
-    call: Call, tools: Sequence[Tool], generation: int, *, server: Implementation = _SERVER
-) -> bytes:
-    """The ``tools/list`` response: the meta tools, each stamped with the generation."""
-    stamp = {GENERATION_KEY: generation}
-    listed = [msgspec.structs.replace(tool, meta={**(tool.meta or {}), **stamp}) for tool in tools]
-    result: dict[str, Any] = {"tools": msgspec.to_builtins(listed)}
-    if call.era is Era.MODERN:
-        result["ttlMs"] = 0
-        result["cacheScope"] = "public"
-    return encode(ResultResponse(id=call.id, result=_stamp(call.era, result, server)))
-
-
-def render_call(
-    call: Call,
-    payload: bytes,
-    *,
-    is_error: bool,
-    generation: int,
-    server: Implementation = _SERVER,
-) -> bytes:
-    """A ``tools/call`` response: ``payload`` (JSON bytes) as the one text block."""
-    meta: dict[str, Any] = {GENERATION_KEY: generation}
-    modern = call.era is Era.MODERN
-    if modern:
-        meta[KEY_SERVER_INFO] = msgspec.to_builtins(server)
-    result = CallToolResult(
-        content=(TextContent(text=payload.decode("utf-8")),),
-        isError=is_error,
-        resultType="complete" if modern else None,
-        meta=meta,
-    )
-    return encode(ResultResponse(id=call.id, result=result))
-
-
-def render_unread_error(code: int, message: str) -> bytes:
-    """A JSON-RPC error with a null id, for a request that could not be read (too large,
-    too slow, refused, or a handler bug before its id was known).
-    """
-    return encode(ErrorResponse(id=None, error=ErrorObject(code=code, message=message)))
-
-
-def render_error(
-    era: Era, request_id: int | str | None, code: int, message: str
-) -> tuple[int, bytes]:
-    """A JSON-RPC error answer (status, body), e.g. -32603 for a handler bug."""
-    reply = _era_error(era, request_id, code, message)
-    return reply.status, reply.body
-
-
-def _sse(message: object) -> bytes:
-    return b"event: message\r\ndata: " + encode(message) + b"\r\n\r\n"
-
-
-def render_listen_ack(listen: Listen) -> bytes:
-    """The first frame of a listen stream: the honored subset (§6)."""
-    return _sse(
-        Notification(
-            method="notifications/subscriptions/acknowledged",
-            params={"_meta": {KEY_SUBSCRIPTION_ID: listen.id}, "notifications": listen.honored},
-        )
-    )
-
-
-def render_listen_changed(listen: Listen) -> bytes:
-    """A ``notifications/tools/list_changed`` frame for one stream."""
-    return _sse(
-        Notification(
-            method="notifications/tools/list_changed",
-            params={"_meta": {KEY_SUBSCRIPTION_ID: listen.id}},
-        )
-    )
-
-
-def render_listen_final(listen: Listen, *, server: Implementation = _SERVER) -> bytes:
-    """The final listen response: a graceful end of the stream (shutdown)."""
-    result = {
-        "resultType": "complete",
-        "_meta": {KEY_SUBSCRIPTION_ID: listen.id, KEY_SERVER_INFO: msgspec.to_builtins(server)},
-    }
-    return _sse(ResultResponse(id=listen.id, result=result))
-
-
-def render_listen_refused(listen: Listen, message: str) -> tuple[int, bytes]:
-    """The answer when no more streams fit: -32603 before any ack (SDK limit)."""
-    return render_error(Era.MODERN, listen.id, INTERNAL_ERROR, message)

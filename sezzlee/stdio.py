@@ -35,7 +35,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, BinaryIO, Final
 
-from server.protocol import INVALID_REQUEST
+from server.jsonrpc import INVALID_REQUEST
 from sezzlee.indexer_child import start_indexer, stop_indexer
 
 __all__ = ["default_index", "main"]

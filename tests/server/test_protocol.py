@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from server.host_guard import host_name
 from server.messages import GENERATION_KEY, KEY_SERVER_INFO, KEY_SUBSCRIPTION_ID
 from server.protocol import (
     INSTRUCTIONS,
@@ -21,7 +22,6 @@ from server.protocol import (
     Listen,
     Reply,
     era_of,
-    host_name,
     parse,
     render_call,
     render_error,
