@@ -54,7 +54,7 @@ from benchmarks.catalog_index import natural_requests
 from benchmarks.ports import free_port
 from catalog.index_schema import SCHEMA_VERSION
 from catalog.vectors import VECTORS_DIR
-from indexer.vectors import VectorCache
+from indexer.vector_cache import VectorCache
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent

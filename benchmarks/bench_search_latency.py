@@ -66,7 +66,8 @@ from catalog.vectors import VECTORS_DIR
 from catalog.visibility import visibility_key
 from indexer.converted import ConvertedBuild, write_converted
 from indexer.fields import encode_fields
-from indexer.vectors import VectorCache, fill_vectors, shared_encoder
+from indexer.vector_cache import VectorCache
+from indexer.vectors import fill_vectors, shared_encoder
 from scripts.corpora import corpus, github_spec
 from server.dense import graph_paths
 from server.identity.caller import Caller

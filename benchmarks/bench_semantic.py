@@ -54,7 +54,8 @@ from catalog.embedding import DIMENSIONS, quantize
 from catalog.query import clamp_request, operation_text
 from catalog.vectors import ANN_MIN_ROWS, VECTORS_DIR, graph_path, key_runs, sidecar_path
 from catalog.visibility import PUBLIC_KEY, Audience, visibility_hash
-from indexer.vectors import VectorCache, graph_slices, save_graph
+from indexer.graphs import graph_slices, save_graph
+from indexer.vector_cache import VectorCache
 from scripts.corpora import corpus, github_spec
 from server.dense import DenseIndex, graph_paths, load_dense
 from server.query_vectors import QueryVectors

@@ -30,7 +30,8 @@ from indexer.manifest import Manifest, load_manifest, save_manifest
 from indexer.names import apply_names, assign_names
 from indexer.plan import IndexPlan, make_plan
 from indexer.scan import hash_bytes
-from indexer.vectors import VectorCache, VectorStats, fill_vectors
+from indexer.vector_cache import VectorCache
+from indexer.vectors import VectorStats, fill_vectors
 from indexer.writer import WRITER_HEAP_BYTES, IndexStore
 
 __all__ = ["ConvertedBuild", "write_converted"]

@@ -23,12 +23,12 @@ from pathlib import Path
 from typing import Final
 
 import msgspec
-import tantivy
 
-from catalog.index_schema import IndexMeta, read_meta, register_analyzers
+from catalog.index_schema import IndexMeta
 from catalog.objectstore import sha256_of
 from catalog.published import PublishedFile
 from catalog.vectors import VECTORS_DIR, commit_of_name, sidecar_path
+from indexer.commit import Commit
 
 __all__ = [
     "SNAPSHOT_DIR",
@@ -108,13 +108,9 @@ def _link_all(index_dir: Path, target: Path) -> bytes:
     return meta_json
 
 
-def _read_meta(directory: Path) -> IndexMeta | None:
-    index = tantivy.Index.open(str(directory))
-    register_analyzers(index)
-    try:
-        return read_meta(index.searcher(), index.schema)
-    except ValueError:  # msgspec.DecodeError: another version's meta record
-        return None
+def _commit_meta(directory: Path) -> IndexMeta | None:
+    opened = Commit.open(directory)
+    return None if opened is None else opened.meta
 
 
 def _link_vectors(index_dir: Path, target: Path, commit_id: str) -> list[str]:
@@ -154,7 +150,7 @@ def take_snapshot(index_dir: Path) -> Snapshot:
             if exc.filename and Path(exc.filename).name == "meta.json":
                 raise SnapshotError(f"no commit in {index_dir} yet") from exc
             continue  # a merge deleted a segment since meta.json was read: again
-        meta = _read_meta(target)
+        meta = _commit_meta(target)
         if meta is None:
             raise SnapshotError(f"the index at {index_dir} holds no catalog of this version")
         names = [p.name for p in target.iterdir() if p.is_file() and not p.name.startswith(".")]

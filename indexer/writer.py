@@ -1,7 +1,8 @@
 """The only IndexWriter: opens (or rebuilds) the index, applies a plan, commits.
 
-The only module of the indexer that touches tantivy. tantivy's exceptions (all
-``ValueError``) become ``IndexBusyError`` / ``IndexStoreError`` here.
+With ``commit.py`` (which reads a commit back), the only module of the indexer that
+touches tantivy (``tests/test_layers.py``). tantivy's exceptions (all ``ValueError``)
+become ``IndexBusyError`` / ``IndexStoreError`` here.
 
 * The directory is created here (``Index()`` does not, docs/tantivy.md §5).
 * An index written with another tantivy schema cannot be opened with ours: it is wiped

@@ -56,6 +56,18 @@ def _modules(package: str) -> list[Path]:
     return sorted((ROOT / package).rglob("*.py"))
 
 
+# The indexer reads and writes its index in two modules: the writer, and the reading back
+# of a commit (its tools and texts for the vectors, its meta for publishing).
+TANTIVY_IN_INDEXER: Final = {"indexer/commit.py", "indexer/writer.py"}
+
+
+def test_only_the_writer_and_the_commit_reader_touch_tantivy_in_the_indexer() -> None:
+    touching = {
+        str(path.relative_to(ROOT)) for path in _modules("indexer") if "tantivy" in _imports(path)
+    }
+    assert touching == TANTIVY_IN_INDEXER
+
+
 @pytest.mark.parametrize("package", sorted(FORBIDDEN))
 def test_imports_point_one_way(package: str) -> None:
     modules = _modules(package)

@@ -25,11 +25,10 @@ from catalog.visibility import visibility_hash
 from indexer.converted import ConvertedBuild, write_converted
 from indexer.report import Reporter
 from indexer.session import Session
+from indexer.vector_cache import CACHE_NAME, VectorCache
 from indexer.vectors import (
-    CACHE_NAME,
     EMBED_CHUNK,
     SIDECAR_EVERY,
-    VectorCache,
     VectorWorker,
     fill_vectors,
     sidecar_due,

@@ -18,7 +18,8 @@ from catalog.model import CatalogTool
 from catalog.vectors import VECTORS_DIR, sidecar_path
 from catalog.visibility import PUBLIC_KEY, visibility_hash, visibility_key
 from indexer.converted import write_converted
-from indexer.vectors import EMBED_CHUNK, VectorCache, fill_vectors
+from indexer.vector_cache import VectorCache
+from indexer.vectors import EMBED_CHUNK, fill_vectors
 from server.dense import DenseIndex, load_dense
 from server.query_vectors import QueryVectors, shared_query_vectors
 from server.reader import Reader

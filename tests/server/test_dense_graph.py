@@ -32,14 +32,9 @@ from catalog.vectors import (
     sidecar_order,
     sidecar_path,
 )
-from indexer.vectors import (
-    _prune,
-    _replace_sealed,
-    _written,
-    graph_slices,
-    seal_file,
-    write_ann,
-)
+from indexer.graphs import graph_slices, write_ann
+from indexer.sealed import replace_sealed, seal_file, written_file
+from indexer.vectors import _prune
 from server.dense import DamagedVectors, DenseIndex, graph_paths, load_dense
 
 COMMIT = "00000000000000aa"
@@ -378,8 +373,8 @@ def test_a_server_that_opened_a_sidecar_being_replaced_finds_it_in_the_seal(
     assert opened is not None
     buffer = io.BytesIO()
     np.save(buffer, table[:32])
-    temporary = _written(path, buffer.getvalue())
-    _replace_sealed(temporary, path)
+    temporary = written_file(path, buffer.getvalue())
+    replace_sealed(temporary, path)
     assert len(msgspec.json.decode(seal_path(path).read_bytes())) == 2
     with open(path, "rb") as stream:
         assert seal_of(stream) in msgspec.json.decode(seal_path(path).read_bytes(), type=list[Seal])

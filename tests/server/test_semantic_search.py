@@ -23,7 +23,8 @@ from catalog.query import SearchRequest, clamp_request, keywords, operation_text
 from catalog.vectors import VECTORS_DIR, sidecar_path
 from catalog.visibility import PUBLIC_KEY, Audience
 from indexer.converted import write_converted
-from indexer.vectors import VectorCache, fill_vectors
+from indexer.vector_cache import VectorCache
+from indexer.vectors import fill_vectors
 from server.app import create_app
 from server.errors import ResponseTooLarge
 from server.query_vectors import QueryVectors
