@@ -42,7 +42,7 @@ from catalog import tracing
 from catalog.backends import documents_of, route_conflicts
 from catalog.config import Config
 from catalog.embedding import Encoder
-from catalog.index_schema import SCHEMA_VERSION, IndexMeta, payload_count
+from catalog.index_schema import IndexMeta, payload_count
 from catalog.objectstore import StoreError
 from indexer.build import POOL_THRESHOLD, Converter, FieldsSpool, config_hash
 from indexer.carry import Carried, indexed_entry, stored_documents
@@ -63,6 +63,7 @@ from indexer.names import NamePlan, apply_names, assign_names
 from indexer.ordinals import NameIndex, OrdinalsExhausted
 from indexer.plan import IndexPlan, dirty_sources, make_plan
 from indexer.publish import Publisher
+from indexer.reconcile import reconcile, scanned_files
 from indexer.report import Reporter
 from indexer.scan import UNREADABLE, ScannedFile, scan, unlisted_problem
 from indexer.vectors import VectorWorker, shared_encoder
@@ -134,36 +135,21 @@ class Session:
         # Under the writer lock: a spool left by a crashed run is ours to drop.
         shutil.rmtree(index_dir / SPOOL_DIR, ignore_errors=True)
         self.converter = Converter(specs_dir, workers=workers)
-        self._full = False
-        # The full build rewrites a live index, whose last commit (this meta) holds what
-        # the files that fail to convert now had: renumbering, or a lost manifest.
-        self._carry: IndexMeta | None = None
         self._hash_cache: dict[str, str] = {}
         self._hashed_config: Config | None = None
         meta = self.store.read_meta()
         self._commit_id = meta.commit_id if meta is not None else ""  # the index's last
         manifest = self._recover(meta, load_manifest(index_dir))
-        self.manifest = self._reconcile(meta, manifest)
+        decided = reconcile(meta, manifest, wiped=self.store.wiped)
+        if decided.full_build is not None:
+            self.reporter.event("full_build", reason=decided.full_build)
+        self.manifest = decided.manifest
+        self._full = decided.full_build is not None
+        # The full build rewrites a live index, whose last commit holds what the files
+        # that fail to convert now had: renumbering, or a lost manifest.
+        self._carry: IndexMeta | None = decided.carry
         self._names = NameIndex.of(self.manifest.files)
-        # Every file the manifest knows, so that one under a directory that cannot be
-        # listed now is kept (scan); one recorded without stat values is read again.
-        self.scanned: dict[str, ScannedFile] = {
-            source: ScannedFile(
-                content_hash=entry.content_hash if entry.size or entry.mtime_ns else UNREADABLE,
-                size=entry.size,
-                mtime_ns=entry.mtime_ns,
-            )
-            for source, entry in self.manifest.files.items()
-        }
-        if self._carry is not None:
-            # No manifest to go by: the files of the index's last commit stand in, each
-            # read again, so that one under such a directory is converted by name, or
-            # carried (_carried) when it cannot be read, instead of losing its tools.
-            self.scanned.update(
-                (source, ScannedFile(content_hash=UNREADABLE, size=0, mtime_ns=0))
-                for source in self._carry.files
-                if source not in self.scanned
-            )
+        self.scanned = scanned_files(self.manifest, self._carry)
         # The directories the last scan could not list (reported once each); a watcher
         # cannot watch them either, until they can be listed again.
         self.unlisted: dict[str, str] = {}
@@ -210,30 +196,6 @@ class Session:
                 manifest = recovered
         drop_pending(self.index_dir)
         return manifest
-
-    def _reconcile(self, meta: IndexMeta | None, manifest: Manifest | None) -> Manifest:
-        if meta is None or self.store.wiped or meta.schema_version != SCHEMA_VERSION:
-            if self.store.wiped:
-                reason = "the index had another tantivy schema"
-            elif meta is None:
-                reason = "the index is empty"
-            else:
-                reason = f"the index has schema version {meta.schema_version}, not {SCHEMA_VERSION}"
-        elif manifest is None or manifest.schema_version != SCHEMA_VERSION:
-            reason = "the indexer's manifest is missing"
-            self._carry = meta  # the index is whole: what fails to convert is carried
-        elif manifest.commit != meta.commit or manifest.fingerprint != meta.fingerprint:
-            # The manifest lags the index (the pending change lost too: a power cut).
-            # That commit may have renamed or renumbered any file's tools, so no per-file
-            # repair is safe; the index is whole, and rebuilt as when the manifest is lost.
-            reason = "the manifest disagrees with the index's last commit"
-            self._carry = meta
-        else:
-            return manifest
-        self._full = True
-        self.reporter.event("full_build", reason=reason)
-        base = max(meta.commit if meta else 0, manifest.commit if manifest else 0)
-        return Manifest(schema_version=SCHEMA_VERSION, commit=base)
 
     def sync(self, touched: Iterable[str] = (), *, config: Config | None = None) -> SyncResult:
         """Bring the index up to date with the spec directory (and ``config``, if new).
