@@ -15,7 +15,6 @@ config file. The one I/O module of ``catalog/``: both processes import it, and
 from __future__ import annotations
 
 import hashlib
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Final
@@ -31,7 +30,6 @@ __all__ = [
     "PreconditionFailed",
     "StoreError",
     "StoredObject",
-    "fsync_directory",
     "sha256_of",
 ]
 
@@ -308,12 +306,3 @@ def sha256_of(stream: IO[bytes]) -> str:
     for chunk in iter(lambda: stream.read(_CHUNK), b""):
         digest.update(chunk)
     return digest.hexdigest()
-
-
-def fsync_directory(directory: Path) -> None:
-    """Make the renames in ``directory`` durable."""
-    handle = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(handle)
-    finally:
-        os.close(handle)

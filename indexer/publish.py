@@ -37,7 +37,8 @@ import msgspec
 import numpy as np
 
 from catalog.config import PublishConfig
-from catalog.objectstore import ObjectStore, PreconditionFailed, StoreError, fsync_directory
+from catalog.durable import sync_directory
+from catalog.objectstore import ObjectStore, PreconditionFailed, StoreError
 from catalog.published import (
     Head,
     PublishedCommit,
@@ -212,7 +213,7 @@ class Publisher:
                 temporary.unlink(missing_ok=True)
                 raise ValueError(f"{self.store.url}: the published {file.name} is damaged")
             os.replace(temporary, target)
-            fsync_directory(vectors)
+            sync_directory(vectors)
             seeded += _sidecar_rows(target)
         if seeded:
             self.reporter.event("vectors_seeded", url=self.store.url, rows=seeded)

@@ -1,7 +1,6 @@
-"""Files written whole: under a temporary name, synced, renamed, the directory synced;
-the vectors' files also sealed (``catalog.vectors.seal_path``: their size and SHA-256,
-written before the rename), so a reader sees the old file or the new one and can tell
-which (``server/dense.py``).
+"""The vectors' files written whole (``catalog/durable.py``) and sealed
+(``catalog.vectors.seal_path``: their size and SHA-256, written before the rename), so a
+reader sees the old file or the new one and can tell which (``server/dense.py``).
 """
 
 from __future__ import annotations
@@ -12,41 +11,14 @@ from pathlib import Path
 
 import msgspec
 
+from catalog.durable import sync_directory, write_atomically
 from catalog.vectors import (
     Seal,
     seal_of,
     seal_path,
 )
 
-__all__ = ["replace_sealed", "seal_file", "sync_directory", "write_atomically", "written_file"]
-
-
-def write_atomically(path: Path, data: bytes) -> None:
-    """``data`` as ``path``: written under a temporary name, synced, renamed over it, and
-    the directory synced, so a reader or a crash sees the old file or the new one.
-    """
-    temporary = written_file(path, data)
-    os.replace(temporary, path)
-    sync_directory(path.parent)
-
-
-def written_file(path: Path, data: bytes) -> Path:
-    """``data`` written and synced under a temporary name beside ``path``."""
-    temporary = path.with_name(f".{path.name}.tmp")
-    with open(temporary, "wb") as stream:
-        stream.write(data)
-        stream.flush()
-        os.fsync(stream.fileno())
-    return temporary
-
-
-def sync_directory(directory: Path) -> None:
-    """Sync ``directory`` itself, so a rename in it survives a crash."""
-    handle = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(handle)
-    finally:
-        os.close(handle)
+__all__ = ["replace_sealed", "seal_file"]
 
 
 def seal_file(path: Path) -> None:

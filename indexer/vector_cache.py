@@ -14,12 +14,12 @@ from typing import Final
 import numpy as np
 from numpy.typing import NDArray
 
+from catalog.durable import write_atomically
 from catalog.embedding import DIMENSIONS
 from catalog.vectors import (
     SIDECAR_DTYPE,
     commit_of_name,
 )
-from indexer.sealed import write_atomically
 
 __all__ = ["CACHE_NAME", "VectorCache"]
 

@@ -39,6 +39,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from catalog import tracing
+from catalog.durable import written_file
 from catalog.embedding import Encoder, content_key, quantize
 from catalog.vectors import (
     SIDECAR_DTYPE,
@@ -50,7 +51,7 @@ from catalog.vectors import (
 from indexer.commit import Commit, CommitTools
 from indexer.graphs import write_ann
 from indexer.report import Reporter
-from indexer.sealed import replace_sealed, written_file
+from indexer.sealed import replace_sealed
 from indexer.vector_cache import VectorCache
 
 __all__ = [

@@ -40,8 +40,9 @@ from typing import Final
 import msgspec
 
 from catalog.config import PublishConfig
+from catalog.durable import sync_directory, write_atomically
 from catalog.index_schema import SCHEMA_VERSION
-from catalog.objectstore import MissingObject, ObjectStore, StoreError, fsync_directory
+from catalog.objectstore import MissingObject, ObjectStore, StoreError
 from catalog.published import (
     PublishedCommit,
     PublishedFile,
@@ -124,15 +125,6 @@ def seconds_since_contact(status: FollowStatus | None, now: float) -> float | No
     if status is None or status.checked_at is None:
         return None
     return max(0.0, now - status.checked_at)
-
-
-def _write_atomically(path: Path, data: bytes) -> None:
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(temporary, "wb") as stream:
-        stream.write(data)
-        stream.flush()
-        os.fsync(stream.fileno())
-    os.replace(temporary, path)
 
 
 class Follower:
@@ -316,7 +308,7 @@ class Follower:
             finally:
                 temporary.unlink(missing_ok=True)
             count += 1
-        fsync_directory(self.objects)
+        sync_directory(self.objects)
         return count
 
     def _place(self, manifest: PublishedCommit) -> None:
@@ -341,8 +333,8 @@ class Follower:
             temporary.unlink(missing_ok=True)
             os.link(source, temporary)
             os.replace(temporary, target)
-        fsync_directory(self.index_dir / VECTORS_DIR)
-        fsync_directory(self.index_dir)
+        sync_directory(self.index_dir / VECTORS_DIR)
+        sync_directory(self.index_dir)
 
     def _seal(self, target: Path, seal: Seal) -> None:
         """The seal a server checks a vectors file against: the new file's, and the one
@@ -352,7 +344,7 @@ class Follower:
         previous: list[Seal] = []
         with contextlib.suppress(OSError, msgspec.DecodeError, msgspec.ValidationError):
             previous = msgspec.json.decode(seal_path(target).read_bytes(), type=list[Seal])[:1]
-        _write_atomically(seal_path(target), msgspec.json.encode([seal, *previous]))
+        write_atomically(seal_path(target), msgspec.json.encode([seal, *previous]))
 
     def _prune(self) -> None:
         """Delete the index files and objects neither the applied commit nor the one
@@ -377,7 +369,7 @@ class Follower:
 
     def _save(self, status: FollowStatus) -> None:
         self.status = status
-        _write_atomically(self.cache / STATUS_NAME, msgspec.json.encode(status))
+        write_atomically(self.cache / STATUS_NAME, msgspec.json.encode(status))
 
     def _refused(self, reason: str) -> None:
         _log.error(

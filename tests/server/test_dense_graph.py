@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 from numpy.typing import NDArray
 
+from catalog.durable import written_file
 from catalog.embedding import DIMENSIONS, quantize
 from catalog.vectors import (
     ANN_MIN_ROWS,
@@ -33,7 +34,7 @@ from catalog.vectors import (
     sidecar_path,
 )
 from indexer.graphs import graph_slices, write_ann
-from indexer.sealed import replace_sealed, seal_file, written_file
+from indexer.sealed import replace_sealed, seal_file
 from indexer.vectors import _prune
 from server.dense import DamagedVectors, DenseIndex, graph_paths, load_dense
 
