@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from typing import Any, Final
 
+from catalog.keywords import ALTERNATIVES
 from catalog.model import Card, JSONSchema, ToolDefinition
 
 __all__ = [
@@ -103,7 +104,7 @@ def _type_label(schema: Any) -> str:
         label = "enum"
     elif "const" in schema:
         label = "const"
-    elif any(k in schema for k in ("oneOf", "anyOf")):
+    elif any(k in schema for k in ALTERNATIVES):
         branches = schema.get("oneOf") or schema.get("anyOf") or []
         label = " | ".join(dict.fromkeys(_type_label(b) for b in branches)) or "any"
     elif "properties" in schema:

@@ -49,7 +49,14 @@ from typing import Any, Final, NamedTuple
 
 import msgspec
 
-from catalog.keywords import ANNOTATIONS, BRANCHES, SCHEMA_LISTS, SCHEMA_MAPS, SUBSCHEMA
+from catalog.keywords import (
+    ALTERNATIVES,
+    ANNOTATIONS,
+    BRANCHES,
+    SCHEMA_LISTS,
+    SCHEMA_MAPS,
+    SUBSCHEMA,
+)
 from catalog.normalize import Direction, Normalizer, Ref, TemplateDict, TemplateList
 from catalog.refs import unescape_token
 
@@ -868,7 +875,7 @@ def _is_object(
     branches = node.get("allOf")
     if isinstance(branches, list) and branches:
         return any(_is_object(b, normalizer, direction, seen, left) for b in branches)
-    for keyword in ("oneOf", "anyOf"):
+    for keyword in ALTERNATIVES:
         # Every alternative an object: so is every value, whichever one matches.
         alternatives = node.get(keyword)
         if isinstance(alternatives, list) and alternatives:

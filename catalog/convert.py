@@ -35,6 +35,7 @@ from catalog.config import SpecConfig
 from catalog.curation import EXTENSION, apply_extension
 from catalog.errors import RefError, SpecError
 from catalog.fingerprint import VERSION_LENGTH, with_version
+from catalog.keywords import ALTERNATIVES
 from catalog.media import is_json_media, media_type, multipart_parts, part_type
 from catalog.model import (
     GATEWAY_HEADERS,
@@ -729,7 +730,7 @@ class DocumentConverter:
             node = {k: v for k, v in node.items() if k != "$ref"} | {
                 "allOf": [{"$ref": node["$ref"]}, *branches]
             }
-        if not isinstance(node, dict) or any(k in node for k in ("oneOf", "anyOf", "not")):
+        if not isinstance(node, dict) or any(k in node for k in (*ALTERNATIVES, "not")):
             return None
         kind = node.get("type")
         if kind is not None and kind != "object":

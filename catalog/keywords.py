@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Final
 
-__all__ = ["ANNOTATIONS", "BRANCHES", "SCHEMA_LISTS", "SCHEMA_MAPS", "SUBSCHEMA"]
+__all__ = ["ALTERNATIVES", "ANNOTATIONS", "BRANCHES", "SCHEMA_LISTS", "SCHEMA_MAPS", "SUBSCHEMA"]
 
 SUBSCHEMA: Final = frozenset(
     (
@@ -35,6 +35,9 @@ SCHEMA_MAPS: Final = frozenset(("properties", "patternProperties", "dependentSch
 
 BRANCHES: Final = ("allOf", "anyOf", "oneOf")
 """The lists of schemas that apply to the value itself (``prefixItems`` applies to items)."""
+
+ALTERNATIVES: Final = ("oneOf", "anyOf")
+"""The branches of which a value matches one (or some), not all: a choice."""
 
 ANNOTATIONS: Final = frozenset(
     ("title", "description", "deprecated", "readOnly", "writeOnly", "default", "examples")

@@ -22,6 +22,8 @@ from typing import Any, Final, TypeAlias
 
 import msgspec
 
+from catalog.keywords import BRANCHES
+
 __all__ = [
     "ASSERTION_DROPPED",
     "BOUNDS_DROPPED",
@@ -446,7 +448,7 @@ def _closed(out: dict[str, Any], notes: list[Repair]) -> None:
     ]
     if not missing:
         return
-    if any(k in out for k in ("allOf", "anyOf", "oneOf")):
+    if any(k in out for k in BRANCHES):
         # additionalProperties sees only the members beside it, never the branches': the
         # document evidently closed the object over all of them, which is what
         # unevaluatedProperties says.
