@@ -112,7 +112,7 @@ def server_process(index_dir: Path) -> Iterator[ServerProcess]:
 # -- the orders catalog through the demo backend (invoke e2e, reliability) --------------
 
 
-def run_indexer(specs: Path, index: Path, config: Path) -> None:
+def run_indexer(specs: Path, index: Path, config: Path, *, timeout: float = 60) -> None:
     subprocess.run(
         [
             *(sys.executable, "-m", "indexer", "--specs", str(specs), "--index", str(index)),
@@ -121,7 +121,7 @@ def run_indexer(specs: Path, index: Path, config: Path) -> None:
         cwd=ROOT,
         check=True,
         capture_output=True,
-        timeout=60,
+        timeout=timeout,
     )
 
 

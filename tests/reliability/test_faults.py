@@ -290,7 +290,9 @@ def test_indexer_killed_mid_commit_keeps_the_served_catalog_and_the_next_run_rec
         assert agent.ok("search_tools", {})["total"] == 3000
         assert agent.ok("load_tool", {"name": "bulk000.op0x0"})["description"].startswith("Old")
 
-        run_indexer(specs, index, _empty_config(tmp_path))
+        # The default config embeds the 4,000 changed tools too: minutes on a loaded
+        # machine, where the lexical recovery under test takes seconds.
+        run_indexer(specs, index, _empty_config(tmp_path), timeout=300)
         wait_for(lambda: readyz(server)[1]["generation"] == before["generation"] + 1, "reload")
         assert agent.ok("search_tools", {})["total"] == 4000
         assert agent.ok("load_tool", {"name": "bulk000.op0x0"})["description"].startswith("New")
