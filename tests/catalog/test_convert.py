@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from catalog.compact import MAX_DEFINITION_BYTES, MAX_REF_DEPTH
-from catalog.convert import choose_status
+from catalog.convert_outputs import choose_status
 from catalog.model import Annotations, ParameterBinding
 from catalog.visibility import Verdict, decide
 from server.invoke.request import build_request
