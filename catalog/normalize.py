@@ -36,7 +36,8 @@ from catalog.keywords import ANNOTATIONS, SCHEMA_LISTS, SCHEMA_MAPS, SUBSCHEMA
 from catalog.model import Problem
 from catalog.openapi import OpenAPIVersion
 from catalog.refs import Resolver, escape_token, split_key
-from catalog.repair import PATTERN_DROPPED, SUSPECT, Repair, repair, valid_regex
+from catalog.regex import valid_regex
+from catalog.repair import PATTERN_DROPPED, SUSPECT, Repair, repair
 
 __all__ = [
     "Direction",

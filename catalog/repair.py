@@ -23,6 +23,7 @@ from typing import Any, Final, TypeAlias
 import msgspec
 
 from catalog.keywords import BRANCHES
+from catalog.regex import ecma_anchors, unwrapped_literal, valid_regex
 
 __all__ = [
     "ASSERTION_DROPPED",
@@ -41,7 +42,6 @@ __all__ = [
     "Repair",
     "Templates",
     "repair",
-    "valid_regex",
 ]
 
 # The warning codes, one per rule.
@@ -87,15 +87,6 @@ _BOUNDS: Final = (
     ("minContains", "maxContains", False),
 )
 _ANNOTATIONS: Final = frozenset(("title", "description", "deprecated", "examples", "default"))
-# "/<regex>/<flags>": a JavaScript regex literal. Flags with a meaning for one test
-# become an inline group (Python, Rust's regex and ECMAScript 2025 read "(?i:...)");
-# g, y, d and u change nothing about whether a string matches.
-_LITERAL: Final = re.compile(r"/(?P<body>.+)/(?P<flags>[dgimsuy]*)", re.DOTALL)
-_INLINE_FLAGS: Final = "ims"
-# Python's and Ruby's string anchors. ECMAScript, the dialect JSON Schema names, has none:
-# there "\A" is a syntax error (unicode mode) or a literal "A", so a validating client
-# would refuse every value the document meant to allow.
-_ANCHORS: Final = {"A": "^", "Z": "$", "z": "$"}
 _INTEGER_TEXT: Final = re.compile(r"-?(?:0|[1-9][0-9]*)")
 _NUMBER_TEXT: Final = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
 _JSON: Final = msgspec.json.Encoder()
@@ -108,20 +99,6 @@ class Repair(msgspec.Struct, frozen=True):
 
     code: str
     reason: str
-
-
-def valid_regex(pattern: str) -> bool:
-    """Whether Python's ``re`` compiles ``pattern``: jsonschema checks ``pattern`` with
-    it, so a pattern it rejects makes the published schema invalid. FutureWarnings about
-    ECMA-only syntax are not errors.
-    """
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        try:
-            re.compile(pattern)
-        except (re.error, RecursionError, OverflowError):
-            return False
-    return True
 
 
 def repair(
@@ -164,25 +141,17 @@ def repair(
 
 def _pattern(out: dict[str, Any], notes: list[Repair]) -> None:
     pattern: str = out["pattern"]
-    literal = _LITERAL.fullmatch(pattern)
-    if literal is not None:
-        body, flags = literal["body"], literal["flags"]
-        # As written, "/^..." can only match after a literal slash and "...$/" only before
-        # one: no string matches. Flags after the slash are as plainly not meant as text.
-        meant = body.startswith("^") or body.endswith("$") or bool(flags)
-        if meant and valid_regex(body):
-            inline = "".join(f for f in _INLINE_FLAGS if f in flags)
-            unwrapped = f"(?{inline}:{body})" if inline else body
-            out["pattern"] = unwrapped
-            notes.append(
-                Repair(
-                    PATTERN_UNWRAPPED,
-                    f"pattern {pattern!r} is a JavaScript regex literal; published as "
-                    f"{unwrapped!r}",
-                )
+    unwrapped = unwrapped_literal(pattern)
+    if unwrapped is not None:
+        out["pattern"] = unwrapped
+        notes.append(
+            Repair(
+                PATTERN_UNWRAPPED,
+                f"pattern {pattern!r} is a JavaScript regex literal; published as {unwrapped!r}",
             )
-            return
-    anchored = _ecma_anchors(pattern)
+        )
+        return
+    anchored = ecma_anchors(pattern)
     if not valid_regex(anchored):
         del out["pattern"]
         notes.append(Repair(PATTERN_DROPPED, f"pattern {pattern!r} does not compile; dropped"))
@@ -195,33 +164,6 @@ def _pattern(out: dict[str, Any], notes: list[Repair]) -> None:
                 f"published as {anchored!r}",
             )
         )
-
-
-def _ecma_anchors(pattern: str) -> str:
-    r"""``pattern`` with its ``\A``, ``\Z`` and ``\z`` string anchors (outside a
-    character class) written as ``^`` and ``$``; unchanged when it has none. Without the
-    ``m`` flag the two mean the same in every dialect that has them.
-    """
-    if "\\" not in pattern:
-        return pattern
-    out: list[str] = []
-    in_class = False
-    i = 0
-    while i < len(pattern):
-        char = pattern[i]
-        if char == "\\" and i + 1 < len(pattern):
-            following = pattern[i + 1]
-            anchor = None if in_class else _ANCHORS.get(following)
-            out.append(anchor if anchor is not None else char + following)
-            i += 2
-            continue
-        if char == "[":
-            in_class = True
-        elif char == "]":
-            in_class = False
-        out.append(char)
-        i += 1
-    return "".join(out)
 
 
 # -- enum and const -------------------------------------------------------------------
