@@ -50,7 +50,7 @@ from catalog.fingerprint import with_version
 from catalog.fold import fold_tag
 from catalog.model import Annotations, CatalogTool
 from catalog.naming import qualify, renamed
-from catalog.normalize import is_json_value
+from catalog.schema_values import is_json_value
 
 __all__ = ["EXTENSION", "apply_extension", "curate", "for_namespace", "matches"]
 

@@ -22,22 +22,30 @@ Dropped: ``x-`` extensions, OpenAPI-only keywords (``discriminator``, ``xml``,
 and has no dialect decoration), and any keyword whose value has the wrong JSON type (a
 broken document must not yield a schema that 2020-12 rejects), or that JSON cannot hold
 (a YAML ``.nan`` or ``.inf``: an enum or ``examples`` loses those members only).
-Keywords that no value can satisfy are repaired or dropped by ``catalog.repair``; each
-repair is a warning (:attr:`Normalizer.problems`) at the schema's place in the document.
+Which values of the data keywords are kept is ``catalog.schema_values``'s. Keywords that
+no value can satisfy are repaired or dropped by ``catalog.repair``; each repair is a
+warning (:attr:`Normalizer.problems`) at the schema's place in the document.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any, Final, Literal, TypeAlias
 
 from catalog.keywords import ANNOTATIONS, SCHEMA_LISTS, SCHEMA_MAPS, SUBSCHEMA
 from catalog.model import Problem
 from catalog.openapi import OpenAPIVersion
-from catalog.refs import Resolver, escape_token, split_key
+from catalog.refs import Resolver, pointer_to, split_key, walk_pointers
 from catalog.regex import valid_regex
 from catalog.repair import PATTERN_DROPPED, SUSPECT, Repair, repair
+from catalog.schema_values import (
+    DATA_RULES,
+    FLAG_OF,
+    GONE,
+    STRINGS,
+    schema_type,
+    settle,
+)
 
 __all__ = [
     "Direction",
@@ -45,19 +53,9 @@ __all__ = [
     "Ref",
     "TemplateDict",
     "TemplateList",
-    "is_json_value",
 ]
 
 Direction: TypeAlias = Literal["in", "out"]
-
-_TYPES: Final = frozenset(("string", "number", "integer", "boolean", "array", "object", "null"))
-_STRINGS: Final = frozenset(
-    ("title", "description", "format", "contentMediaType", "contentEncoding")
-)
-_FLAG_OF: Final[dict[str, str]] = {"in": "readOnly", "out": "writeOnly"}
-_NOTES: Final = ("title", "description")
-_GONE: Final = object()
-"""What a keyword rule gives for a value it does not keep."""
 
 
 class Ref:
@@ -85,220 +83,11 @@ class TemplateList(list[Any]):
     __slots__ = ()
 
 
-def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
-
-
-def is_json_value(value: Any) -> bool:
-    """Whether a value holds no NaN or ±Infinity anywhere: YAML has them (``.nan``,
-    ``.inf``, ``1e400``), JSON does not, and an encoder writes them as ``null``.
-    """
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        kind = type(item)
-        if kind is float:
-            if not math.isfinite(item):
-                return False
-        elif kind is list:
-            stack.extend(item)
-        elif kind is dict:
-            stack.extend(item.values())
-    return True
-
-
-def _count(value: Any) -> int | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int) and value >= 0:
-        return value
-    if isinstance(value, float) and value.is_integer() and value >= 0:
-        return int(value)
-    return None
-
-
-def _path_to(root: Any, target: Any) -> str | None:
-    """The JSON pointer of the object ``target`` (by identity) inside ``root``, if there.
-
-    Asked only when a schema was repaired, so the walk costs nothing on the common path.
-    """
-    for node, pointer in _walk(root):
-        if node is target:
-            return pointer
-    return None
-
-
-def _walk(root: Any) -> Iterator[tuple[Any, str]]:
-    """Every object and list below ``root`` (itself included), with its JSON pointer."""
-    pending: list[tuple[Any, str]] = [(root, "")]
-    while pending:
-        node, pointer = pending.pop()
-        yield node, pointer
-        if isinstance(node, dict):
-            pending.extend(
-                (v, f"{pointer}/{escape_token(str(k))}")
-                for k, v in node.items()
-                if isinstance(v, dict | list)
-            )
-        elif isinstance(node, list):
-            pending.extend(
-                (v, f"{pointer}/{i}") for i, v in enumerate(node) if isinstance(v, dict | list)
-            )
+_NOTES: Final = ("title", "description")
 
 
 def _bad_key(pattern: str) -> Repair:
     return Repair(PATTERN_DROPPED, f"patternProperties key {pattern!r} does not compile; dropped")
-
-
-# -- the keywords whose values are data ------------------------------------------------
-# Each rule takes the value as written and gives what is kept of it, or _GONE.
-
-
-def _type(value: Any) -> Any:
-    if isinstance(value, str):
-        if value == "file":
-            # Swagger 2.0 file upload: a binary string (OpenAPI 3 idiom).
-            return "string"
-        return value if value in _TYPES else None
-    if isinstance(value, list):
-        kinds = [k for k in dict.fromkeys(value) if isinstance(k, str) and k in _TYPES]
-        return kinds or None
-    return None
-
-
-def _keep_type(value: Any) -> Any:
-    kind = _type(value)
-    return _GONE if kind is None else kind
-
-
-def _keep_string(value: Any) -> Any:
-    # A pattern too: catalog.repair unwraps or drops what re cannot read.
-    return value if isinstance(value, str) else _GONE
-
-
-def _keep_names(value: Any) -> Any:
-    # The metaschema wants the names unique.
-    if not isinstance(value, list):
-        return _GONE
-    return list(dict.fromkeys(n for n in value if isinstance(n, str)))
-
-
-def _keep_count(value: Any) -> Any:
-    count = _count(value)
-    return _GONE if count is None else count
-
-
-def _keep_number(value: Any) -> Any:
-    return value if _is_number(value) else _GONE
-
-
-def _keep_divisor(value: Any) -> Any:
-    return value if _is_number(value) and value > 0 else _GONE
-
-
-def _keep_flag(value: Any) -> Any:
-    return value if isinstance(value, bool) else _GONE
-
-
-def _keep_enum(value: Any) -> Any:
-    if not isinstance(value, list):
-        return _GONE
-    if not is_json_value(value):
-        # A member JSON cannot hold matches no argument or response: the others accept
-        # exactly what the document's enum accepts of JSON.
-        value = [member for member in value if is_json_value(member)]
-    return value if value else _GONE
-
-
-def _keep_examples(value: Any) -> Any:
-    if not isinstance(value, list):
-        return _GONE
-    return value if is_json_value(value) else [v for v in value if is_json_value(v)]
-
-
-def _keep_json(value: Any) -> Any:
-    return value if is_json_value(value) else _GONE
-
-
-def _keep_dependent_names(value: Any) -> Any:
-    if not isinstance(value, dict):
-        return _GONE
-    # The metaschema wants each list's names unique (as in "required").
-    return {
-        name: list(dict.fromkeys(n for n in names if isinstance(n, str)))
-        for name, names in value.items()
-        if isinstance(names, list)
-    }
-
-
-_DataRule: TypeAlias = Callable[[Any], Any]
-_DATA: Final[dict[str, _DataRule]] = {
-    "type": _keep_type,
-    "required": _keep_names,
-    "pattern": _keep_string,
-    **dict.fromkeys(
-        (
-            "minLength",
-            "maxLength",
-            "minItems",
-            "maxItems",
-            "minProperties",
-            "maxProperties",
-            "minContains",
-            "maxContains",
-        ),
-        _keep_count,
-    ),
-    **dict.fromkeys(("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"), _keep_number),
-    "multipleOf": _keep_divisor,
-    **dict.fromkeys(("uniqueItems", "readOnly", "writeOnly", "deprecated"), _keep_flag),
-    "enum": _keep_enum,
-    "examples": _keep_examples,
-    **dict.fromkeys(("const", "default"), _keep_json),
-    "dependentRequired": _keep_dependent_names,
-}
-_DATA_RULES: Final[dict[str, dict[str, _DataRule]]] = {
-    # The direction's own flag has done its work (the members it marks are gone); what
-    # it still marks, a parameter or an array's items, is part of the direction all the
-    # same, so it goes.
-    d: {key: rule for key, rule in _DATA.items() if key != flag}
-    for d, flag in _FLAG_OF.items()
-}
-"""The rules of the data keywords, per direction."""
-
-
-def _settle(raw: dict[str, Any], out: dict[str, Any], absent: frozenset[str] | set[str]) -> None:
-    """What a converted object needs once all its keywords are in: the 2.0/3.0 idioms
-    rewritten, the members left out for its direction (``absent``) no longer required,
-    a lone ``example`` as ``examples``, an empty ``required`` gone.
-    """
-    if (
-        "exclusiveMinimum" in raw
-        or "exclusiveMaximum" in raw
-        or ("format" not in out and raw.get("type") == "file")
-    ):
-        _legacy_idioms(raw, out)
-    if absent and "required" in out:
-        # A member left out for its direction (readOnly in, writeOnly out) is not
-        # required either.
-        out["required"] = [n for n in out["required"] if n not in absent]
-    if "examples" not in out and "example" in raw and is_json_value(raw["example"]):
-        out["examples"] = [raw["example"]]
-    if "required" in out and not out["required"]:
-        del out["required"]
-
-
-def _legacy_idioms(raw: dict[str, Any], out: dict[str, Any]) -> None:
-    if raw.get("type") == "file" and "format" not in out:
-        out["format"] = "binary"
-    for bound, limit in (("exclusiveMinimum", "minimum"), ("exclusiveMaximum", "maximum")):
-        flag = raw.get(bound)
-        if isinstance(flag, bool):
-            # 2.0/3.0: a boolean modifier of minimum/maximum; 2020-12: the bound.
-            if flag and limit in out:
-                out[bound] = out.pop(limit)
-            else:
-                out.pop(bound, None)
 
 
 class Normalizer:
@@ -417,7 +206,7 @@ class Normalizer:
                     {k: v for k, v in raw.items() if k != "$ref"},
                     base,
                     d,
-                    absent | self._absent(raw, base, _FLAG_OF[d], set()),
+                    absent | self._absent(raw, base, FLAG_OF[d], set()),
                 )
                 extra = siblings or None
             return Ref(key, extra), True
@@ -450,9 +239,9 @@ class Normalizer:
         if isinstance(raw.get("allOf"), list):
             # All branches describe one object: a member one of them (or this schema)
             # leaves out cannot be required by another, or no valid call would exist.
-            absent = absent | self._absent(raw, base, _FLAG_OF[d], set())
+            absent = absent | self._absent(raw, base, FLAG_OF[d], set())
         out, has, dropped = self._keywords(raw, base, d, absent)
-        _settle(raw, out, dropped | absent)
+        settle(raw, out, dropped | absent)
         if not SUSPECT.isdisjoint(out):
             notes = repair(out, (TemplateDict, TemplateList), self._declared)
             if notes:
@@ -470,19 +259,19 @@ class Normalizer:
         out: dict[str, Any] = {}
         has = False
         dropped: frozenset[str] | set[str] = frozenset()
-        data = _DATA_RULES[d]
+        data = DATA_RULES[d]
         for key, value in raw.items():
             # This loop is the conversion's hot path: the most frequent keywords (texts)
             # are kept inline, the others found by one lookup each; x- extensions and
             # unknown keywords have no rule and go.
-            if key in _STRINGS:
+            if key in STRINGS:
                 if isinstance(value, str):
                     out[key] = value
                 continue
             keep = data.get(key)
             if keep is not None:
                 kept = keep(value)
-                if kept is not _GONE:
+                if kept is not GONE:
                     out[key] = kept
             elif key == "properties":
                 members = self._properties(value, base, d)
@@ -587,7 +376,7 @@ class Normalizer:
         if type(node) is not Ref:
             return None
         target = self._resolver.node(node.key)
-        kind = _type(target.get("type")) if isinstance(target, dict) else None
+        kind = schema_type(target.get("type")) if isinstance(target, dict) else None
         if kind is None:
             return None
         kinds = [kind] if isinstance(kind, str) else list(kind)
@@ -601,13 +390,13 @@ class Normalizer:
         an object body lends the operation), else the scope's pointer.
         """
         file, pointer, root = self._scope
-        path = _path_to(root, raw)
+        path = pointer_to(root, raw)
         location = pointer + path if path is not None else pointer
         if path is None:
             places = self._places.get(base)
             if places is None:
                 tree = self._resolver.node(f"{base}#")
-                places = {id(node): at for node, at in _walk(tree)}
+                places = {id(node): at for node, at in walk_pointers(tree)}
                 self._places[base] = places
             if id(raw) in places:
                 file, location = base, places[id(raw)]
@@ -653,7 +442,7 @@ class Normalizer:
     def _properties(self, value: Any, base: str, d: Direction) -> tuple[Any, bool, set[str]] | None:
         if not isinstance(value, dict):
             return None
-        flag = _FLAG_OF[d]
+        flag = FLAG_OF[d]
         out: dict[str, Any] = {}
         has = False
         dropped: set[str] = set()

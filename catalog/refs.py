@@ -21,14 +21,14 @@ spec directory are refused: the catalog reads the spec directory only.
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, Final
 from urllib.parse import unquote
 
 from catalog.errors import RefError, SpecError
 from catalog.openapi import parse_tree
 
-__all__ = ["Resolver", "escape_token", "split_key", "unescape_token"]
+__all__ = ["Resolver", "escape_token", "pointer_to", "split_key", "unescape_token", "walk_pointers"]
 
 _MAX_CHAIN: Final = 64
 
@@ -169,3 +169,32 @@ class Resolver:
             key, node = self.resolve(ref, base)
             base = split_key(key)[0]
         raise RefError(base, "", "a chain of $refs loops")
+
+
+def pointer_to(root: Any, target: Any) -> str | None:
+    """The JSON pointer of the object ``target`` (by identity) inside ``root``, if there.
+
+    Asked only when a schema was repaired, so the walk costs nothing on the common path.
+    """
+    for node, pointer in walk_pointers(root):
+        if node is target:
+            return pointer
+    return None
+
+
+def walk_pointers(root: Any) -> Iterator[tuple[Any, str]]:
+    """Every object and list below ``root`` (itself included), with its JSON pointer."""
+    pending: list[tuple[Any, str]] = [(root, "")]
+    while pending:
+        node, pointer = pending.pop()
+        yield node, pointer
+        if isinstance(node, dict):
+            pending.extend(
+                (v, f"{pointer}/{escape_token(str(k))}")
+                for k, v in node.items()
+                if isinstance(v, dict | list)
+            )
+        elif isinstance(node, list):
+            pending.extend(
+                (v, f"{pointer}/{i}") for i, v in enumerate(node) if isinstance(v, dict | list)
+            )
