@@ -260,13 +260,16 @@ async def _call(
     headers: _Headers,
 ) -> tuple[int, bytes]:
     label = call.tool or call.method
+    # With tracing off, the span's name, parent and attributes are never built: this is
+    # every request's path.
+    traced = tracing.enabled()
     with tracing.span(
-        f"{call.method} {call.tool}" if call.tool else call.method,
+        (f"{call.method} {call.tool}" if call.tool else call.method) if traced else "",
         kind="server",
         # The request's own context wins over the HTTP request's (one HTTP request of
         # the 2025 era may carry several calls, each with its own).
-        parent=call.trace or _http_trace(headers),
-        attributes=_span_attributes(call, headers, client) if tracing.enabled() else None,
+        parent=(call.trace or _http_trace(headers)) if traced else None,
+        attributes=_span_attributes(call, headers, client) if traced else None,
     ) as span:
         status, body, outcome, code = await _answer(state, call, view, caller, request_id, client)
         if code is not None:
