@@ -62,7 +62,12 @@ def test_run_serves_the_demo_on_the_chosen_backend_port(tmp_path: Path) -> None:
         answer = agent.invoke("list_orders", {})
         assert answer["status"] == 200, answer
         assert f"127.0.0.1:{backend}" in log.read_text()
-        # The banner's client snippet, run as a newcomer would paste it.
+        # The banner's client snippet, run as a newcomer would paste it. run.py prints it
+        # once its own readiness poll sees the server, which can be after ours did.
+        deadline = time.monotonic() + 30
+        while "Edit a file in the spec" not in log.read_text():
+            assert time.monotonic() < deadline, f"no banner: {log.read_text()}"
+            time.sleep(0.1)
         banner = log.read_text()
         start = banner.index("\n\n", banner.index("Connect with the official Python client"))
         snippet = textwrap.dedent(banner[start : banner.index("Edit a file in the spec")])
