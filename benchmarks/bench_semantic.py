@@ -51,10 +51,10 @@ from numpy.typing import NDArray
 from benchmarks.catalog_index import natural_requests
 from catalog.config import SearchConfig
 from catalog.embedding import DIMENSIONS, quantize
+from catalog.graphs import graph_slices, save_graph
 from catalog.query import clamp_request, operation_text
 from catalog.vectors import ANN_MIN_ROWS, VECTORS_DIR, graph_path, key_runs, sidecar_path
 from catalog.visibility import PUBLIC_KEY, Audience, visibility_hash
-from indexer.graphs import graph_slices, save_graph
 from indexer.vector_cache import VectorCache
 from scripts.corpora import corpus, github_spec
 from server.dense import DenseIndex, graph_paths, load_dense

@@ -7,9 +7,13 @@ server's follower (``server/follow.py``) reads them, both through
 
 Under the prefix of ``s3://bucket/prefix``:
 
-* ``objects/<sha256>``: every file of a commit (tantivy segment files, ``meta.json``, the
-  vectors sidecar and graphs), named by the SHA-256 of its bytes, written once and never
-  changed, so a file two commits share is stored (and downloaded) once;
+* ``objects/<sha256>``: every file of a commit (tantivy segment files, ``meta.json``),
+  named by the SHA-256 of its bytes, written once and never changed, so a file two
+  commits share is stored (and downloaded) once. The vectors sidecar is stored as its
+  parts instead (:func:`sidecar_parts`: cut where a row's text key says, not at fixed
+  offsets), so a commit that changed a few tools' rows uploads the few parts holding
+  them, whatever rows moved before them. Graphs are not published: a replica builds
+  them from the sidecar, as the indexer does;
 * ``manifests/<sha256>.json``: one published state of the index: its commit and every
   file with its logical name (the path inside an index directory), size and SHA-256;
   named by the SHA-256 of its own bytes;
@@ -28,15 +32,20 @@ from typing import Final
 from urllib.parse import urlsplit
 
 import msgspec
+import numpy as np
+from numpy.typing import NDArray
 
 __all__ = [
     "HEAD_NAME",
     "LEASE_NAME",
+    "PART_ROWS",
     "PUBLISH_FORMAT",
+    "READABLE_FORMATS",
     "Head",
     "Lease",
     "PublishedCommit",
     "PublishedFile",
+    "PublishedPart",
     "StoreLocation",
     "StoredManifest",
     "decode_head",
@@ -48,11 +57,17 @@ __all__ = [
     "manifest_sha",
     "parse_store_url",
     "sha_of_manifest_key",
+    "sidecar_parts",
     "unreferenced_objects",
 ]
 
-PUBLISH_FORMAT: Final = 1
-"""The layout and manifest format; a follower refuses a manifest of another."""
+PUBLISH_FORMAT: Final = 2
+"""The layout and manifest format written; a follower refuses a manifest it cannot read."""
+READABLE_FORMATS: Final = frozenset({1, 2})
+"""Format 1 had no parts (every file one object) and published graphs: still readable."""
+PART_ROWS: Final = 512
+"""A sidecar part holds this many rows on average (about 210 KB at 416 bytes a row)."""
+_PART_MAX: Final = 8  # times PART_ROWS: a part ends there even without a cut point
 
 HEAD_NAME: Final = "head.json"
 LEASE_NAME: Final = "lease.json"
@@ -129,12 +144,25 @@ def parse_store_url(url: str) -> StoreLocation:
     return StoreLocation(bucket=parts.netloc, prefix=f"{prefix}/" if prefix else "")
 
 
-class PublishedFile(msgspec.Struct, frozen=True, array_like=True):
-    """One file of a published commit."""
+class PublishedPart(msgspec.Struct, frozen=True, array_like=True):
+    """One stored piece of a file published in parts."""
 
-    name: str  # the path inside an index directory ("meta.json", "vectors/<id>.npy")
     sha256: str
     size: int
+
+
+class PublishedFile(msgspec.Struct, frozen=True, array_like=True):
+    """One file of a published commit: one object, or the concatenation of its ``parts``."""
+
+    name: str  # the path inside an index directory ("meta.json", "vectors/<id>.npy")
+    sha256: str  # of the whole file, as it is placed
+    size: int
+    parts: tuple[PublishedPart, ...] = ()
+
+    @property
+    def objects(self) -> tuple[str, ...]:
+        """The SHA-256 of each object that stores the file."""
+        return tuple(p.sha256 for p in self.parts) if self.parts else (self.sha256,)
 
 
 class PublishedCommit(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -208,14 +236,21 @@ def decode_manifest(data: bytes) -> PublishedCommit:
         manifest = msgspec.json.decode(data, type=PublishedCommit)
     except msgspec.DecodeError as exc:  # ValidationError is one too
         raise ValueError(f"not a manifest: {exc}") from exc
-    if manifest.format != PUBLISH_FORMAT:
-        raise ValueError(f"manifest format {manifest.format}, this version reads {PUBLISH_FORMAT}")
+    if manifest.format not in READABLE_FORMATS:
+        raise ValueError(
+            f"manifest format {manifest.format}; this version reads {sorted(READABLE_FORMATS)}"
+        )
     seen: set[str] = set()
     for file in manifest.files:
         if not _NAME.fullmatch(file.name) or ".." in file.name:
             raise ValueError(f"manifest names {file.name!r}: not a file of an index directory")
         if not _SHA256.fullmatch(file.sha256) or file.size < 0:
             raise ValueError(f"manifest entry {file.name!r}: malformed hash or size")
+        if file.parts and (
+            sum(p.size for p in file.parts) != file.size
+            or not all(_SHA256.fullmatch(p.sha256) and p.size > 0 for p in file.parts)
+        ):
+            raise ValueError(f"manifest entry {file.name!r}: its parts do not make its size")
         if file.name in seen:
             raise ValueError(f"manifest names {file.name!r} twice")
         seen.add(file.name)
@@ -234,7 +269,7 @@ def decode_head(data: bytes) -> Head:
         head = msgspec.json.decode(data, type=Head)
     except msgspec.DecodeError as exc:
         raise ValueError(f"not a head pointer: {exc}") from exc
-    if head.format != PUBLISH_FORMAT or not _SHA256.fullmatch(head.manifest):
+    if head.format not in READABLE_FORMATS or not _SHA256.fullmatch(head.manifest):
         raise ValueError(f"head of format {head.format} or with a malformed manifest name")
     return head
 
@@ -289,9 +324,36 @@ def unreferenced_objects(
     """The objects (SHA-256 → time stored) no kept manifest names, old enough to delete:
     one younger than ``min_age_seconds`` may belong to a publish still under way.
     """
-    named = {f.sha256 for manifest in kept for f in manifest.files}
+    named = {sha for manifest in kept for f in manifest.files for sha in f.objects}
     return sorted(
         sha
         for sha, modified in objects.items()
         if sha not in named and now - modified >= min_age_seconds
     )
+
+
+def sidecar_parts(data_offset: int, row_size: int, keys: NDArray[np.uint8]) -> list[int]:
+    """Where a sidecar is cut into parts: the byte offsets that end each part.
+
+    ``keys``: each row's text key (``catalog.vectors.SIDECAR_DTYPE``), as ``(rows, 16)``
+    bytes. The header is a part of its own (it changes with the row count); a row ends a
+    part when its key's first four bytes are a multiple of :data:`PART_ROWS`, or when the
+    part reached eight times that many rows. A key is a hash of the tool's text, so the
+    cuts follow the rows, not their positions: rows inserted or deleted change the parts
+    that hold them and leave every other part as it was.
+    """
+    rows = len(keys)
+    ends = [data_offset] if data_offset else []
+    if not rows:
+        return ends
+    words = np.ascontiguousarray(keys[:, :4]).view("<u4").ravel()
+    cuts = np.flatnonzero(words % PART_ROWS == 0).tolist()
+    last = -1
+    for cut in [*cuts, rows - 1]:
+        while cut - last > PART_ROWS * _PART_MAX:
+            last += PART_ROWS * _PART_MAX
+            ends.append(data_offset + (last + 1) * row_size)
+        if cut > last:
+            ends.append(data_offset + (cut + 1) * row_size)
+            last = cut
+    return ends

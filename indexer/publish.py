@@ -5,8 +5,8 @@ After every commit (and once the commit's vectors are written), the publisher th
 1. freezes the index's current state (``indexer/snapshot.py``: hard links, so a merge or
    a new sidecar cannot change what is being published);
 2. uploads each of its files the store does not hold yet, named by its SHA-256
-   (``catalog/published.py``): an unchanged segment, sidecar or graph is never sent
-   twice, whichever commit it belongs to;
+   (``catalog/published.py``), the vectors sidecar as its parts (``catalog/transfer.py``):
+   an unchanged segment or part is never sent twice, whichever commit it belongs to;
 3. uploads the manifest (every file with its logical name, size and SHA-256);
 4. moves the head to that manifest with a conditional write (If-Match the head it last
    saw): written last, so a publish killed before it is never visible to a replica, and
@@ -53,6 +53,7 @@ from catalog.published import (
     sha_of_manifest_key,
     unreferenced_objects,
 )
+from catalog.transfer import download, upload
 from catalog.vectors import VECTORS_DIR, commit_of_name
 from indexer.lease import LeaseHeldError, LeaseLostError, WriterLease
 from indexer.report import Reporter
@@ -205,13 +206,13 @@ class Publisher:
                 continue
             vectors.mkdir(parents=True, exist_ok=True)
             temporary = vectors / f".{name}.seed"
-            with open(temporary, "wb") as stream:
-                sha = self.store.download(self.store.location.object_key(file.sha256), stream)
-                stream.flush()
-                os.fsync(stream.fileno())
-            if sha != file.sha256:
+            try:
+                with open(temporary, "w+b") as stream:
+                    download(self.store, file, stream)
+                    os.fsync(stream.fileno())
+            except BaseException:  # DamagedFile (a ValueError) among them
                 temporary.unlink(missing_ok=True)
-                raise ValueError(f"{self.store.url}: the published {file.name} is damaged")
+                raise
             os.replace(temporary, target)
             sync_directory(vectors)
             seeded += _sidecar_rows(target)
@@ -340,7 +341,9 @@ class Publisher:
                 return None  # nothing to publish yet
             raise
         try:
-            files = tuple(self._entry(snapshot, name) for name in snapshot.names)
+            files = tuple(
+                self._hashes.of(snapshot.directory / name, name) for name in snapshot.names
+            )
             meta = snapshot.meta
             if self._published == (meta.commit_id, files):
                 return self.last  # this very state is the head already
@@ -390,23 +393,12 @@ class Publisher:
         )
         return stats
 
-    def _entry(self, snapshot: Snapshot, name: str) -> PublishedFile:
-        entry = self._hashes.of(snapshot.directory / name)
-        return PublishedFile(name, entry.sha256, entry.size)
-
     def _upload(self, snapshot: Snapshot, files: tuple[PublishedFile, ...]) -> tuple[int, int]:
-        """Send each file the store lacks; (files sent, bytes sent)."""
+        """Send each object the store lacks; (objects sent, bytes sent)."""
         sent = sent_bytes = 0
-        location = self.store.location
         for file in files:
-            if file.sha256 in self._known:
-                continue
-            key = location.object_key(file.sha256)
-            if not self.store.exists(key):
-                self.store.upload(key, snapshot.directory / file.name, file.size)
-                sent += 1
-                sent_bytes += file.size
-            self._known.add(file.sha256)
+            count, size = upload(self.store, snapshot.directory / file.name, file, self._known)
+            sent, sent_bytes = sent + count, sent_bytes + size
         return sent, sent_bytes
 
     def _put_manifest(self, manifest: PublishedCommit) -> str:

@@ -5,9 +5,9 @@ deletes the segment files it merged, the vector worker renames a new sidecar ove
 old. A snapshot reads ``meta.json`` once, links every file that state names (its
 segments' files, the delete file of its opstamp) into a directory of its own inside the
 index directory, then reads the meta record from the snapshot itself, so the commit id
-and the files always belong together, and links that commit's vectors files (sidecar
-and graphs). A link keeps the inode: whatever the writer deletes or replaces afterwards,
-the snapshot's bytes stay those it linked. A segment deleted between reading
+and the files always belong together, and links that commit's vectors sidecar. A link
+keeps the inode: whatever the writer deletes or replaces afterwards, the snapshot's
+bytes stay those it linked. A segment deleted between reading
 ``meta.json`` and linking it (a merge finished) makes the snapshot start again.
 
 tantivy never deletes files it does not manage (docs/tantivy.md §5), so a directory
@@ -25,9 +25,9 @@ from typing import Final
 import msgspec
 
 from catalog.index_schema import IndexMeta
-from catalog.objectstore import sha256_of
 from catalog.published import PublishedFile
-from catalog.vectors import VECTORS_DIR, commit_of_name, sidecar_path
+from catalog.transfer import describe
+from catalog.vectors import VECTORS_DIR, sidecar_path
 from indexer.commit import Commit
 
 __all__ = [
@@ -57,25 +57,24 @@ class Snapshot(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class Hashes:
-    """SHA-256 of files already hashed, by (inode, size, mtime): a segment file is hashed
-    once however many commits publish it.
+    """Manifest entries of files already described, by (name, inode, size, mtime): a
+    segment file is hashed once however many commits publish it.
     """
 
     def __init__(self) -> None:
-        self._known: dict[tuple[int, int, int], str] = {}
+        self._known: dict[tuple[str, int, int, int], PublishedFile] = {}
 
-    def of(self, path: Path) -> PublishedFile:
-        """The published entry of the file at ``path`` (its name set by the caller)."""
+    def of(self, path: Path, name: str) -> PublishedFile:
+        """The manifest entry of the file at ``path`` under the logical ``name``."""
         st = path.stat()
-        stamp = (st.st_ino, st.st_size, st.st_mtime_ns)
-        sha = self._known.get(stamp)
-        if sha is None:
-            with open(path, "rb") as stream:
-                sha = sha256_of(stream)
+        stamp = (name, st.st_ino, st.st_size, st.st_mtime_ns)
+        entry = self._known.get(stamp)
+        if entry is None:
+            entry = describe(path, name)
             if len(self._known) > 100_000:
                 self._known.clear()
-            self._known[stamp] = sha
-        return PublishedFile(path.name, sha, st.st_size)
+            self._known[stamp] = entry
+        return entry
 
 
 def _segment_files(index_dir: Path, meta_json: bytes) -> list[str]:
@@ -114,23 +113,17 @@ def _commit_meta(directory: Path) -> IndexMeta | None:
 
 
 def _link_vectors(index_dir: Path, target: Path, commit_id: str) -> list[str]:
-    """Link commit ``commit_id``'s sidecar and graphs (not their seals: a follower seals
-    what it places, from the manifest's hashes); their logical names.
+    """Link commit ``commit_id``'s sidecar (not its seal: a follower seals what it places,
+    from the manifest's hashes; nor its graphs: a follower builds them from the sidecar,
+    docs/deployment.md); its logical name, if it has one yet.
     """
-    source = sidecar_path(index_dir, commit_id).parent
-    if not source.is_dir():
-        return []
+    source = sidecar_path(index_dir, commit_id)
     (target / VECTORS_DIR).mkdir(exist_ok=True)
-    names: list[str] = []
-    for path in sorted(source.iterdir()):
-        if commit_of_name(path.name) != commit_id or path.name.endswith(".seal"):
-            continue
-        try:
-            os.link(path, target / VECTORS_DIR / path.name)
-        except FileNotFoundError:
-            continue  # replaced between the listing and the link: the next publish has it
-        names.append(f"{VECTORS_DIR}/{path.name}")
-    return names
+    try:
+        os.link(source, target / VECTORS_DIR / source.name)
+    except FileNotFoundError:
+        return []  # no vectors yet (or replaced between the meta and the link: next time)
+    return [f"{VECTORS_DIR}/{source.name}"]
 
 
 def take_snapshot(index_dir: Path) -> Snapshot:

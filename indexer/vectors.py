@@ -8,9 +8,9 @@ Embedding a whole catalog takes minutes, so it never holds up a commit or the wa
   are that commit's), looks each key up in the ``VectorCache``
   (``indexer/vector_cache.py``), embeds the texts of the misses (read back from the
   commit's stored card and payload) in small chunks, and writes the sidecar of that
-  commit id (``catalog.vectors``) as it goes, sealed (``indexer/sealed.py``), so a
+  commit id (``catalog.vectors``) as it goes, sealed (``catalog/sealed.py``), so a
   server gains vectors progressively; a complete sidecar gets its graphs
-  (``indexer/graphs.py``).
+  (``catalog/graphs.py``).
 * The ``VectorCache`` is every vector the vectors directory holds, by text key: the
   rows of the sidecars kept (each carries its text key) and the journal
   (``vectors/cache-v1.bin``), an append-only file of (16-byte text key, int8 vector)
@@ -41,6 +41,8 @@ from numpy.typing import NDArray
 from catalog import tracing
 from catalog.durable import written_file
 from catalog.embedding import Encoder, content_key, quantize
+from catalog.graphs import write_ann
+from catalog.sealed import replace_sealed
 from catalog.vectors import (
     SIDECAR_DTYPE,
     VECTORS_DIR,
@@ -49,9 +51,7 @@ from catalog.vectors import (
     sidecar_path,
 )
 from indexer.commit import Commit, CommitTools
-from indexer.graphs import write_ann
 from indexer.report import Reporter
-from indexer.sealed import replace_sealed
 from indexer.vector_cache import VectorCache
 
 __all__ = [

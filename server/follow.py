@@ -41,6 +41,7 @@ import msgspec
 
 from catalog.config import PublishConfig
 from catalog.durable import sync_directory, write_atomically
+from catalog.graphs import write_ann
 from catalog.index_schema import SCHEMA_VERSION
 from catalog.objectstore import MissingObject, ObjectStore, StoreError
 from catalog.published import (
@@ -51,7 +52,8 @@ from catalog.published import (
     manifest_sha,
     parse_store_url,
 )
-from catalog.vectors import VECTORS_DIR, Seal, seal_path
+from catalog.transfer import DamagedFile, download, local_parts
+from catalog.vectors import VECTORS_DIR, Seal, commit_of_name, seal_path
 
 __all__ = [
     "FollowLoop",
@@ -101,6 +103,7 @@ class FollowStatus(msgspec.Struct, frozen=True, kw_only=True):
     error: str | None = None  # why the last poll failed (None: it succeeded)
     refused: int = 0  # commits refused since the cache was made
     refused_manifest: str | None = None  # the last refused
+    vectors_complete: bool = False  # the applied commit's sidecar holds every tool
     files: tuple[PublishedFile, ...] = ()  # the applied manifest's
     previous: tuple[PublishedFile, ...] = ()  # the one before (its files are kept)
 
@@ -152,8 +155,11 @@ class Follower:
         )
         self._lock: int | None = None
         self._trying: str | None = None  # the manifest the head names, being applied
+        self._graphs_done: str | None = None  # the commit whose graphs are built
         self.downloaded = 0
         """Files the last placed commit downloaded (the rest the cache held)."""
+        self.downloaded_bytes = 0
+        """Bytes downloaded since the follower started (the parts a cache held are not)."""
         self.status = read_status(self.cache) or FollowStatus(url=settings.url)
 
     # -- the one downloader of the host -----------------------------------------------
@@ -239,6 +245,7 @@ class Follower:
                 checked_at=now,
                 refused=self.status.refused,
                 refused_manifest=self.status.refused_manifest,
+                vectors_complete=manifest.vectors_complete,
                 files=manifest.files,
                 previous=self.status.files,
             )
@@ -277,8 +284,14 @@ class Follower:
         return manifest
 
     def _download(self, manifest: PublishedCommit) -> int:
-        """Every file the cache lacks, checked; how many were downloaded."""
+        """Every file the cache lacks, checked; how many were downloaded. A sidecar is
+        assembled from the parts of the cached ones and the parts the store adds.
+        """
         count = 0
+        cached = local_parts(
+            (file, self.objects / file.sha256)
+            for file in (*self.status.files, *self.status.previous)
+        )
         for file in manifest.files:
             target = self.objects / file.sha256
             with contextlib.suppress(OSError):
@@ -286,24 +299,19 @@ class Follower:
                     continue
             temporary = self.objects / f".{file.sha256}.{os.getpid()}.part"
             try:
-                with open(temporary, "wb") as stream:
-                    key = self.store.location.object_key(file.sha256)
+                with open(temporary, "w+b") as stream:
                     try:
-                        sha = self.store.download(key, stream)
+                        self.downloaded_bytes += download(self.store, file, stream, cached)
                     except MissingObject as exc:
                         raise RefusedCommit(
                             f"{self.store.url}: commit {manifest.commit} names {file.name}, "
                             f"which the store does not hold ({exc})"
                         ) from exc
-                    stream.flush()
+                    except DamagedFile as exc:
+                        raise RefusedCommit(
+                            f"{self.store.url}: commit {manifest.commit}'s {exc}"
+                        ) from exc
                     os.fsync(stream.fileno())
-                    size = stream.tell()
-                if sha != file.sha256 or size != file.size:
-                    raise RefusedCommit(
-                        f"{self.store.url}: commit {manifest.commit}'s {file.name} is damaged "
-                        f"in the store (SHA-256 {sha[:12]}…, {size} bytes; the manifest "
-                        f"says {file.sha256[:12]}…, {file.size} bytes)"
-                    )
                 os.replace(temporary, target)
             finally:
                 temporary.unlink(missing_ok=True)
@@ -336,6 +344,35 @@ class Follower:
         sync_directory(self.index_dir / VECTORS_DIR)
         sync_directory(self.index_dir)
 
+    def complete_graphs(self) -> bool:
+        """Build the graph indexes of the placed commit's complete sidecar, if it has none
+        yet (the lock must be held): they are not published (a sidecar's parts travel, a
+        graph would travel whole), so a replica builds them as the indexer does
+        (``catalog/graphs.py``); until then its workers scan the rows exactly. Whether
+        graphs were built. Never raises: a failure is logged, and tried at the next idle
+        poll.
+        """
+        status = self.status
+        if not status.vectors_complete or status.commit_id in (None, self._graphs_done):
+            return False
+        commit_id = status.commit_id
+        started = time.perf_counter()
+        try:
+            built = write_ann(self.index_dir, commit_id)
+        except (OSError, ValueError, RuntimeError) as exc:
+            _log.warning(
+                "graphs not built: the commit's rows are scanned",
+                extra={"commit_id": commit_id, "problem": f"{type(exc).__name__}: {exc}"},
+            )
+            return False
+        self._graphs_done = commit_id
+        if built:
+            _log.info(
+                "graphs built",
+                extra={"commit_id": commit_id, "seconds": round(time.perf_counter() - started, 3)},
+            )
+        return built
+
     def _seal(self, target: Path, seal: Seal) -> None:
         """The seal a server checks a vectors file against: the new file's, and the one
         of the file it replaces (a server that opened either finds it in the seal it reads
@@ -352,6 +389,7 @@ class Follower:
         """
         wanted = {f.name for f in (*self.status.files, *self.status.previous)}
         shas = {f.sha256 for f in (*self.status.files, *self.status.previous)}
+        commits = {commit_of_name(name.removeprefix(f"{VECTORS_DIR}/")) for name in wanted}
         for directory, prefix in ((self.index_dir, ""), (self.index_dir / VECTORS_DIR, "vectors/")):
             for path in directory.iterdir():
                 if not path.is_file() or path.name.startswith("."):
@@ -359,6 +397,8 @@ class Follower:
                 name = prefix + path.name
                 if name.endswith(".seal") and name.removesuffix(".seal") in wanted:
                     continue
+                if prefix and commit_of_name(path.name) in commits - {None}:
+                    continue  # a graph this replica built, or its seal
                 if name not in wanted:
                     path.unlink(missing_ok=True)
         for path in self.objects.iterdir():
@@ -484,6 +524,6 @@ class FollowLoop:
         interval = self.follower.settings.poll_seconds
         while not self._stop.is_set():
             started = time.monotonic()
-            if self.follower.try_lock():
-                self.follower.poll()
+            if self.follower.try_lock() and not self.follower.poll():
+                self.follower.complete_graphs()  # once no newer commit is waiting
             self._stop.wait(max(0.0, interval - (time.monotonic() - started)))

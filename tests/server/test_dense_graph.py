@@ -21,6 +21,8 @@ from numpy.typing import NDArray
 
 from catalog.durable import written_file
 from catalog.embedding import DIMENSIONS, quantize
+from catalog.graphs import graph_slices, write_ann
+from catalog.sealed import replace_sealed, seal_file
 from catalog.vectors import (
     ANN_MIN_ROWS,
     SIDECAR_DTYPE,
@@ -33,8 +35,6 @@ from catalog.vectors import (
     sidecar_order,
     sidecar_path,
 )
-from indexer.graphs import graph_slices, write_ann
-from indexer.sealed import replace_sealed, seal_file
 from indexer.vectors import _prune
 from server.dense import DamagedVectors, DenseIndex, graph_paths, load_dense
 

@@ -3,16 +3,21 @@ real store (SeaweedFS, ``tests/conftest.py``)."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+import catalog.graphs
+import catalog.published
 from benchmarks.seaweed import Seaweed
 from catalog.objectstore import StoreError
-from catalog.published import decode_head, decode_manifest
+from catalog.published import PublishedCommit, decode_head, decode_manifest
+from catalog.vectors import seal_path
 from indexer.report import Reporter
-from server.follow import Follower, FollowSettings, read_status
+from server.dense import load_dense
+from server.follow import Follower, FollowLoop, FollowSettings, read_status
 from server.reader import Reader
 from tests.publishing import PublishingIndexer, publish_settings, test_store
 
@@ -47,15 +52,41 @@ def _served_commit(index_dir: Path) -> str:
     return view.meta.commit_id
 
 
-def _head_manifest(seaweed: Seaweed, url: str) -> tuple[str, list[tuple[str, str]]]:
+def _head(seaweed: Seaweed, url: str) -> PublishedCommit:
     store = test_store(seaweed, url)
     head = store.get(store.location.head_key)
     assert head is not None
-    sha = decode_head(head[0]).manifest
-    raw = store.get(store.location.manifest_key(sha))
+    raw = store.get(store.location.manifest_key(decode_head(head[0]).manifest))
     assert raw is not None
-    manifest = decode_manifest(raw[0])
+    return decode_manifest(raw[0])
+
+
+def _head_manifest(seaweed: Seaweed, url: str) -> tuple[str, list[tuple[str, str]]]:
+    manifest = _head(seaweed, url)
     return manifest.commit_id, [(f.name, f.sha256) for f in manifest.files]
+
+
+@pytest.fixture
+def semantic_indexer(
+    tmp_path: Path, seaweed: Seaweed, store_url: str, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[PublishingIndexer]:
+    """Vectors on, every sidecar row a part of its own, and graphs from two rows on (the
+    three tools get one), so that a small catalog shows what 125k tools do.
+    """
+    monkeypatch.setattr(catalog.published, "PART_ROWS", 1)
+    monkeypatch.setattr(catalog.graphs, "ANN_MIN_ROWS", 2)
+    (tmp_path / "writer").mkdir()
+    with open(tmp_path / "indexer.log", "w") as log:
+        built = PublishingIndexer(
+            tmp_path / "writer",
+            publish_settings(seaweed, store_url),
+            Reporter(log, json_lines=True),
+            semantic=True,
+        )
+        try:
+            yield built
+        finally:
+            built.close()
 
 
 def test_the_head_commit_is_placed_and_opens_as_the_index_that_was_published(
@@ -164,3 +195,71 @@ def test_one_process_of_a_host_downloads_into_a_cache(
     assert second.try_lock() is False
     first.unlock()
     assert second.try_lock() is True
+
+
+def test_a_sidecar_change_downloads_only_its_new_parts_and_the_replica_builds_graphs(
+    semantic_indexer: PublishingIndexer, tmp_path: Path, seaweed: Seaweed, store_url: str
+) -> None:
+    indexer = semantic_indexer
+    indexer.sync()
+    follower = _follower(tmp_path, seaweed, store_url)
+    assert follower.sync() is True
+    first = _head(seaweed, store_url)
+    assert first.vectors_complete
+    assert any(p.suffix == ".hnsw" for p in (indexer.index / "vectors").iterdir())
+    assert not any(f.name.endswith(".hnsw") for f in first.files)  # graphs never travel
+    assert follower.complete_graphs() is True
+    built = sorted((follower.index_dir / "vectors").glob(f"{first.commit_id}.*.hnsw"))
+    assert built
+    assert all(seal_path(graph).exists() for graph in built)
+    dense = load_dense(follower.index_dir, first.commit_id)
+    assert dense is not None
+    assert dense.graphs  # the server maps what the replica built
+    assert follower.complete_graphs() is False  # once a commit
+
+    before = follower.downloaded_bytes
+    indexer.edit(["listOther", "makeOther"])
+    indexer.sync()
+    assert follower.sync() is True
+    second = _head(seaweed, store_url)
+    old_sidecar = next(f for f in first.files if f.parts)
+    new_sidecar = next(f for f in second.files if f.parts)
+    old_parts = {p.sha256 for p in old_sidecar.parts}
+    new_parts = [p for p in new_sidecar.parts if p.sha256 not in old_parts]
+    assert len(new_parts) == 2  # the header (one row more) and the new tool's row
+    old_files = {f.sha256 for f in first.files}
+    expected = sum(p.size for p in new_parts) + sum(
+        f.size for f in second.files if not f.parts and f.sha256 not in old_files
+    )
+    assert follower.downloaded_bytes - before == expected
+    placed = follower.index_dir / new_sidecar.name
+    assert placed.read_bytes() == (indexer.index / new_sidecar.name).read_bytes()
+
+    indexer.edit(["listOther", "makeOther", "dropOther"])
+    indexer.sync()
+    assert follower.sync() is True
+    left = {p.name for p in (follower.index_dir / "vectors").iterdir()}
+    assert not any(name.startswith(first.commit_id) for name in left)  # two commits back
+
+
+def test_a_following_replica_builds_the_graphs_once_no_newer_commit_waits(
+    semantic_indexer: PublishingIndexer, tmp_path: Path, seaweed: Seaweed, store_url: str
+) -> None:
+    semantic_indexer.sync()
+    settings = FollowSettings(
+        url=store_url,
+        cache=str(tmp_path / "cache"),
+        endpoint_url=seaweed.endpoint_url,
+        poll_seconds=0.1,
+    )
+    loop = FollowLoop(settings)
+    loop.start()
+    try:
+        commit_id = _head(seaweed, store_url).commit_id
+        deadline = time.monotonic() + 30
+        vectors = settings.index_dir / "vectors"
+        while not list(vectors.glob(f"{commit_id}.*.hnsw")):
+            assert time.monotonic() < deadline, "the replica built no graph"
+            time.sleep(0.05)
+    finally:
+        loop.stop()

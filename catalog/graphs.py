@@ -13,6 +13,7 @@ from numpy.typing import NDArray
 from usearch.index import Index
 
 from catalog.embedding import DIMENSIONS
+from catalog.sealed import replace_sealed
 from catalog.vectors import (
     ANN_METRIC,
     ANN_MIN_ROWS,
@@ -21,7 +22,6 @@ from catalog.vectors import (
     key_runs,
     sidecar_path,
 )
-from indexer.sealed import replace_sealed
 
 __all__ = ["ANN_CONNECTIVITY", "ANN_EXPANSION_ADD", "graph_slices", "save_graph", "write_ann"]
 
