@@ -85,6 +85,14 @@ def publishing_config(
     return specs, config
 
 
+def _following(cache: Path) -> str:
+    """The commit id a replica's cache serves ("" before its first)."""
+    try:
+        return str(json.loads((cache / "follow.json").read_bytes()).get("commit_id") or "")
+    except (OSError, ValueError):
+        return ""
+
+
 def _seed_vectors(index: Path) -> None:
     """The 125k catalog's vectors from ``bench_soak``'s index (its newest sidecar, read as
     the indexer's vector cache), so the build embeds only what the edits change instead
@@ -159,14 +167,21 @@ class Replica:
         return time.monotonic() - self.started
 
     def wait_graphs(self, timeout: float) -> float:
-        """Seconds from spawn until the replica has built its graphs (the semantic side at
-        125k: the store sends no graph, ``server/follow.py``)."""
+        """Seconds from spawn until the replica has built the graphs of the commit it
+        serves (the semantic side at 125k: the store sends no graph, ``server/follow.py``)."""
         deadline = time.monotonic() + timeout
-        while not list((self.cache / "index" / "vectors").glob("*.hnsw")):
+        while not self._graphs_built():
             if self.process.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"replica built no graph:\n{self.log.read_text()[-3000:]}")
             time.sleep(0.05)
         return time.monotonic() - self.started
+
+    def _graphs_built(self) -> bool:
+        commit_id = _following(self.cache)
+        return bool(commit_id) and any(
+            "graphs built" in line and commit_id in line
+            for line in self.log.read_text(encoding="utf-8", errors="replace").splitlines()
+        )
 
 
 def _percentile(values: list[float], q: float) -> float:
@@ -174,9 +189,32 @@ def _percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
-def _rounds(specs: Path, replicas: list[Replica], rounds: int) -> list[float]:
-    """Seconds from each edit until every replica serves the next generation."""
+def _vectors_published(log: Path) -> str | None:
+    """The newest commit published, once its every vector is published too."""
+    published = _events(log, "published")
+    if not published or not published[-1].get("vectors_complete"):
+        return None
+    return str(published[-1]["commit_id"])
+
+
+def _holds_vectors(replica: Replica, commit_id: str) -> bool:
+    """Whether the replica has placed that commit with every vector."""
+    try:
+        status = json.loads((replica.cache / "follow.json").read_bytes())
+    except (OSError, ValueError):
+        return False
+    return bool(status.get("commit_id") == commit_id and status.get("vectors_complete"))
+
+
+def _rounds(
+    specs: Path, replicas: list[Replica], rounds: int, indexer_log: Path | None
+) -> tuple[list[float], list[float]]:
+    """Seconds from each edit until every replica serves the next generation; with
+    ``indexer_log`` (the semantic side on), also until every replica holds the edit's
+    vectors, and the next edit waits for that, so each edit's cost is counted whole.
+    """
     latencies: list[float] = []
+    vectors: list[float] = []
     orders = specs / ORDERS.name
     for revision in range(1, rounds + 1):
         before = [_generation(r.base) for r in replicas]
@@ -193,7 +231,15 @@ def _rounds(specs: Path, replicas: list[Replica], rounds: int) -> list[float]:
             time.sleep(0.02)
         latencies.append(time.monotonic() - written)
         time.sleep(0.3)  # a debounce apart, so each round is one commit
-    return latencies
+        while indexer_log is not None:
+            if time.monotonic() - written > ROUND_TIMEOUT:
+                raise RuntimeError(f"round {revision}: its vectors never reached every replica")
+            commit_id = _vectors_published(indexer_log)
+            if commit_id is not None and all(_holds_vectors(r, commit_id) for r in replicas):
+                vectors.append(time.monotonic() - written)
+                break
+            time.sleep(0.05)
+    return latencies, vectors
 
 
 def _idle(replicas: list[Replica], store: Seaweed, seconds: float) -> tuple[float, float]:
@@ -218,7 +264,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             specs, config = publishing_config(
                 work, args.catalog, store.endpoint_url, semantic=args.semantic
             )
-            if args.semantic and args.catalog == "125k":
+            graphs_wanted = args.semantic and args.catalog == "125k"
+            if graphs_wanted:
                 _seed_vectors(work / "index")
             indexer_log = work / "indexer.log"
             indexer = spawn(
@@ -234,18 +281,19 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 for replica in replicas:
                     replica.wait_ready(timeout=args.ready_timeout)
                 first = len(_events(indexer_log, "published"))
-                latencies = _rounds(specs, replicas, args.rounds)
+                latencies, vector_latencies = _rounds(
+                    specs, replicas, args.rounds, indexer_log if args.semantic else None
+                )
                 time.sleep(1.0)
+                if graphs_wanted:  # the idle spell starts once every replica is done
+                    for replica in replicas:
+                        replica.wait_graphs(timeout=args.ready_timeout)
                 published = _events(indexer_log, "published")[first:]
                 idle_cpu, idle_requests = _idle(replicas, store, args.idle)
                 fresh = Replica(work, config, len(replicas))
                 replicas.append(fresh)
                 new_replica_s = fresh.wait_ready(timeout=args.ready_timeout)
-                graphs_s = (
-                    fresh.wait_graphs(timeout=args.ready_timeout)
-                    if args.semantic and args.catalog == "125k"
-                    else None
-                )
+                graphs_s = fresh.wait_graphs(timeout=args.ready_timeout) if graphs_wanted else None
             finally:
                 for replica in replicas:
                     stop(replica.process)
@@ -259,8 +307,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "edit_to_all_s": latencies,
         "p50_s": _percentile(latencies, 0.5),
         "p99_s": _percentile(latencies, 0.99),
+        "edit_to_all_vectors_s": vector_latencies,
         "publishes": len(published),
         "uploaded_bytes": uploaded,
+        "published_events": published,
         "uploaded_per_edit_bytes": sum(uploaded) / max(len(latencies), 1),
         "uploaded_mean_bytes": statistics.mean(uploaded) if uploaded else 0,
         "uploaded_max_bytes": max(uploaded, default=0),
@@ -286,6 +336,14 @@ def section(result: dict[str, Any]) -> str:
             "|---|---|",
             f"| edit → every replica serving it, p50 | {result['p50_s']:.2f} s |",
             f"| edit → every replica serving it, p99 | {result['p99_s']:.2f} s |",
+            *(
+                [
+                    "| edit → every replica holds its vectors, p50 / p99 | "
+                    f"{_percentile(held, 0.5):.2f} / {_percentile(held, 0.99):.2f} s |"
+                ]
+                if (held := result.get("edit_to_all_vectors_s"))
+                else []
+            ),
             f"| uploaded per edit (every publish it caused) | "
             f"{result['uploaded_per_edit_bytes'] / kb:.1f} KiB |",
             f"| uploaded per publish, mean ({result['publishes']} publishes) | "

@@ -388,6 +388,7 @@ class Publisher:
             uploaded=stats.uploaded,
             uploaded_bytes=stats.uploaded_bytes,
             vectors_rows=rows,
+            vectors_complete=manifest.vectors_complete,
             deleted=deleted,
             seconds=round(stats.seconds, 3),
         )

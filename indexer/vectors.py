@@ -180,7 +180,8 @@ def fill_vectors(
             seconds=time.perf_counter() - started,
         )
 
-    sidecar.write()
+    if sidecar.write():
+        written_rows()  # the cached rows: a replica ranks by them while the rest embed
     embedded = since = 0
     pending = sidecar.missing()
     model: Encoder | None = None
@@ -199,8 +200,10 @@ def fill_vectors(
             sidecar.write()
             written_rows()
             since = 0
-    sidecar.write()
-    write_ann(index_dir, commit_id)
+    if sidecar.write():
+        written_rows()  # before the graphs: they are not published (docs/deployment.md)
+    if not superseded():  # a newer commit's graphs are the ones to build
+        write_ann(index_dir, commit_id)
     _prune(sidecar.path.parent, commit_id)
     cache.settle(set(sidecar.tools.keys))
     return stats(embedded=embedded, complete=True)
@@ -235,11 +238,13 @@ class _Sidecar:
         for key, positions in chunk:
             self._rows[positions] = self._cache.row(key)
 
-    def write(self) -> None:
-        """Write the rows known so far, sealed, unless the file holds them already."""
+    def write(self) -> bool:
+        """Write the rows known so far, sealed, unless the file holds them already;
+        whether it wrote.
+        """
         known = np.flatnonzero(self._rows >= 0)
         if len(known) == self.written:
-            return
+            return False
         known = known[sidecar_order(self._visk[known], self._ords[known])]
         rows = np.zeros(len(known), dtype=SIDECAR_DTYPE)
         rows["ord"] = self._ords[known]
@@ -248,6 +253,7 @@ class _Sidecar:
         rows["vec"] = self._cache.vectors(self._rows[known])
         replace_sealed(written_file(self.path, _sidecar_bytes(rows)), self.path)
         self.written = len(known)
+        return True
 
 
 def _embed(opened: Commit, chunk: _Missing, model: Encoder, cache: VectorCache) -> None:
