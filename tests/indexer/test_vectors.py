@@ -218,6 +218,48 @@ def test_a_superseded_fill_keeps_its_vectors_and_the_next_one_embeds_the_rest(
     assert len(_sidecar(index)) == len(names)
 
 
+def test_the_publisher_hears_of_the_cached_rows_first_and_the_whole_sidecar_before_graphs(
+    tmp_path: Path, encoder: CountingEncoder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A replica ranks by the cached rows while the rest embed, and gets the complete
+    # sidecar without waiting for the graphs, which are not published.
+    index = tmp_path / "index"
+    tools = _catalog()
+    write_converted(index, tools[:-1], heap_bytes=HEAP, encoder=lambda: encoder)
+    write_converted(index, tools, heap_bytes=HEAP)
+    heard: list[tuple[int, bool]] = []
+
+    def written() -> None:
+        graphs = any(p.suffix == ".hnsw" for p in (index / VECTORS_DIR).iterdir())
+        heard.append((len(_sidecar(index)), graphs))
+
+    monkeypatch.setattr("catalog.graphs.ANN_MIN_ROWS", 2)  # graphs for this small commit
+    done = fill_vectors(
+        index, None, lambda: encoder, VectorCache(index / VECTORS_DIR), written_rows=written
+    )
+    assert done is not None
+    assert done.complete
+    assert heard == [(len(tools) - 1, False), (len(tools), False)]
+    assert any(p.suffix == ".hnsw" for p in (index / VECTORS_DIR).iterdir())
+
+
+@pytest.mark.parametrize("superseded", [True, False])
+def test_a_superseded_commit_builds_no_graph(
+    tmp_path: Path, encoder: CountingEncoder, monkeypatch: pytest.MonkeyPatch, superseded: bool
+) -> None:
+    index = tmp_path / "index"
+    tools = _catalog()
+    write_converted(index, tools, heap_bytes=HEAP, encoder=lambda: encoder)
+    write_converted(index, tools[:-1], heap_bytes=HEAP)  # every text cached: nothing to embed
+    monkeypatch.setattr("catalog.graphs.ANN_MIN_ROWS", 2)
+    cache = VectorCache(index / VECTORS_DIR)
+    done = fill_vectors(index, None, lambda: encoder, cache, superseded=lambda: superseded)
+    assert done is not None
+    assert done.complete
+    graphs = any(p.suffix == ".hnsw" for p in (index / VECTORS_DIR).iterdir())
+    assert graphs is not superseded
+
+
 def test_a_fill_for_a_commit_that_is_not_the_last_writes_nothing(
     tmp_path: Path, encoder: CountingEncoder
 ) -> None:
