@@ -5,6 +5,7 @@ graph built and written sealed beside the sidecar (``server/dense.py`` searches 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Final
 
@@ -67,9 +68,12 @@ def graph_slices(
     return slices
 
 
-def write_ann(index_dir: Path, commit_id: str) -> bool:
+def write_ann(
+    index_dir: Path, commit_id: str, *, superseded: Callable[[], bool] = lambda: False
+) -> bool | None:
     """Build the graph indexes of commit ``commit_id``'s complete sidecar (one per slice
-    of :func:`graph_slices`) and save them beside it; whether the commit has graphs.
+    of :func:`graph_slices`) and save them beside it; whether the commit has graphs, or
+    None when ``superseded()`` said so before a graph (those written are kept).
 
     The graphs are the server's fast path (``server/dense.py``): a caller is answered
     from the graphs whose keys it may all see, so no graph a caller is answered from
@@ -82,6 +86,8 @@ def write_ann(index_dir: Path, commit_id: str) -> bool:
     for start, stop in graph_slices(key_runs(np.asarray(rows["visk"]))):
         target = graph_path(index_dir, commit_id, start, stop)
         if not target.exists():
+            if superseded():
+                return None
             members = np.arange(start, stop, dtype=np.uint64)
             save_graph(np.ascontiguousarray(rows["vec"][start:stop]), members, target)
     return True

@@ -202,8 +202,7 @@ def fill_vectors(
             since = 0
     if sidecar.write():
         written_rows()  # before the graphs: they are not published (docs/deployment.md)
-    if not superseded():  # a newer commit's graphs are the ones to build
-        write_ann(index_dir, commit_id)
+    write_ann(index_dir, commit_id, superseded=superseded)  # a newer commit's come first
     _prune(sidecar.path.parent, commit_id)
     cache.settle(set(sidecar.tools.keys))
     return stats(embedded=embedded, complete=True)

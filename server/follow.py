@@ -34,6 +34,7 @@ import logging
 import os
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Final
 
@@ -344,13 +345,14 @@ class Follower:
         sync_directory(self.index_dir / VECTORS_DIR)
         sync_directory(self.index_dir)
 
-    def complete_graphs(self) -> bool:
+    def complete_graphs(self, stop: Callable[[], bool] = lambda: False) -> bool:
         """Build the graph indexes of the placed commit's complete sidecar, if it has none
         yet (the lock must be held): they are not published (a sidecar's parts travel, a
         graph would travel whole), so a replica builds them as the indexer does
         (``catalog/graphs.py``); until then its workers scan the rows exactly. Whether
-        graphs were built. Never raises: a failure is logged, and tried at the next idle
-        poll.
+        graphs were built. Between two graphs, a newer commit placed meanwhile, or
+        ``stop()``, ends the build. Never raises: a failure is logged, and tried again
+        at the next idle poll.
         """
         status = self.status
         if not status.vectors_complete or status.commit_id in (None, self._graphs_done):
@@ -358,13 +360,19 @@ class Follower:
         commit_id = status.commit_id
         started = time.perf_counter()
         try:
-            built = write_ann(self.index_dir, commit_id)
+            built = write_ann(
+                self.index_dir,
+                commit_id,
+                superseded=lambda: stop() or self.status.commit_id != commit_id,
+            )
         except (OSError, ValueError, RuntimeError) as exc:
             _log.warning(
                 "graphs not built: the commit's rows are scanned",
                 extra={"commit_id": commit_id, "problem": f"{type(exc).__name__}: {exc}"},
             )
             return False
+        if built is None:
+            return False  # superseded: the newer commit's graphs are the ones to build
         self._graphs_done = commit_id
         if built:
             _log.info(
@@ -501,29 +509,49 @@ def prepare(settings: FollowSettings) -> str | None:
 
 
 class FollowLoop:
-    """A worker's thread: takes the download lock when free, then polls the head every
-    ``poll_seconds`` while it holds it. The other workers only read ``follow.json``.
+    """A worker's threads: one takes the download lock when free, then polls the head
+    every ``poll_seconds`` while it holds it; the other builds the graphs of the commit
+    placed once no newer one waits, so a build (seconds at 125k tools) never holds up the
+    next poll. The other workers only read ``follow.json``.
     """
 
     def __init__(self, settings: FollowSettings) -> None:
         self.follower = Follower(settings)
         self._stop = threading.Event()
+        self._idle = threading.Event()  # the last poll placed nothing new
         self._thread = threading.Thread(target=self._run, name="sezzlee-follow", daemon=True)
+        self._graphs = threading.Thread(target=self._build, name="sezzlee-graphs", daemon=True)
 
     def start(self) -> None:
         """Start polling."""
         self._thread.start()
+        self._graphs.start()
 
     def stop(self) -> None:
-        """Stop polling (within one request to the store) and let the lock go."""
+        """Stop polling (within one request to the store, or one graph) and let the lock
+        go.
+        """
         self._stop.set()
+        self._idle.set()
         self._thread.join(timeout=self.follower.settings.timeout_seconds * 3)
+        self._graphs.join(timeout=self.follower.settings.timeout_seconds * 3)
         self.follower.unlock()
 
     def _run(self) -> None:
         interval = self.follower.settings.poll_seconds
         while not self._stop.is_set():
             started = time.monotonic()
-            if self.follower.try_lock() and not self.follower.poll():
-                self.follower.complete_graphs()  # once no newer commit is waiting
+            if self.follower.try_lock():
+                if self.follower.poll():
+                    self._idle.clear()
+                else:
+                    self._idle.set()
             self._stop.wait(max(0.0, interval - (time.monotonic() - started)))
+
+    def _build(self) -> None:
+        while True:
+            self._idle.wait()
+            if self._stop.is_set():
+                return
+            if not self.follower.complete_graphs(stop=self._stop.is_set):
+                self._stop.wait(self.follower.settings.poll_seconds)

@@ -17,15 +17,18 @@ from catalog.query import Words
 from server.search.keyword_candidates import Hit
 from server.view import CatalogView
 
-__all__ = ["as_hits", "fused", "keyword_first"]
+__all__ = ["as_hits", "first_ranked", "fused", "keyword_first"]
 
 
-def fused(lexical: Sequence[Hit], admitted: Sequence[Hit], first: frozenset[int]) -> list[Fused]:
-    """:func:`catalog.fusion.fuse` of the two candidate lists, the tools of ``first``
-    before the others (a stable sort keeps each group's fused order: what
-    ``fuse(..., first=first)`` gives, without fusing twice).
+def fused(lexical: Sequence[Hit], admitted: Sequence[Hit]) -> list[Fused]:
+    """:func:`catalog.fusion.fuse` of the two candidate lists."""
+    return fuse([h.candidate for h in lexical], [h.candidate for h in admitted])
+
+
+def first_ranked(ranking: list[Fused], first: frozenset[int]) -> list[Fused]:
+    """The tools of ``first`` before the others, each group in its fused order (a stable
+    sort: what ``fuse(..., first=first)`` gives, without fusing twice).
     """
-    ranking = fuse([h.candidate for h in lexical], [h.candidate for h in admitted])
     if not first:
         return ranking
     return sorted(ranking, key=lambda f: f.ord not in first)
@@ -35,23 +38,38 @@ def keyword_first(
     view: CatalogView,
     query: str,
     words: Words,
-    lexical: Sequence[Hit],
-    admitted: Sequence[Hit],
+    ranking: Sequence[Fused],
+    *,
+    enough: int | None,
 ) -> frozenset[int]:
-    """The candidates to rank first: for a keyword-style ``query`` fused with dense
-    candidates, those that match every keyword (one more index search, over the
-    candidates alone); otherwise none, and the fusion is plain. Without dense
-    candidates the fused order is the keyword one (``catalog/fusion.py``): nothing to do.
+    """The fused candidates to rank first: for a keyword-style ``query``, those that
+    match every keyword; otherwise none, and the fusion is plain.
+
+    The candidates are checked in fused order (one index search over a batch of them):
+    the matches keep their fused order, so once ``enough`` of them (the page) are found,
+    no candidate further down can enter the page, and the rest are not checked. The
+    first batch is twice ``enough``; ``enough`` None (explain) checks them all.
     """
-    if not admitted or not is_keyword_style(query):
+    if not ranking or not is_keyword_style(query):
         return frozenset()
-    ords = list(dict.fromkeys(h.ord for h in (*lexical, *admitted)))
-    matching = matching_every_keyword(view.schema, words.keywords, ords)
-    if matching is None:
-        return frozenset()  # no keyword to match: nothing to put first
-    hits = view.searcher.search(matching, len(ords), count=False).hits
-    found = view.searcher.fast_field_values("ord", [a for _, a in hits])
-    return frozenset(int(o) for o in found if o is not None)
+    ords = [f.ord for f in ranking]
+    found: set[int] = set()
+    start, size = 0, len(ords) if enough is None else 2 * enough
+    while start < len(ords):
+        batch = ords[start : start + size]
+        matching = matching_every_keyword(view.schema, words.keywords, batch)
+        if matching is None:
+            return frozenset()  # no keyword to match: nothing to put first
+        hits = view.searcher.search(matching, len(batch), count=False).hits
+        found.update(
+            int(o)
+            for o in view.searcher.fast_field_values("ord", [a for _, a in hits])
+            if o is not None
+        )
+        if enough is not None and len(found) >= enough:
+            break
+        start, size = start + size, len(ords)
+    return frozenset(found)
 
 
 def as_hits(ranking: Sequence[Fused], lexical: Sequence[Hit], admitted: Sequence[Hit]) -> list[Hit]:

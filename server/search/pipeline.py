@@ -24,7 +24,7 @@ from catalog.visibility import Audience
 from server.search.admission import admitted
 from server.search.dense_candidates import DenseSide
 from server.search.explain import Recording
-from server.search.fusion import as_hits, fused, keyword_first
+from server.search.fusion import as_hits, first_ranked, fused, keyword_first
 from server.search.keyword_candidates import Hit, depth, keyword_candidates, query_words
 from server.search.page import answer, page
 from server.search.scope import scope_of
@@ -91,8 +91,13 @@ async def search(
                 **{"sezzlee.search.candidates": len(dense), "sezzlee.search.admitted": len(kept)},
             )
         with tracing.step("search fusion") as span:
-            first = keyword_first(view, request.query, words, ranked, kept)
-            ranking = fused(ranked, kept, first)
+            ranking = fused(ranked, kept)
+            if kept:  # no dense candidate: the fused order is the keyword one already
+                enough = None if record is not None else min(request.limit, scope.total)
+                first = keyword_first(view, request.query, words, ranking, enough=enough)
+                ranking = first_ranked(ranking, first)
+            else:
+                first = frozenset()
             tracing.note(span, **{"sezzlee.search.keyword_first": len(first)})
         if record is not None and semantic is not None:
             record.dense, record.admitted, record.first = dense, len(kept), first

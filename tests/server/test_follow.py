@@ -208,6 +208,8 @@ def test_a_sidecar_change_downloads_only_its_new_parts_and_the_replica_builds_gr
     assert first.vectors_complete
     assert any(p.suffix == ".hnsw" for p in (indexer.index / "vectors").iterdir())
     assert not any(f.name.endswith(".hnsw") for f in first.files)  # graphs never travel
+    assert follower.complete_graphs(stop=lambda: True) is False  # a newer commit came
+    assert not list((follower.index_dir / "vectors").glob("*.hnsw"))
     assert follower.complete_graphs() is True
     built = sorted((follower.index_dir / "vectors").glob(f"{first.commit_id}.*.hnsw"))
     assert built

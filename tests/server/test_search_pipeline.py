@@ -20,13 +20,13 @@ import tantivy
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from catalog.fusion import Candidate
+from catalog.fusion import Candidate, Fused
 from catalog.query import SearchRequest, clamp_request
 from catalog.visibility import PUBLIC_KEY, Audience, visibility_key
 from server.errors import ResponseTooLarge
 from server.search.admission import admitted
 from server.search.explain import Explained, Recording, explained, format_explanation
-from server.search.fusion import as_hits, fused
+from server.search.fusion import as_hits, fused, keyword_first
 from server.search.keyword_candidates import (
     LEXICAL_DEPTH,
     Hit,
@@ -217,7 +217,7 @@ def test_admitted_dense_candidates_pass_visibility_and_tags(view: CatalogView) -
 
 def test_fusing_no_dense_candidates_keeps_the_lexical_hits(view: CatalogView) -> None:
     lexical = _lexical(view, "order widget", scope_of(view, (), PUBLIC), 50)
-    ranking = as_hits(fused(lexical, [], frozenset()), lexical, [])
+    ranking = as_hits(fused(lexical, []), lexical, [])
     assert [h.address for h in ranking] == [h.address for h in lexical]
 
 
@@ -261,6 +261,57 @@ def test_no_dense_candidates_give_exactly_the_lexical_page(
     request = clamp_request({"query": query, "tags": tags, "limit": limit})
     lexical = search(view, request, audience)
     assert search(view, request, audience, dense=[]) == lexical
+
+
+_KEYWORD_QUERIES = st.lists(
+    st.sampled_from(["order", "orders", "widget", "ship", "list"]), min_size=1, max_size=3
+).map(" ".join)
+_TOOL_NAMES = [
+    *("get_order", "list_orders", "create_order", "purge_orders", "secret_report", "ship_parcel"),
+    *(f"widget_{i:02d}" for i in range(60)),
+]
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    query=_KEYWORD_QUERIES,
+    dense=st.lists(st.sampled_from(_TOOL_NAMES), max_size=40, unique=True),
+    limit=st.integers(1, 30),
+)
+def test_keyword_first_checks_only_what_the_page_needs_and_gives_the_same_page(
+    view: CatalogView, query: str, dense: list[str], limit: int
+) -> None:
+    # The search checks the fused candidates for every keyword a batch at a time and
+    # stops once the page is theirs; explain (a recording) checks them all. Same page.
+    candidates = [Candidate(_ord(view, name), 1.0 - i / 100) for i, name in enumerate(dense)]
+    request = clamp_request({"query": query, "limit": limit})
+    checked = search(view, request, ADMIN_TOO, dense=candidates)
+    everything = search(view, request, ADMIN_TOO, dense=candidates, record=Recording())
+    assert checked == everything
+
+
+def test_keyword_first_reads_on_until_the_page_is_found_and_no_further(
+    view: CatalogView,
+) -> None:
+    scope = scope_of(view, (), ADMIN_TOO)
+    words = query_words(view, "order", scope)
+
+    def ranked(*names: str) -> list[Fused]:
+        return [Fused(ord=_ord(view, n), score=1.0 - i / 100) for i, n in enumerate(names)]
+
+    widgets = [f"widget_{i:02d}" for i in range(10)]
+    # No match among the first batch (twice the page): the rest is read.
+    late = ranked(*widgets, "get_order")
+    assert keyword_first(view, "order", words, late, enough=1) == {_ord(view, "get_order")}
+    # The page is found in the first batch: nothing further down is read.
+    early = ranked("get_order", *widgets, "list_orders")
+    assert keyword_first(view, "order", words, early, enough=1) == {_ord(view, "get_order")}
+    assert keyword_first(view, "order", words, early, enough=None) == {
+        _ord(view, "get_order"),
+        _ord(view, "list_orders"),
+    }
 
 
 # -- step 5: page -------------------------------------------------------------------------
