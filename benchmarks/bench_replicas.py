@@ -238,7 +238,7 @@ def _rounds(
             if commit_id is not None and all(_holds_vectors(r, commit_id) for r in replicas):
                 vectors.append(time.monotonic() - written)
                 break
-            time.sleep(0.05)
+            time.sleep(0.1)  # each look reads the indexer's whole log
     return latencies, vectors
 
 
