@@ -180,10 +180,13 @@ def fill_vectors(
             seconds=time.perf_counter() - started,
         )
 
-    if sidecar.write():
-        written_rows()  # the cached rows: a replica ranks by them while the rest embed
-    embedded = since = 0
     pending = sidecar.missing()
+    if sidecar.write() and len(pending) > EMBED_CHUNK:
+        # The cached rows, published while a long fill goes on; a short one publishes the
+        # whole sidecar a moment later, and the parts the cached rows alone would change
+        # are not sent twice (docs/deployment.md, Costs).
+        written_rows()
+    embedded = since = 0
     model: Encoder | None = None
     for start in range(0, len(pending), EMBED_CHUNK):
         if superseded():

@@ -218,14 +218,16 @@ def test_a_superseded_fill_keeps_its_vectors_and_the_next_one_embeds_the_rest(
     assert len(_sidecar(index)) == len(names)
 
 
-def test_the_publisher_hears_of_the_cached_rows_first_and_the_whole_sidecar_before_graphs(
-    tmp_path: Path, encoder: CountingEncoder, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("cached", [5, EMBED_CHUNK + 5])
+def test_the_publisher_hears_of_the_cached_rows_of_a_long_fill_and_the_sidecar_before_graphs(
+    tmp_path: Path, encoder: CountingEncoder, monkeypatch: pytest.MonkeyPatch, cached: int
 ) -> None:
-    # A replica ranks by the cached rows while the rest embed, and gets the complete
-    # sidecar without waiting for the graphs, which are not published.
+    # A replica ranks by the cached rows while a long fill goes on (a short one would
+    # only upload the parts it changes twice), and gets the complete sidecar without
+    # waiting for the graphs, which are not published.
     index = tmp_path / "index"
-    tools = _catalog()
-    write_converted(index, tools[:-1], heap_bytes=HEAP, encoder=lambda: encoder)
+    tools = _tools("a.yaml", [f"operation_{i}_of_things" for i in range(EMBED_CHUNK + 6)])
+    write_converted(index, tools[:cached], heap_bytes=HEAP, encoder=lambda: encoder)
     write_converted(index, tools, heap_bytes=HEAP)
     heard: list[tuple[int, bool]] = []
 
@@ -239,7 +241,8 @@ def test_the_publisher_hears_of_the_cached_rows_first_and_the_whole_sidecar_befo
     )
     assert done is not None
     assert done.complete
-    assert heard == [(len(tools) - 1, False), (len(tools), False)]
+    long_fill = len(tools) - cached > EMBED_CHUNK
+    assert heard == [*([(cached, False)] if long_fill else []), (len(tools), False)]
     assert any(p.suffix == ".hnsw" for p in (index / VECTORS_DIR).iterdir())
 
 
