@@ -206,6 +206,18 @@ def _holds_vectors(replica: Replica, commit_id: str) -> bool:
     return bool(status.get("commit_id") == commit_id and status.get("vectors_complete"))
 
 
+def _settle(replicas: list[Replica], indexer_log: Path, timeout: float) -> None:
+    """Wait until every replica holds the newest commit's vectors."""
+    deadline = time.monotonic() + timeout
+    while True:
+        commit_id = _vectors_published(indexer_log)
+        if commit_id is not None and all(_holds_vectors(r, commit_id) for r in replicas):
+            return
+        if time.monotonic() > deadline:
+            raise RuntimeError("the build's vectors never reached every replica")
+        time.sleep(0.1)
+
+
 def _rounds(
     specs: Path, replicas: list[Replica], rounds: int, indexer_log: Path | None
 ) -> tuple[list[float], list[float]]:
@@ -280,6 +292,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 replicas = [Replica(work, config, n) for n in range(args.replicas)]
                 for replica in replicas:
                     replica.wait_ready(timeout=args.ready_timeout)
+                if args.semantic:  # the build's own vectors are not an edit's
+                    _settle(replicas, indexer_log, timeout=args.ready_timeout)
                 first = len(_events(indexer_log, "published"))
                 latencies, vector_latencies = _rounds(
                     specs, replicas, args.rounds, indexer_log if args.semantic else None

@@ -21,7 +21,7 @@ from numpy.typing import NDArray
 
 from catalog.durable import written_file
 from catalog.embedding import DIMENSIONS, quantize
-from catalog.graphs import graph_slices, write_ann
+from catalog.graphs import graph_slices, save_graph, write_ann
 from catalog.sealed import replace_sealed, seal_file
 from catalog.vectors import (
     ANN_MIN_ROWS,
@@ -393,3 +393,24 @@ def test_a_sidecar_truncated_under_its_map_is_noticed_before_it_is_read(tmp_path
     # Reading the map past the new end would be SIGBUS: the worker dead.
     os.truncate(sidecar_path(tmp_path, COMMIT), 1_024)
     assert not index.intact()
+
+
+def test_a_graph_build_stops_between_batches_once_superseded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("catalog.graphs.ADD_BATCH", 2)
+    rng = np.random.default_rng(3)
+    vectors = rng.integers(-127, 128, size=(6, DIMENSIONS), dtype=np.int8)
+    rows = np.arange(6, dtype=np.uint64)
+    checks: list[int] = []
+
+    def superseded() -> bool:
+        checks.append(1)
+        return len(checks) == 2  # a newer commit arrives after the first batch
+
+    target = tmp_path / "g.hnsw"
+    assert save_graph(vectors, rows, target, superseded=superseded) is False
+    assert not target.exists()
+    assert len(checks) == 2
+    assert save_graph(vectors, rows, target) is True
+    assert target.exists()
