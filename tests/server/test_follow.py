@@ -22,19 +22,26 @@ from server.reader import Reader
 from tests.publishing import PublishingIndexer, publish_settings, test_store
 
 
-@pytest.fixture
-def indexer(tmp_path: Path, seaweed: Seaweed, store_url: str) -> Iterator[PublishingIndexer]:
+def _indexer(
+    tmp_path: Path, seaweed: Seaweed, url: str, *, semantic: bool
+) -> Iterator[PublishingIndexer]:
     (tmp_path / "writer").mkdir()
     with open(tmp_path / "indexer.log", "w") as log:
         built = PublishingIndexer(
             tmp_path / "writer",
-            publish_settings(seaweed, store_url),
+            publish_settings(seaweed, url),
             Reporter(log, json_lines=True),
+            semantic=semantic,
         )
         try:
             yield built
         finally:
             built.close()
+
+
+@pytest.fixture
+def indexer(tmp_path: Path, seaweed: Seaweed, store_url: str) -> Iterator[PublishingIndexer]:
+    yield from _indexer(tmp_path, seaweed, store_url, semantic=False)
 
 
 def _follower(tmp_path: Path, seaweed: Seaweed, url: str, name: str = "cache") -> Follower:
@@ -75,18 +82,7 @@ def semantic_indexer(
     """
     monkeypatch.setattr(catalog.published, "PART_ROWS", 1)
     monkeypatch.setattr(catalog.graphs, "ANN_MIN_ROWS", 2)
-    (tmp_path / "writer").mkdir()
-    with open(tmp_path / "indexer.log", "w") as log:
-        built = PublishingIndexer(
-            tmp_path / "writer",
-            publish_settings(seaweed, store_url),
-            Reporter(log, json_lines=True),
-            semantic=True,
-        )
-        try:
-            yield built
-        finally:
-            built.close()
+    yield from _indexer(tmp_path, seaweed, store_url, semantic=True)
 
 
 def test_the_head_commit_is_placed_and_opens_as_the_index_that_was_published(
