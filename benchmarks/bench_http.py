@@ -236,11 +236,16 @@ class Server:
 
 
 def rss(pid: int) -> dict[str, float]:
-    """VmRSS, RssAnon, RssFile and RssShmem of ``pid`` in MiB."""
+    """VmRSS, RssAnon, RssFile and RssShmem of ``pid`` in MiB, and its Pss (each page it
+    shares with other processes, the index's among them, counted as its share)."""
     figures: dict[str, float] = {}
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         key, _, value = line.partition(":")
         if key in ("VmRSS", "RssAnon", "RssFile", "RssShmem"):
+            figures[key] = round(int(value.split()[0]) / 1024, 1)
+    for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+        key, _, value = line.partition(":")
+        if key == "Pss":
             figures[key] = round(int(value.split()[0]) / 1024, 1)
     return figures
 
@@ -504,14 +509,18 @@ def main() -> int:
         f"\nCold start to ready (spawn → /readyz 200, 1 worker): median "
         f"{statistics.median(cold):.2f} s (runs: {', '.join(f'{x:.2f}' for x in cold)})\n"
     )
-    print("| workers | RSS after load per worker (MiB) | of which anon | of which index pages |")
-    print("|---:|---|---|---|")
+    print(
+        "| workers | RSS after load per worker (MiB) | of which anon | of which index pages "
+        "| PSS (shared pages split among the processes) |"
+    )
+    print("|---:|---|---|---|---|")
     for workers, figures in memory.items():
         after = figures["after_load"]
         print(
             f"| {workers} | {', '.join(str(f.get('VmRSS')) for f in after)} "
             f"| {', '.join(str(f.get('RssAnon')) for f in after)} "
-            f"| {', '.join(str(f.get('RssFile')) for f in after)} |"
+            f"| {', '.join(str(f.get('RssFile')) for f in after)} "
+            f"| {', '.join(str(f.get('Pss')) for f in after)} |"
         )
     print(
         "\nThe same app under uvicorn (httptools, asyncio loop, `--workers`), one run per "
