@@ -35,27 +35,30 @@ LocalPart = tuple[Path, int]
 
 def describe(path: Path, name: str) -> PublishedFile:
     """The manifest entry of the file at ``path`` under the logical ``name``: its size and
-    SHA-256, and for a sidecar (``vectors/<commit>.npy``) its parts.
+    SHA-256, and for a sidecar (``vectors/<commit>.npy``) its parts (the file read once).
     """
-    with open(path, "rb") as stream:
-        whole = sha256_of(stream)
-        size = stream.tell()
-    if not (name.startswith("vectors/") and name.endswith(".npy")):
-        return PublishedFile(name, whole, size)
-    rows = np.load(path, mmap_mode="r")
-    if rows.dtype != SIDECAR_DTYPE or not isinstance(rows, np.memmap):
-        return PublishedFile(name, whole, size)
-    keys = np.ascontiguousarray(rows["key"]).view(np.uint8).reshape(len(rows), -1)
+    ends: list[int] = []
+    if name.startswith("vectors/") and name.endswith(".npy"):
+        rows = np.load(path, mmap_mode="r")
+        if rows.dtype == SIDECAR_DTYPE and isinstance(rows, np.memmap):
+            keys = np.ascontiguousarray(rows["key"]).view(np.uint8).reshape(len(rows), -1)
+            ends = sidecar_parts(rows.offset, SIDECAR_DTYPE.itemsize, keys)
+    whole = hashlib.sha256()
     parts: list[PublishedPart] = []
-    start = 0
+    size = 0
     with open(path, "rb") as stream:
-        for end in sidecar_parts(rows.offset, SIDECAR_DTYPE.itemsize, keys):
-            stream.seek(start)
-            parts.append(
-                PublishedPart(hashlib.sha256(stream.read(end - start)).hexdigest(), end - start)
-            )
-            start = end
-    return PublishedFile(name, whole, size, tuple(parts))
+        for end in ends:
+            data = stream.read(end - size)
+            whole.update(data)
+            size += len(data)
+            if data:
+                parts.append(PublishedPart(hashlib.sha256(data).hexdigest(), len(data)))
+        for chunk in iter(lambda: stream.read(_CHUNK), b""):
+            whole.update(chunk)  # a file without parts (or bytes past the last)
+            size += len(chunk)
+    if parts and size != ends[-1]:
+        parts = []  # not the sidecar its header says: published whole
+    return PublishedFile(name, whole.hexdigest(), size, tuple(parts))
 
 
 def upload(store: ObjectStore, path: Path, file: PublishedFile, known: set[str]) -> tuple[int, int]:

@@ -181,10 +181,10 @@ def fill_vectors(
         )
 
     pending = sidecar.missing()
-    if sidecar.write() and len(pending) > EMBED_CHUNK:
-        # The cached rows, published while a long fill goes on; a short one publishes the
-        # whole sidecar a moment later, and the parts the cached rows alone would change
-        # are not sent twice (docs/deployment.md, Costs).
+    if len(pending) > EMBED_CHUNK and sidecar.write():
+        # The cached rows, served and published while a long fill goes on. A short fill
+        # writes the whole sidecar a moment later: writing (and sealing) the cached rows
+        # first would only delay it, and publish the parts it changes twice.
         written_rows()
     embedded = since = 0
     model: Encoder | None = None
