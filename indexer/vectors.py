@@ -154,8 +154,9 @@ def fill_vectors(
     chunks of ``EMBED_CHUNK`` texts). None when the index's last commit is not
     ``commit_id`` any more (a newer commit supersedes it; its rows would be another
     commit's). ``commit_id`` None: the index's last commit, whichever it is.
-    ``written_rows()`` is told after each partial sidecar is written (the publisher sends
-    it on, so a replica gains vectors as a local server does).
+    ``written_rows()`` is told after each sidecar written while no newer commit waits (the
+    publisher sends it on, so a replica gains vectors as a local server does; a newer
+    commit's publish waits for its own vectors).
 
     Raises:
         ValueError: the index cannot be read, or a card's documents are incomplete.
@@ -180,12 +181,16 @@ def fill_vectors(
             seconds=time.perf_counter() - started,
         )
 
+    def announce() -> None:
+        if not superseded():
+            written_rows()
+
     pending = sidecar.missing()
     if len(pending) > EMBED_CHUNK and sidecar.write():
         # The cached rows, served and published while a long fill goes on. A short fill
         # writes the whole sidecar a moment later: writing (and sealing) the cached rows
         # first would only delay it, and publish the parts it changes twice.
-        written_rows()
+        announce()
     embedded = since = 0
     model: Encoder | None = None
     for start in range(0, len(pending), EMBED_CHUNK):
@@ -201,10 +206,10 @@ def fill_vectors(
         since += len(chunk)
         if sidecar_due(since, sidecar.written):
             sidecar.write()
-            written_rows()
+            announce()
             since = 0
     if sidecar.write():
-        written_rows()  # before the graphs: they are not published (docs/deployment.md)
+        announce()  # before the graphs: they are not published (docs/deployment.md)
     write_ann(index_dir, commit_id, superseded=superseded)  # a newer commit's come first
     _prune(sidecar.path.parent, commit_id)
     cache.settle(set(sidecar.tools.keys))
@@ -393,8 +398,11 @@ class VectorWorker:
         if found is None:
             return True
         self.last = found
-        if self._on_written is not None and found.rows:
-            self._on_written()  # the publisher: the commit's vectors, as written
+        if self._on_written is not None and found.rows and not self._superseded():
+            # The publisher: the commit's vectors, even when this fill wrote nothing (they
+            # were complete already). Not once a newer commit waits: that would publish
+            # the newer one before its own vectors (the session holds it for them).
+            self._on_written()
         if found.embedded or found.complete is False:
             self.reporter.event(
                 "vectors",
