@@ -170,7 +170,6 @@ class Publisher:
         """Why this indexer stopped publishing: another took the lease or the head."""
         self._state = threading.Condition()
         self._dirty = False
-        self._due = 0.0  # when the requested publish is due (monotonic; see request)
         self._busy = False
         self._closed = False
         reporter.event(
@@ -236,17 +235,9 @@ class Publisher:
 
     # -- the thread ---------------------------------------------------------------------
 
-    def request(self, *, hold: float = 0.0) -> None:
-        """Publish the index's newest state soon (after a commit, or new vectors).
-
-        ``hold``: wait up to that many seconds for a request without one (the session
-        holds a commit's publish for its vectors, which the vector worker requests as
-        soon as they are written: a replica then gets the commit and its vectors in one
-        publish, never the commit ranked by words alone for a while).
-        """
+    def request(self) -> None:
+        """Publish the index's newest state soon (after a commit, or new vectors)."""
         with self._state:
-            due = time.monotonic() + hold
-            self._due = min(self._due, due) if self._dirty else due
             self._dirty = True
             self._state.notify_all()
 
@@ -279,14 +270,14 @@ class Publisher:
         with self._state:
             while not self._closed:
                 now = time.monotonic()
-                if self._dirty and now >= max(retry_at, self._due):
+                if self._dirty and now >= retry_at:
                     self._dirty = False
                     self._busy = True
                     return True
                 if now >= renew_at:
                     self._busy = True
                     return False
-                until = min(renew_at, max(retry_at, self._due)) if self._dirty else renew_at
+                until = min(renew_at, retry_at) if self._dirty else renew_at
                 self._state.wait(max(0.0, until - now))
             return None
 

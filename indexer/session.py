@@ -73,9 +73,6 @@ __all__ = ["SPOOL_DIR", "Session", "SyncResult"]
 
 SPOOL_DIR: Final = ".sezzlee-spool"
 """Inside the index directory: a large sync's parked fields (``build.FieldsSpool``)."""
-VECTORS_HOLD_S: Final = 3.0
-"""How long a commit's publish waits for its vectors (a one-document edit's take under a
-second at 125k tools); past it the commit goes out alone, its vectors after."""
 
 
 class SyncResult(msgspec.Struct, frozen=True, kw_only=True):
@@ -226,10 +223,7 @@ class Session:
             # (a restart, or a job a newer commit superseded and that commit unchanged).
             self.vectors.schedule(self._commit_id)
         if self.publisher is not None and self._commit_id:
-            # An unchanged state is not published again; a commit waits for its vectors
-            # (the vector worker asks for the publish once they are written).
-            hold = VECTORS_HOLD_S if self.vectors is not None else 0.0
-            self.publisher.request(hold=hold)
+            self.publisher.request()  # an unchanged state is not published again
         return result
 
     def wait_for_publish(self, timeout: float) -> bool:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -160,34 +159,3 @@ def test_a_lapsed_lease_is_taken_over(
     finally:
         publisher.close()
     assert store.get(store.location.lease_key) is None  # given up on close
-
-
-def test_a_commit_is_published_with_its_vectors_never_before_them(
-    tmp_path: Path, seaweed: Seaweed, store_url: str
-) -> None:
-    # A replica never serves a new commit ranked by words alone while its vectors are on
-    # their way: the session holds the commit's publish until the vector worker asks.
-    log = tmp_path / "indexer.log"
-    with open(log, "w") as stream:
-        indexer = PublishingIndexer(
-            tmp_path / "w",
-            publish_settings(seaweed, store_url),
-            Reporter(stream, json_lines=True),
-            semantic=True,
-        )
-        try:
-            indexer.sync()
-            indexer.edit(["listOther", "makeOther"])
-            indexer.sync()
-        finally:
-            indexer.close()
-    published = [
-        event
-        for event in map(json.loads, log.read_text().splitlines())
-        if event["event"] == "published"
-    ]
-    first: dict[int, dict[str, object]] = {}
-    for event in published:
-        first.setdefault(event["commit"], event)
-    assert len(first) == 2
-    assert all(event["vectors_complete"] for event in first.values())
