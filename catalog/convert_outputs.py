@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any, Final
 
-from catalog.compact import is_object_schema
 from catalog.convert_context import ConvertContext
+from catalog.keywords import ALTERNATIVES
 from catalog.media import is_json_media, media_type
-from catalog.normalize import TemplateDict
+from catalog.normalize import Direction, Normalizer, Ref, TemplateDict
 
 __all__ = ["choose_status", "output_template"]
 
@@ -74,3 +74,51 @@ def _response_schema(content: dict[str, Any]) -> Any:
         if first is None:
             first = entry["schema"]
     return first
+
+
+def is_object_schema(template: Any, normalizer: Normalizer, direction: Direction) -> bool:
+    """Whether a template describes a JSON object (type ``object``, or no type with
+    object keywords, following references and ``allOf``; or a ``oneOf``/``anyOf`` whose
+    every branch is one).
+    """
+    return _is_object(template, normalizer, direction, set(), [_OBJECT_VISITS])
+
+
+_OBJECT_VISITS: Final = 256
+"""Nodes :func:`is_object_schema` looks at, at most, before it answers no (a wrapped root
+is always valid): every branch of a ``oneOf`` is walked, and nested alternatives of
+shared references would otherwise multiply."""
+
+
+def _is_object(
+    template: Any, normalizer: Normalizer, direction: Direction, seen: set[str], left: list[int]
+) -> bool:
+    # Each reference is examined once per path: for allOf the walk stops at the first
+    # object, so a reference seen before (or still on the path, a cycle) cannot make the
+    # answer True now. A depth bound alone made mutually referencing allOf branches
+    # exponential; the visit budget bounds oneOf/anyOf, whose branches all must be objects.
+    left[0] -= 1
+    if left[0] < 0:
+        return False
+    node = template
+    while type(node) is Ref:
+        if node.key in seen:
+            return False
+        seen.add(node.key)
+        node = normalizer.target(node.key, direction)
+    if not isinstance(node, dict):
+        return False
+    kind = node.get("type")
+    if kind is not None:
+        return bool(kind == "object")
+    if any(k in node for k in ("properties", "additionalProperties", "patternProperties")):
+        return True
+    branches = node.get("allOf")
+    if isinstance(branches, list) and branches:
+        return any(_is_object(b, normalizer, direction, seen, left) for b in branches)
+    for keyword in ALTERNATIVES:
+        # Every alternative an object: so is every value, whichever one matches.
+        alternatives = node.get(keyword)
+        if isinstance(alternatives, list) and alternatives:
+            return all(_is_object(b, normalizer, direction, set(seen), left) for b in alternatives)
+    return False
