@@ -43,7 +43,7 @@ from server.limits import worker_limits
 if TYPE_CHECKING:
     from litestar import Litestar
 
-    from server.follow import FollowSettings
+    from server.follow_status import FollowSettings
 
 __all__ = ["JsonFormatter", "app_from_env", "main"]
 
@@ -196,7 +196,7 @@ def app_from_env() -> Litestar:
 
 
 def _follow_from_env() -> FollowSettings | None:
-    from server.follow import FollowSettings
+    from server.follow_status import FollowSettings
 
     raw = os.environ.get(_ENV_FOLLOW)
     return msgspec.json.decode(raw, type=FollowSettings) if raw else None
@@ -213,7 +213,7 @@ def _follow(args: argparse.Namespace, config: Config) -> tuple[str, FollowSettin
 
     if not is_store_url(args.index):
         return args.index, None
-    from server.follow import start_following
+    from server.follow_loop import start_following
 
     _configure_logging(args.log_level)  # the start-up download logs as the server does
     try:

@@ -25,7 +25,8 @@ from litestar.datastructures import State
 from catalog import tracing
 from catalog.config import Config
 from catalog.synonyms import Synonyms
-from server.follow import FollowLoop, FollowSettings
+from server.follow_loop import FollowLoop
+from server.follow_status import FollowSettings
 from server.http import mcp_endpoint
 from server.identity.secrets import Secrets
 from server.notify import DEFAULT_KEEPALIVE, Notifier

@@ -1,5 +1,9 @@
 """Following a published index: the store's head, downloaded into a local cache.
 
+This module is the downloader (:class:`Follower`); ``follow_status.py`` is what every
+worker reads of the cache, and ``follow_loop.py`` when the downloading happens (the
+start-up download, each worker's polling and graph threads).
+
 ``python -m server --index s3://bucket/prefix --cache DIR`` serves the index the indexer
 publishes (``indexer/publish.py``, ``catalog/published.py``; docs/deployment.md). The
 cache directory holds:
@@ -32,7 +36,6 @@ import contextlib
 import fcntl
 import logging
 import os
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -40,7 +43,6 @@ from typing import Final
 
 import msgspec
 
-from catalog.config import PublishConfig
 from catalog.durable import sync_directory, write_atomically
 from catalog.graphs import write_ann
 from catalog.index_schema import SCHEMA_VERSION
@@ -55,80 +57,18 @@ from catalog.published import (
 )
 from catalog.transfer import DamagedFile, download, local_parts
 from catalog.vectors import VECTORS_DIR, Seal, commit_of_name, seal_path
+from server.follow_status import STATUS_NAME, FollowSettings, FollowStatus, read_status
 
-__all__ = [
-    "FollowLoop",
-    "FollowSettings",
-    "FollowStatus",
-    "Follower",
-    "RefusedCommit",
-    "prepare",
-    "read_status",
-    "seconds_since_contact",
-    "start_following",
-]
+__all__ = ["Follower", "RefusedCommit"]
 
 _log: Final = logging.getLogger("sezzlee.server.follow")
 
-INDEX_DIR: Final = "index"
 OBJECTS_DIR: Final = "objects"
-STATUS_NAME: Final = "follow.json"
 LOCK_NAME: Final = ".follow.lock"
-
-
-class FollowSettings(msgspec.Struct, frozen=True, kw_only=True):
-    """Where to follow from and into (``--index``, ``--cache`` and ``[publish]``)."""
-
-    url: str
-    cache: str
-    endpoint_url: str | None = None
-    region: str | None = None
-    poll_seconds: float = 1.0
-    timeout_seconds: float = 10.0
-
-    @property
-    def index_dir(self) -> Path:
-        """The index directory the reader opens."""
-        return Path(self.cache) / INDEX_DIR
-
-
-class FollowStatus(msgspec.Struct, frozen=True, kw_only=True):
-    """What the downloading process last did (``follow.json``)."""
-
-    url: str
-    manifest: str | None = None  # the applied manifest's SHA-256
-    commit_id: str | None = None
-    commit: int | None = None
-    applied_at: float | None = None
-    checked_at: float | None = None  # the last time the store answered with a head
-    error: str | None = None  # why the last poll failed (None: it succeeded)
-    refused: int = 0  # commits refused since the cache was made
-    refused_manifest: str | None = None  # the last refused
-    vectors_complete: bool = False  # the applied commit's sidecar holds every tool
-    files: tuple[PublishedFile, ...] = ()  # the applied manifest's
-    previous: tuple[PublishedFile, ...] = ()  # the one before (its files are kept)
 
 
 class RefusedCommit(Exception):
     """The head names a manifest or file that is missing, damaged or not for us."""
-
-
-_STATUS_DECODER: Final = msgspec.json.Decoder(FollowStatus)
-
-
-def read_status(cache: Path) -> FollowStatus | None:
-    """The cache's ``follow.json``, or None when absent or unreadable."""
-    try:
-        return _STATUS_DECODER.decode((cache / STATUS_NAME).read_bytes())
-    except (OSError, msgspec.DecodeError):
-        return None
-
-
-def seconds_since_contact(status: FollowStatus | None, now: float) -> float | None:
-    """How long ago the store last answered a poll (None: never, from this cache)."""
-    if status is None or status.checked_at is None:
-        return None
-    return max(0.0, now - status.checked_at)
 
 
 class Follower:
@@ -452,106 +392,3 @@ class Follower:
             )
         with contextlib.suppress(OSError):
             self._save(msgspec.structs.replace(self.status, error=reason))
-
-
-def start_following(url: str, cache: str | None, publish: PublishConfig) -> FollowSettings:
-    """The settings of ``--index URL --cache DIR`` under ``[publish]``, after the start-up
-    download (:func:`prepare`).
-
-    Raises:
-        ValueError: no cache directory, or the server cannot start (the store cannot be
-            reached and nothing is cached): the message names the URL.
-    """
-    if not cache:
-        raise ValueError(f"--index {url} needs a local --cache directory")
-    settings = FollowSettings(
-        url=url,
-        cache=str(Path(cache).resolve()),
-        endpoint_url=publish.endpoint_url,
-        region=publish.region,
-        poll_seconds=publish.poll_seconds,
-        timeout_seconds=publish.timeout_seconds,
-    )
-    problem = prepare(settings)
-    if problem is not None:
-        raise ValueError(problem)
-    return settings
-
-
-def prepare(settings: FollowSettings) -> str | None:
-    """The start-up download, in the server's parent process before any worker starts:
-    the head commit placed in the cache. None when the server can start (the head is
-    placed, or the store cannot be reached but the cache holds a commit to serve, or
-    another process downloads into this cache, or nothing is published yet); otherwise
-    why it cannot (the caller exits 2 with it).
-    """
-    try:
-        follower = Follower(settings)
-    except (ValueError, OSError) as exc:
-        return f"{settings.url}: {exc}"
-    if not follower.try_lock():
-        return None  # another server process on this host follows into the cache
-    try:
-        follower.sync()
-    except (StoreError, OSError, RefusedCommit) as exc:
-        if follower.cached:
-            _log.warning(
-                "the store's head not applied at start: serving the cached commit",
-                extra={"url": settings.url, "commit": follower.status.commit, "problem": str(exc)},
-            )
-            follower.poll_failed(exc)
-            return None
-        text = str(exc)
-        return text if text.startswith(settings.url) else f"{settings.url}: {text}"
-    finally:
-        follower.unlock()
-    return None
-
-
-class FollowLoop:
-    """A worker's threads: one takes the download lock when free, then polls the head
-    every ``poll_seconds`` while it holds it; the other builds the graphs of the commit
-    placed once no newer one waits, so a build (seconds at 125k tools) never holds up the
-    next poll. The other workers only read ``follow.json``.
-    """
-
-    def __init__(self, settings: FollowSettings) -> None:
-        self.follower = Follower(settings)
-        self._stop = threading.Event()
-        self._idle = threading.Event()  # the last poll placed nothing new
-        self._thread = threading.Thread(target=self._run, name="sezzlee-follow", daemon=True)
-        self._graphs = threading.Thread(target=self._build, name="sezzlee-graphs", daemon=True)
-
-    def start(self) -> None:
-        """Start polling."""
-        self._thread.start()
-        self._graphs.start()
-
-    def stop(self) -> None:
-        """Stop polling (within one request to the store, or one graph) and let the lock
-        go.
-        """
-        self._stop.set()
-        self._idle.set()
-        self._thread.join(timeout=self.follower.settings.timeout_seconds * 3)
-        self._graphs.join(timeout=self.follower.settings.timeout_seconds * 3)
-        self.follower.unlock()
-
-    def _run(self) -> None:
-        interval = self.follower.settings.poll_seconds
-        while not self._stop.is_set():
-            started = time.monotonic()
-            if self.follower.try_lock():
-                if self.follower.poll():
-                    self._idle.clear()
-                else:
-                    self._idle.set()
-            self._stop.wait(max(0.0, interval - (time.monotonic() - started)))
-
-    def _build(self) -> None:
-        while True:
-            self._idle.wait()
-            if self._stop.is_set():
-                return
-            if not self.follower.complete_graphs(stop=self._stop.is_set):
-                self._stop.wait(self.follower.settings.poll_seconds)

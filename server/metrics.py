@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Final
 
 import msgspec
 
-from server.follow import FollowSettings, read_status, seconds_since_contact
+from server.follow_status import FollowSettings, read_status, seconds_since_contact
 
 if TYPE_CHECKING:
     from server.notify import Notifier

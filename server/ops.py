@@ -21,7 +21,7 @@ import msgspec
 from litestar import Request, get
 from litestar.response import Response
 
-from server.follow import FollowSettings, read_status, seconds_since_contact
+from server.follow_status import FollowSettings, read_status, seconds_since_contact
 from server.resource import metadata, resource_of
 
 if TYPE_CHECKING:

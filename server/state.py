@@ -14,7 +14,7 @@ import msgspec
 
 from catalog.backends import Document, documents_of
 from catalog.config import Config
-from server.follow import FollowSettings
+from server.follow_status import FollowSettings
 from server.identity.secrets import Secrets
 from server.limits import ClientLimits
 from server.metrics import Metrics

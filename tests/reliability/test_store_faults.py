@@ -22,7 +22,8 @@ from benchmarks.seaweed import Seaweed, running_seaweed
 from catalog.objectstore import ObjectStore
 from catalog.published import parse_store_url
 from indexer.report import Reporter
-from server.follow import Follower, FollowSettings, read_status
+from server.follow import Follower
+from server.follow_status import FollowSettings, read_status
 from tests.e2e.conftest import ROOT, ServerProcess
 from tests.publishing import PublishingIndexer, publish_settings
 
@@ -155,7 +156,8 @@ def _fill_disk_limit() -> None:
 
 _POLL = """
 import sys
-from server.follow import Follower, FollowSettings
+from server.follow import Follower
+from server.follow_status import FollowSettings
 follower = Follower(FollowSettings(url=sys.argv[1], cache=sys.argv[2], endpoint_url=sys.argv[3]))
 assert follower.try_lock()
 print(follower.poll())

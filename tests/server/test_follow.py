@@ -17,7 +17,9 @@ from catalog.published import PublishedCommit, decode_head, decode_manifest
 from catalog.vectors import seal_path
 from indexer.report import Reporter
 from server.dense import load_dense
-from server.follow import Follower, FollowLoop, FollowSettings, read_status
+from server.follow import Follower
+from server.follow_loop import FollowLoop
+from server.follow_status import FollowSettings, read_status
 from server.reader import Reader
 from tests.publishing import PublishingIndexer, publish_settings, test_store
 
