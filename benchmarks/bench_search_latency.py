@@ -69,12 +69,12 @@ from indexer.fields import encode_fields
 from indexer.vector_cache import VectorCache
 from indexer.vectors import fill_vectors, shared_encoder
 from scripts.corpora import corpus, github_spec
-from server.dense import graph_paths
 from server.identity.caller import Caller
 from server.query_vectors import QueryVectors
 from server.reader import Reader
 from server.search.dense_candidates import Semantic, visible_hashes
 from server.tools import ToolContext, call_tool
+from server.vector_files import graph_paths
 
 CACHE = REPO / ".sezzlee" / "bench" / f"search-latency-v{SCHEMA_VERSION}"
 RESULTS = Path(__file__).resolve().parent / "results"

@@ -57,11 +57,12 @@ from catalog.vectors import ANN_MIN_ROWS, VECTORS_DIR, graph_path, key_runs, sid
 from catalog.visibility import PUBLIC_KEY, Audience, visibility_hash
 from indexer.vector_cache import VectorCache
 from scripts.corpora import corpus, github_spec
-from server.dense import DenseIndex, graph_paths, load_dense
+from server.dense import DenseIndex, load_dense
 from server.query_vectors import QueryVectors
 from server.reader import Reader
 from server.search.dense_candidates import Semantic
 from server.search.pipeline import search as search_tools
+from server.vector_files import graph_paths
 
 RESULTS = Path(__file__).resolve().parent / "results"
 ROOT = Path(__file__).resolve().parents[1]

@@ -30,17 +30,14 @@ worker.
 
 from __future__ import annotations
 
-import contextlib
-import io
 import os
 import threading
 import weakref
 from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Final, NamedTuple
+from typing import Final, NamedTuple
 
-import msgspec
 import numpy as np
 from numpy.typing import NDArray
 from usearch.index import Index
@@ -51,157 +48,30 @@ from catalog.vectors import (
     ANN_METRIC,
     ANN_SCALAR,
     SIDECAR_DTYPE,
-    Seal,
     graph_range,
     key_runs,
-    seal_of,
-    seal_path,
     sidecar_order,
     sidecar_path,
 )
+from server.vector_files import (
+    DamagedVectors,
+    Sealed,
+    Stamp,
+    close_all,
+    graph_paths,
+    key_columns,
+    mapped_rows,
+    open_sealed,
+    sidecar_stamp,
+)
 
-__all__ = [
-    "NO_VECTORS",
-    "DamagedVectors",
-    "DenseIndex",
-    "Graph",
-    "graph_paths",
-    "load_dense",
-    "sidecar_stamp",
-]
+__all__ = ["NO_VECTORS", "DenseIndex", "load_dense"]
 
 _PLANS: Final = 64  # search plans remembered per index (one per distinct audience)
 _BLOCK: Final = 1_024  # rows converted to float32 at a time (1.5 MB)
 ANN_EXPANSION: Final = 200
 """Candidates a graph search weighs (usearch's ``expansion_search``, four times the
 pipeline's 50 dense candidates): more finds more of the exact neighbours and costs more."""
-
-Stamp = tuple[int, int, int, int]
-
-
-class DamagedVectors(Exception):
-    """A vectors file does not match its seal: refused, never mapped."""
-
-
-def sidecar_stamp(index_dir: Path, commit_id: str) -> Stamp | None:
-    """Identity of commit ``commit_id``'s sidecar (inode, mtime, size) and of its graphs
-    and seals (the latest mtime, 0 when there is none), or None when the sidecar is not
-    there (yet). The indexer replaces each file whole on every write, so a changed stamp
-    means new rows, a new graph or a new seal.
-    """
-    try:
-        path = sidecar_path(index_dir, commit_id)
-        st = path.stat()
-    except (OSError, ValueError):
-        return None
-    latest = 0
-    for other in (seal_path(path), *graph_paths(index_dir, commit_id)):
-        for each in (other, seal_path(other)):
-            with contextlib.suppress(OSError):
-                latest = max(latest, each.stat().st_mtime_ns)
-    return (st.st_ino, st.st_mtime_ns, st.st_size, latest)
-
-
-def graph_paths(index_dir: Path, commit_id: str) -> list[Path]:
-    """Commit ``commit_id``'s graph files."""
-    return sorted(sidecar_path(index_dir, commit_id).parent.glob(f"{commit_id}.*hnsw"))
-
-
-class _Sealed(NamedTuple):
-    """A vectors file open for mapping, as it was when it matched its seal."""
-
-    stream: io.BufferedReader
-    size: int
-    mtime_ns: int
-
-    def unchanged(self) -> bool:
-        st = os.fstat(self.stream.fileno())
-        return (st.st_size, st.st_mtime_ns) == (self.size, self.mtime_ns)
-
-
-def _close(files: Sequence[_Sealed]) -> None:
-    for sealed in files:
-        sealed.stream.close()
-
-
-def _open_sealed(path: Path) -> _Sealed | None:
-    """``path`` open, once its bytes match its seal; None while it or its seal is not
-    there (yet).
-
-    The file is opened before its seal is read: the indexer writes a file's new seal
-    (listing the file it replaces too) before it renames the file into place, so the
-    seal read after the file always names it.
-
-    Raises:
-        DamagedVectors: its bytes or its seal are not what the indexer wrote.
-    """
-    try:
-        stream = open(path, "rb")  # noqa: SIM115  # held open as long as the map
-    except OSError:
-        return None  # not there (yet): read again when the stamp changes
-    try:
-        seals = msgspec.json.decode(seal_path(path).read_bytes(), type=list[Seal])
-        found = seal_of(stream)
-        st = os.fstat(stream.fileno())
-    except FileNotFoundError:
-        stream.close()
-        return None
-    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-        stream.close()
-        raise DamagedVectors(f"{path.name}: its seal cannot be read ({exc})") from None
-    except OSError as exc:  # a read error: a damaged disk
-        stream.close()
-        raise DamagedVectors(f"{path.name}: cannot be read ({exc})") from None
-    if found in seals:
-        return _Sealed(stream, st.st_size, st.st_mtime_ns)
-    stream.close()
-    raise DamagedVectors(
-        f"{path.name}: {found.size} bytes, sha256 {found.sha256[:16]}…, matches no seal"
-    )
-
-
-def _mapped_rows(sealed: _Sealed) -> np.memmap[Any, np.dtype[np.void]]:
-    """The ``.npy`` array of the open file, memory-mapped (the file checked, not its path
-    again: it may have been replaced since).
-    """
-    stream = sealed.stream
-    stream.seek(0)
-    version = np.lib.format.read_magic(stream)
-    if version == (1, 0):
-        shape, fortran, dtype = np.lib.format.read_array_header_1_0(stream)
-    else:
-        shape, fortran, dtype = np.lib.format.read_array_header_2_0(stream)
-    return np.memmap(
-        stream,
-        dtype=dtype,
-        mode="r",
-        offset=stream.tell(),
-        shape=shape,
-        order="F" if fortran else "C",
-    )
-
-
-_CHUNK_ROWS: Final = 8_192  # sidecar rows read at a time for their keys (3.4 MB)
-
-
-def _key_columns(
-    sealed: _Sealed, rows: np.memmap[Any, np.dtype[np.void]]
-) -> tuple[NDArray[np.uint64], NDArray[np.uint64]]:
-    """The rows' ``ord`` and ``visk``, read from the file rather than through its map:
-    gathered through the map, every page of the sidecar stayed resident in the worker
-    (its RSS), where a search touches only the rows it scores.
-    """
-    count, size = len(rows), SIDECAR_DTYPE.itemsize
-    ords = np.empty(count, dtype=np.uint64)
-    visk = np.empty(count, dtype=np.uint64)
-    descriptor = sealed.stream.fileno()
-    for start in range(0, count, _CHUNK_ROWS):
-        stop = min(count, start + _CHUNK_ROWS)
-        data = os.pread(descriptor, (stop - start) * size, rows.offset + start * size)
-        block = np.frombuffer(data, dtype=SIDECAR_DTYPE, count=stop - start)
-        ords[start:stop] = block["ord"]
-        visk[start:stop] = block["visk"]
-    return ords, visk
 
 
 class Graph(NamedTuple):
@@ -231,7 +101,7 @@ class DenseIndex:
         quantized: NDArray[np.int8],
         stamp: Stamp | None = None,
         graphs: Sequence[Graph] = (),
-        files: Sequence[_Sealed] = (),
+        files: Sequence[Sealed] = (),
         refused: Sequence[str] = (),
     ) -> None:
         try:
@@ -251,7 +121,7 @@ class DenseIndex:
         """Why each graph of the commit left out was refused (its rows are scanned)."""
         self._files = tuple(files)
         # Open as long as the maps: their stat is what :meth:`intact` reads.
-        weakref.finalize(self, _close, self._files)
+        weakref.finalize(self, close_all, self._files)
         self._runs = runs
         self.graphs: tuple[Graph, ...] = tuple(graphs)
         """The graph indexes over slices of these rows (none: every caller is scanned)."""
@@ -436,15 +306,15 @@ def load_dense(index_dir: Path, commit_id: str) -> DenseIndex | None:
     stamp = sidecar_stamp(index_dir, commit_id)
     if stamp is None:
         return None
-    sealed = _open_sealed(sidecar_path(index_dir, commit_id))
+    sealed = open_sealed(sidecar_path(index_dir, commit_id))
     if sealed is None:
         return None
     try:
-        rows = _mapped_rows(sealed)
+        rows = mapped_rows(sealed)
         if rows.dtype != SIDECAR_DTYPE:  # another format's: its commit is being rebuilt
             sealed.stream.close()
             return None
-        ords, visk = _key_columns(sealed, rows)
+        ords, visk = key_columns(sealed, rows)
         # A view of the memory map (the page cache, shared by the workers), without the
         # memmap subclass, whose indexing costs more on every candidate gathered.
         quantized = np.asarray(rows["vec"])
@@ -467,7 +337,7 @@ def load_dense(index_dir: Path, commit_id: str) -> DenseIndex | None:
 
 def _graphs(
     index_dir: Path, commit_id: str, runs: dict[int, tuple[int, int]]
-) -> tuple[list[Graph], list[_Sealed], list[str]]:
+) -> tuple[list[Graph], list[Sealed], list[str]]:
     """The commit's graphs that fit its sidecar: each over a slice that starts and ends
     on key boundaries, overlaps no other, matches its seal and holds exactly that
     slice's rows (a graph of another sidecar of the commit, or of another format, is
@@ -476,7 +346,7 @@ def _graphs(
     starts = {a for a, _ in runs.values()}
     stops = {b for _, b in runs.values()}
     found: list[Graph] = []
-    files: list[_Sealed] = []
+    files: list[Sealed] = []
     refused: list[str] = []
     for path in graph_paths(index_dir, commit_id):
         bounds = graph_range(path.name)
@@ -486,7 +356,7 @@ def _graphs(
         if any(start < g.stop and g.start < stop for g in found):
             continue
         try:
-            sealed = _open_sealed(path)
+            sealed = open_sealed(path)
         except DamagedVectors as exc:
             refused.append(str(exc))
             continue
@@ -501,7 +371,7 @@ def _graphs(
     return found, files, refused
 
 
-def _graph(path: Path, sealed: _Sealed, rows: int) -> Index | None:
+def _graph(path: Path, sealed: Sealed, rows: int) -> Index | None:
     """The graph index at ``path``, memory-mapped, if it is still the file ``sealed``
     checked and holds exactly ``rows`` rows; None otherwise or when unreadable.
     """

@@ -35,7 +35,8 @@ import tantivy
 
 from catalog.index_schema import SCHEMA_VERSION, IndexMeta, read_meta, register_analyzers
 from catalog.synonyms import NO_SYNONYMS, Synonyms
-from server.dense import DamagedVectors, DenseIndex, Stamp, load_dense, sidecar_stamp
+from server.dense import DenseIndex, load_dense
+from server.vector_files import DamagedVectors, Stamp, sidecar_stamp
 from server.view import CatalogView
 
 __all__ = ["IndexStatus", "Reader"]

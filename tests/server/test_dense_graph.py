@@ -36,7 +36,8 @@ from catalog.vectors import (
     sidecar_path,
 )
 from indexer.vectors import _prune
-from server.dense import DamagedVectors, DenseIndex, graph_paths, load_dense
+from server.dense import DenseIndex, load_dense
+from server.vector_files import DamagedVectors, graph_paths
 
 COMMIT = "00000000000000aa"
 BIG = 99
