@@ -167,9 +167,9 @@ def test_a_view_reads_only_its_own_commits_vectors_as_they_appear_and_grow(
     assert reader.dense_for(view) is None
     assert reader.load_once() is None
     assert reader.dense_for(view) is None
-    checks = iter([False, True])  # a newer commit supersedes the fill after one chunk
     cache = VectorCache(index / VECTORS_DIR)
-    fill_vectors(index, None, lambda: encoder, cache, superseded=lambda: next(checks, True))
+    chunk_in = len(_catalog()) + EMBED_CHUNK  # a newer commit supersedes after one chunk
+    fill_vectors(index, None, lambda: encoder, cache, superseded=lambda: len(cache) >= chunk_in)
     generation = reader.generation
     assert reader.load_once() is None  # no new catalog: the cards did not change
     partial = reader.dense_for(view)
