@@ -1,17 +1,16 @@
 """The indexer's command line: build once, keep watching, or check without writing.
 
-The only module of the indexer that reads flags and the config file. ``--explain NAME``
-converts and curates like a build, prints where one published tool comes from and the
-curation rules that shaped it, and writes nothing. Exit status: 0 on success; 1 for
-invalid input (a broken document or a directory that cannot be listed under ``--check``,
-an invalid config, a missing spec directory); 2 for a usage error (as argparse's own: no
-``--index``, or ``--index`` and ``--specs`` that overlap), when another indexer holds the
-index, when ``[search] semantic`` is on and the model is not installed, or when
-``[publish] url`` names a prefix another indexer publishes to (its lease is live, or it
-moved the head under this one) or a store that cannot be reached at start; 3 when the
-index cannot be written; 4 when a build's vectors fail; 5 when a build cannot publish
-its commit; 130 or 143 when SIGINT or SIGTERM cuts a build short (a watch stopped
-between batches exits 0).
+The only module of the indexer that reads flags and the config file. ``--check`` and
+``--explain NAME`` convert and curate like a build and write nothing (``dry_run.py``).
+Exit status: 0 on success; 1 for invalid input (a broken document or a directory that
+cannot be listed under ``--check``, an invalid config, a missing spec directory); 2 for
+a usage error (as argparse's own: no ``--index``, or ``--index`` and ``--specs`` that
+overlap), when another indexer holds the index, when ``[search] semantic`` is on and the
+model is not installed, or when ``[publish] url`` names a prefix another indexer
+publishes to (its lease is live, or it moved the head under this one) or a store that
+cannot be reached at start; 3 when the index cannot be written; 4 when a build's vectors
+fail; 5 when a build cannot publish its commit; 130 or 143 when SIGINT or SIGTERM cuts a
+build short (a watch stopped between batches exits 0).
 """
 
 from __future__ import annotations
@@ -19,44 +18,31 @@ from __future__ import annotations
 import _thread
 import argparse
 import atexit
-import difflib
 import os
 import signal
 import sys
 import threading
 import time
-from collections.abc import Collection, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Final, NoReturn
 
-import msgspec
-
 from catalog import tracing
-from catalog.backends import documents_of, route_conflicts
-from catalog.config import Config, decode_config, missing_files, with_files_from
+from catalog.config import Config, decode_config
 from catalog.errors import ConfigError
-from catalog.index_schema import SCHEMA_VERSION
-from catalog.model import CatalogTool
-from indexer.build import Converter, cpu_workers
-from indexer.conversion import Conversion
+from indexer.build import cpu_workers
+from indexer.dry_run import check, explain
 from indexer.errors import (
     IndexerError,
     PublishFailedError,
     PublishRefusedError,
     VectorsFailedError,
 )
-from indexer.fields import decode_tools
-from indexer.manifest import FileState, Manifest
-from indexer.names import apply_names, assign_names
-from indexer.plan import make_plan
 from indexer.publish import Publisher
 from indexer.report import Reporter
-from indexer.scan import ScanResult, scan, unlisted_problem
 from indexer.session import Session
 
 __all__ = ["main"]
-
-_JSON: Final = msgspec.json.Encoder(order="sorted")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -269,9 +255,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         reporter.event("config_invalid", level="error", message=str(exc))
         return 1
     if args.explain is not None:
-        return _explain(args.explain, args.specs, config, workers=args.workers, skip=args.index)
+        return explain(args.explain, args.specs, config, workers=args.workers, skip=args.index)
     if args.check:
-        return _check(
+        return check(
             args.specs,
             config,
             reporter,
@@ -392,148 +378,6 @@ def _leave(status: int) -> NoReturn:
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(status)
-
-
-def _convert_all(
-    specs_dir: Path, config: Config, *, workers: int, skip: Path | None
-) -> tuple[ScanResult, dict[str, Conversion]]:
-    """Every document converted, curated and named as a full build would (``skip``: the
-    index directory, whose files are not specs).
-    """
-    listing = scan(specs_dir, skip=skip)
-    converter = Converter(specs_dir, workers=workers)
-    try:
-        conversions = {c.source: c for c in converter.convert(config, list(listing.files))}
-    finally:
-        converter.close()
-    names = assign_names({}, conversions, ())
-    named = {
-        s: apply_names(c, names.finals.get(s, ()), names.warnings.get(s, ()))
-        for s, c in conversions.items()
-    }
-    return listing, named
-
-
-def _explain(name: str, specs_dir: Path, config: Config, *, workers: int, skip: Path | None) -> int:
-    """Print where the published tool ``name`` comes from and each rule that shaped it."""
-    _, named = _convert_all(specs_dir, config, workers=workers, skip=skip)
-    published: list[str] = []
-    for _, conv in sorted(named.items()):
-        if not conv.ok:
-            continue
-        for i, entry in enumerate(conv.tools):
-            published.append(entry.name)
-            if entry.name == name:
-                print(_explanation(decode_tools(conv.payload)[i], entry.raw_name))
-                return 0
-    close = difflib.get_close_matches(name, published, n=5, cutoff=0.6)
-    hint = f"; did you mean {', '.join(close)}?" if close else ""
-    print(f"no published tool is named {name!r}{hint}", file=sys.stderr)
-    return 1
-
-
-def _explanation(tool: CatalogTool, raw_name: str) -> str:
-    route = tool.route
-    lines = [
-        f"tool:        {tool.definition.name}",
-        f"version:     {tool.definition.version}",
-        f"document:    {tool.source}",
-        f"pointer:     {tool.pointer}",
-        f"operationId: {tool.operation_id or '(none)'}",
-        f"route:       {route.method} {route.base_url or '(no base URL)'}{route.path}",
-    ]
-    if route.fixed_arguments:
-        lines.append(f"fixed:       {_JSON.encode(route.fixed_arguments).decode()}")
-    if route.default_arguments:
-        lines.append(f"defaults:    {_JSON.encode(route.default_arguments).decode()}")
-    if raw_name != tool.definition.name:
-        lines.append(f"renamed:     from {raw_name} (the name is taken by an earlier document)")
-    lines.append("curation:" + ("" if tool.curation else "    none"))
-    lines.extend(f"  - {rule}" for rule in tool.curation)
-    return "\n".join(lines)
-
-
-def _check(
-    specs_dir: Path,
-    config: Config,
-    reporter: Reporter,
-    *,
-    workers: int,
-    config_path: Path | None,
-    skip: Path | None,
-) -> int:
-    """Convert every document as a build would, report its problems and the config's,
-    write nothing.
-    """
-    started = time.perf_counter()
-    listing, named = _convert_all(specs_dir, config, workers=workers, skip=skip)
-    scanned = listing.files
-    config_file = str(config_path)
-    for source, conv in named.items():
-        if conv.curation_error:  # a rule of the config, not the document, is at fault
-            problems = tuple(
-                msgspec.structs.replace(p, reason=f"{config_file}: {p.location}: {p.reason}")
-                for p in conv.problems
-            )
-            named[source] = msgspec.structs.replace(conv, problems=problems)
-    stats = {s: (f.size, f.mtime_ns) for s, f in scanned.items()}
-    plan = make_plan(
-        Manifest(schema_version=SCHEMA_VERSION), named, (), stats, full=True, now=time.time()
-    )
-    for source in sorted(named):
-        for problem in plan.manifest.files[source].problems:
-            reporter.problem(problem)
-    # A directory that cannot be listed fails the check: its documents went unchecked.
-    for directory, reason in listing.unlisted.items():
-        reporter.problem(unlisted_problem(directory, reason))
-    broken = sorted(
-        [
-            s
-            for s, e in plan.manifest.files.items()
-            if e.state in (FileState.BROKEN_KEPT_LAST_GOOD, FileState.BROKEN_NEVER_INDEXED)
-        ]
-        + list(listing.unlisted)
-    )
-    config_errors = _check_config(config, config_path, scanned, reporter)
-    # The server refuses to start over these too (catalog.backends.route_conflicts).
-    documents = documents_of(plan.meta.files, plan.meta.origins, config)
-    for conflict in route_conflicts(documents, config):
-        where = f"{config_path}: " if config_path is not None else ""
-        reporter.event("config_invalid", level="error", message=f"{where}{conflict}")
-        config_errors += 1
-    failed = bool(broken or config_errors)
-    reporter.event(
-        "check",
-        level="error" if failed else "info",
-        documents=len(scanned),
-        operations=plan.meta.operations,
-        errors=len(broken) + config_errors,
-        broken=broken,
-        elapsed_s=round(time.perf_counter() - started, 3),
-    )
-    return 1 if failed else 0
-
-
-def _check_config(
-    config: Config, config_path: Path | None, sources: Collection[str], reporter: Reporter
-) -> int:
-    """Report what the config names that is not there; the number of errors.
-
-    A spec section that matches no document is a warning (a typo, or a file still to
-    come), a missing file the server would read (TLS, JWKS) an error: the server
-    refuses to start over it.
-    """
-    if config_path is None:
-        return 0
-    for source in sorted(set(config.specs) - set(sources)):
-        message = f"{config_path}: specs.{source!r}: matches no spec file"
-        reporter.event("config_unmatched", level="warning", message=message)
-    # Relative paths are the config file's directory's, as the server reads them.
-    resolved = with_files_from(config, str(config_path.parent))
-    missing = missing_files(resolved, exists=os.path.isfile)
-    for problem in missing:
-        reporter.event("config_invalid", level="error", message=f"{config_path}: {problem}")
-    return len(missing)
 
 
 if __name__ == "__main__":
