@@ -78,7 +78,7 @@ def edge_grams(words: Sequence[str]) -> str:
     Expanded here rather than by tantivy's n-gram tokenizer, one value per word: the same
     tokens, counted the same, but tantivy's indexing thread, the serial part of a build,
     pays for every value it tokenizes. With one value per field, a full build of APIs.guru
-    spent ~1.5 s less writing. The writer expands (``index_schema.card_json``), while it
+    spent ~1.5 s less writing. The writer expands (``index_documents.card_json``), while it
     waits on that thread anyway. A folded word never holds whitespace, so no gram is split.
     """
     return " ".join(map(_grams, words))

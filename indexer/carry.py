@@ -17,12 +17,12 @@ import msgspec
 
 from catalog.backends import declared_origins
 from catalog.fold import WordFolder
+from catalog.index_documents import stored_fields
 from catalog.index_schema import (
     FileStatus,
     decode_invoke,
     decode_payloads,
     decode_search,
-    stored_fields,
     summarize_visibility,
 )
 from catalog.model import ToolDefinition

@@ -12,13 +12,12 @@ from typing import Final
 import msgspec
 import tantivy
 
+from catalog.index_documents import card_title, embedding_text
 from catalog.index_schema import (
     PAYLOAD,
     IndexMeta,
-    card_title,
     decode_payloads,
     decode_search,
-    embedding_text,
     read_meta,
     register_analyzers,
 )

@@ -15,7 +15,7 @@ from typing import Final
 import msgspec
 
 from catalog.fold import WordFolder
-from catalog.index_schema import (
+from catalog.index_documents import (
     CardDocument,
     PayloadRecord,
     ToolFields,

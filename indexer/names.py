@@ -16,7 +16,8 @@ from typing import Final
 
 import msgspec
 
-from catalog.index_schema import PayloadRecord, ToolPayload, decode_payloads, encode_payloads
+from catalog.index_documents import PayloadRecord, encode_payloads
+from catalog.index_schema import ToolPayload, decode_payloads
 from catalog.model import Card, Problem, ToolDefinition
 from catalog.naming import NAME_CLASH_ACROSS, renamed_records
 from indexer.conversion import Conversion

@@ -42,7 +42,8 @@ from catalog import tracing
 from catalog.backends import documents_of, route_conflicts
 from catalog.config import Config
 from catalog.embedding import Encoder
-from catalog.index_schema import IndexMeta, payload_count
+from catalog.index_documents import payload_count
+from catalog.index_schema import IndexMeta
 from catalog.objectstore import StoreError
 from indexer.build import POOL_THRESHOLD, Converter, FieldsSpool, config_hash
 from indexer.carry import Carried, indexed_entry, stored_documents

@@ -33,13 +33,12 @@ from typing import Final, TypeVar
 import tantivy
 
 from catalog.fold import WordFolder
+from catalog.index_documents import card_json, payload_document
 from catalog.index_schema import (
     META_ID,
     IndexMeta,
     build_schema,
-    card_json,
     meta_document,
-    payload_document,
     read_meta,
     register_analyzers,
 )

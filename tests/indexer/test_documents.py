@@ -16,20 +16,17 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from catalog.fold import WordFolder, edge_grams
-from catalog.index_schema import (
-    FIELD_BOOSTS,
-    PAYLOAD_GROUP,
+from catalog.index_documents import (
     ToolFields,
-    build_schema,
     card_document,
     card_json,
     payload_count,
     payload_document,
     payload_groups,
     payload_record,
-    register_analyzers,
     tool_fields,
 )
+from catalog.index_schema import FIELD_BOOSTS, PAYLOAD_GROUP, build_schema, register_analyzers
 from catalog.visibility import visibility_hash
 from indexer.fields import encode_fields, file_documents
 from indexer.ordinals import MAX_ORDINAL

@@ -10,7 +10,8 @@ import msgspec
 import pytest
 
 from catalog.config import Config
-from catalog.index_schema import SCHEMA_VERSION, card_json
+from catalog.index_documents import card_json
+from catalog.index_schema import SCHEMA_VERSION
 from catalog.model import SpecResult
 from catalog.visibility import visibility_key
 from indexer.fields import encode_fields, file_documents

@@ -18,7 +18,7 @@ from numpy.typing import NDArray
 
 from catalog.config import Config, decode_config
 from catalog.embedding import DIMENSIONS, Encoder, content_key, quantize
-from catalog.index_schema import embedding_text
+from catalog.index_documents import embedding_text
 from catalog.model import CatalogTool
 from catalog.vectors import SIDECAR_DTYPE, VECTORS_DIR, key_runs, sidecar_path
 from catalog.visibility import visibility_hash
