@@ -73,8 +73,8 @@ class NameIndex:
     """Every published name with its ordinal and its file, and the names in order.
 
     Built once from a manifest and then carried from plan to plan (each plan returns an
-    updated copy), so a one-file change touches that file's names only instead of
-    re-reading all 125,000.
+    updated copy), so a one-file change copies the names instead of reading every
+    file's tools again.
     """
 
     __slots__ = ("order", "ordinals", "owners")

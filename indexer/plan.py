@@ -122,8 +122,8 @@ def make_plan(
         full: rebuild the whole index (every present file must be in ``conversions``).
         now: the commit time (unix seconds).
         names: ``NameIndex.of(previous.files)``, when the caller keeps it between plans;
-            it is updated in place and returned as ``IndexPlan.names`` (the caller must
-            rebuild it if the plan raises or is not applied).
+            left as it is (the plan's own copy follows the plan, ``IndexPlan.names``), so
+            a plan that raises or is not applied costs the caller nothing.
         carried: for a full build of a live index (renumbering, or a lost manifest):
             each file that failed to convert now with the tools the index holds for it.
             Its last good tools stay, rewritten under new ordinals.
@@ -139,9 +139,9 @@ def make_plan(
         index = NameIndex({}, {}, [])
     else:
         before = dict(previous.files)
-        # Taken over, not copied (copying 125,000 names would cost a one-file change
-        # more than the rest of its plan): the caller hands it in and gets plan.names back.
-        index = names if names is not None else NameIndex.of(previous.files)
+        # Copied, so the plan stays a function of its inputs: a few milliseconds on the
+        # largest catalogs, less than the sync's commit (docs/decisions.md).
+        index = names.copy() if names is not None else NameIndex.of(previous.files)
     merged = _merge(before, conversions, deleted, stats)
     # What gets written: the converted tools, and on renumbering a broken file's last
     # good tools again (under new ordinals).

@@ -380,9 +380,6 @@ class Session:
             self._full = True
             self._carry = self.store.read_meta()
             return None
-        except BaseException:
-            self._names = NameIndex.of(self.manifest.files)  # make_plan took it over
-            raise
 
     def _report_plan(self, plan: IndexPlan, named: Mapping[str, Conversion]) -> None:
         """Step 3: the problems of the files converted, and conflicting credential routes."""
@@ -404,20 +401,16 @@ class Session:
         """
         if not plan.commit_needed:
             return 0.0, 0.0
-        try:
-            # Written ahead (indexer/manifest.py): a kill after the commit leaves it.
-            save_pending(self.index_dir, manifest_change(self.manifest, plan.manifest, whole=full))
-            # Two passes over the tools: payloads, then cards (IndexStore.apply).
-            passes = 2 * plan.operations_written
-            with (
-                tracing.span("index commit"),
-                self.reporter.progress("writing", passes) as advance,
-            ):
-                commit_s = self.store.apply(plan, progress=advance, fields_of=spool.fields)
-            self._commit_id = plan.meta.commit_id
-        except BaseException:
-            self._names = NameIndex.of(self.manifest.files)  # the plan was not applied
-            raise
+        # Written ahead (indexer/manifest.py): a kill after the commit leaves it.
+        save_pending(self.index_dir, manifest_change(self.manifest, plan.manifest, whole=full))
+        # Two passes over the tools: payloads, then cards (IndexStore.apply).
+        passes = 2 * plan.operations_written
+        with (
+            tracing.span("index commit"),
+            self.reporter.progress("writing", passes) as advance,
+        ):
+            commit_s = self.store.apply(plan, progress=advance, fields_of=spool.fields)
+        self._commit_id = plan.meta.commit_id
         return commit_s, time.time()
 
     def _adopt(self, plan: IndexPlan, scanned: dict[str, ScannedFile], *, converted: bool) -> None:

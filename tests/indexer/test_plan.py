@@ -9,7 +9,7 @@ from indexer.conversion import Conversion
 from indexer.fields import decode_tools, file_documents
 from indexer.manifest import FileEntry, FileState, Manifest
 from indexer.names import apply_names, assign_names
-from indexer.ordinals import ORDINAL_GAP
+from indexer.ordinals import ORDINAL_GAP, NameIndex
 from indexer.plan import IndexPlan, dirty_sources, make_plan
 from tests.indexer.helpers import make_conversion
 from tests.tools import make_tool, secured
@@ -68,6 +68,18 @@ def test_incremental_insert_takes_the_midpoint_and_keeps_neighbours() -> None:
     assert ordinals["a.b"] == ORDINAL_GAP + ORDINAL_GAP // 2
     assert second.delete_sources == ("a.yaml",)
     assert second.manifest.files["a.yaml"].state is FileState.CHANGED
+
+
+def test_a_plan_leaves_the_callers_name_index_as_it_was() -> None:
+    first = _plan(EMPTY, make_conversion("a.yaml", [make_tool("a.a"), make_tool("a.c")]), full=True)
+    names = NameIndex.of(first.manifest.files)
+    before = (dict(names.ordinals), dict(names.owners), list(names.order))
+    renamed = make_conversion("a.yaml", [make_tool("a.b")], content="v2")
+    second = make_plan(
+        first.manifest, {"a.yaml": renamed}, (), {}, full=False, now=2.0, names=names
+    )
+    assert (names.ordinals, names.owners, names.order) == before
+    assert second.names.order == ["a.b"]
 
 
 def test_nothing_changed_means_no_commit() -> None:
