@@ -25,6 +25,7 @@ from catalog.index_schema import SCHEMA_VERSION
 from catalog.model import CatalogTool
 from indexer.build import Converter
 from indexer.conversion import Conversion
+from indexer.curation_faults import blamed_on_documents
 from indexer.fields import decode_tools
 from indexer.manifest import FileState, Manifest
 from indexer.names import apply_names, assign_names
@@ -111,14 +112,9 @@ def check(
     started = time.perf_counter()
     listing, named = _convert_all(specs_dir, config, workers=workers, skip=skip)
     scanned = listing.files
-    config_file = str(config_path)
-    for source, conv in named.items():
-        if conv.curation_error:  # a rule of the config, not the document, is at fault
-            problems = tuple(
-                msgspec.structs.replace(p, reason=f"{config_file}: {p.location}: {p.reason}")
-                for p in conv.problems
-            )
-            named[source] = msgspec.structs.replace(conv, problems=problems)
+    # A rule of the config, not the document, is at fault: each problem names the rule.
+    rules_failed = {s: c for s, c in named.items() if c.curation_error}
+    named.update(blamed_on_documents(rules_failed, str(config_path)))
     stats = {s: (f.size, f.mtime_ns) for s, f in scanned.items()}
     plan = make_plan(
         Manifest(schema_version=SCHEMA_VERSION), named, (), stats, full=True, now=time.time()

@@ -11,7 +11,7 @@ a conversion's tools under their final names.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Final
 
 import msgspec
@@ -31,7 +31,7 @@ from indexer.fields import (
 )
 from indexer.manifest import FileEntry, FileState
 
-__all__ = ["NamePlan", "apply_names", "assign_names"]
+__all__ = ["NamePlan", "apply_names", "assign_names", "renamed"]
 
 
 class NamePlan(msgspec.Struct, frozen=True, kw_only=True):
@@ -146,6 +146,18 @@ def _suffixed(member: _Member, taken: set[str]) -> tuple[tuple[str, ...], tuple[
         taken.add(name)
         names.append(name)
     return tuple(names), tuple(problems)
+
+
+def renamed(
+    conv: Conversion, names: NamePlan, fields_of: Callable[[str, bytes], bytes | memoryview]
+) -> Conversion:
+    """``conv`` under the names ``names`` gives it; ``fields_of``: its document fields
+    where the build parked them (a rename rewrites them, ``build.FieldsSpool.fields``).
+    """
+    finals = names.finals.get(conv.source, tuple(t.name for t in conv.tools))
+    if finals != tuple(t.name for t in conv.tools):  # a rename needs the fields
+        conv = msgspec.structs.replace(conv, fields=bytes(fields_of(conv.source, conv.fields)))
+    return apply_names(conv, finals, names.warnings.get(conv.source, ()))
 
 
 def apply_names(conv: Conversion, names: Sequence[str], warnings: Sequence[Problem]) -> Conversion:

@@ -8,10 +8,10 @@ from __future__ import annotations
 import msgspec
 
 from catalog.index_schema import SCHEMA_VERSION, IndexMeta
-from indexer.manifest import Manifest
+from indexer.manifest import Manifest, ManifestChange, apply_change
 from indexer.scan import UNREADABLE, ScannedFile
 
-__all__ = ["Reconciled", "reconcile", "scanned_files"]
+__all__ = ["Reconciled", "reconcile", "recovered", "scanned_files"]
 
 
 class Reconciled(msgspec.Struct, frozen=True, kw_only=True):
@@ -24,6 +24,26 @@ class Reconciled(msgspec.Struct, frozen=True, kw_only=True):
     carry: IndexMeta | None = None
     """The index's last commit, whole, when a full build rewrites it: what fails to
     convert now keeps its tools from it (``carry.py``)."""
+
+
+def recovered(
+    meta: IndexMeta | None, manifest: Manifest | None, change: ManifestChange | None
+) -> Manifest | None:
+    """``manifest`` with the pending ``change`` made, when the index's last commit
+    (``meta``) is that change's and the manifest does not have it yet (the indexer was
+    killed after the commit, before the manifest was saved); None when there is nothing
+    to recover.
+    """
+    if (
+        change is None
+        or meta is None
+        or change.schema_version != meta.schema_version
+        or change.commit != meta.commit
+        or change.fingerprint != meta.fingerprint
+        or (manifest is not None and manifest.commit == meta.commit)
+    ):
+        return None
+    return apply_change(manifest, change)
 
 
 def reconcile(meta: IndexMeta | None, manifest: Manifest | None, *, wiped: bool) -> Reconciled:

@@ -29,6 +29,7 @@ __all__ = [
     "hash_bytes",
     "scan",
     "unlisted_problem",
+    "unread",
 ]
 
 SPEC_EXTENSIONS: Final = (".json", ".yaml", ".yml")
@@ -223,3 +224,8 @@ def scan(
         files={source: scanned for source, scanned in result.items() if scanned is not None},
         unlisted={prefix.rstrip("/") or ".": reason for prefix, reason in unlisted.items()},
     )
+
+
+def unread(scanned: ScannedFile) -> ScannedFile:
+    """``scanned``, still known to exist, but read again by the next scan."""
+    return msgspec.structs.replace(scanned, content_hash=UNREADABLE)

@@ -48,11 +48,9 @@ from catalog.objectstore import StoreError
 from indexer.build import POOL_THRESHOLD, Converter, FieldsSpool, config_hash
 from indexer.carry import Carried, indexed_entry, stored_documents
 from indexer.conversion import Conversion
+from indexer.curation_faults import blamed_on_documents, config_faults
 from indexer.manifest import (
     FileEntry,
-    FileState,
-    Manifest,
-    apply_change,
     drop_pending,
     load_manifest,
     load_pending,
@@ -60,39 +58,21 @@ from indexer.manifest import (
     save_manifest,
     save_pending,
 )
-from indexer.names import NamePlan, apply_names, assign_names
+from indexer.names import assign_names, renamed
 from indexer.ordinals import NameIndex, OrdinalsExhausted
 from indexer.plan import IndexPlan, dirty_sources, make_plan
 from indexer.publish import Publisher
-from indexer.reconcile import reconcile, scanned_files
+from indexer.reconcile import reconcile, recovered, scanned_files
 from indexer.report import Reporter
-from indexer.scan import UNREADABLE, ScannedFile, scan, unlisted_problem
+from indexer.scan import ScannedFile, scan, unlisted_problem, unread
+from indexer.sync_result import SyncResult, sync_result
 from indexer.vectors import VectorWorker, shared_encoder
 from indexer.writer import WRITER_HEAP_BYTES, IndexStore
 
-__all__ = ["SPOOL_DIR", "Session", "SyncResult"]
+__all__ = ["SPOOL_DIR", "Session"]
 
 SPOOL_DIR: Final = ".sezzlee-spool"
 """Inside the index directory: a large sync's parked fields (``build.FieldsSpool``)."""
-
-
-class SyncResult(msgspec.Struct, frozen=True, kw_only=True):
-    """What one sync did (the summary's numbers)."""
-
-    full: bool
-    committed: bool
-    commit: int
-    fingerprint: str
-    documents: int  # spec files known
-    operations: int  # tools in the index after this sync
-    converted: int  # files converted in this sync
-    operations_written: int
-    broken: int  # files broken now (kept or never indexed)
-    warnings: int
-    elapsed_s: float
-    commit_s: float = 0.0
-    committed_at: float = 0.0  # unix time right after the commit returned (0: no commit)
-    config_error: str = ""  # a curation rule of a new config cannot be applied: not used
 
 
 class Session:
@@ -140,7 +120,13 @@ class Session:
         self._hashed_config: Config | None = None
         meta = self.store.read_meta()
         self._commit_id = meta.commit_id if meta is not None else ""  # the index's last
-        manifest = self._recover(meta, load_manifest(index_dir))
+        manifest = load_manifest(index_dir)
+        fixed = recovered(meta, manifest, load_pending(index_dir))
+        if fixed is not None:  # killed after a commit, before its manifest was saved
+            save_manifest(index_dir, fixed)
+            self.reporter.event("pending_change", reason="applied", commit=fixed.commit)
+            manifest = fixed
+        drop_pending(index_dir)  # in the manifest now, or its commit never happened
         decided = reconcile(meta, manifest, wiped=self.store.wiped)
         if decided.full_build is not None:
             self.reporter.event("full_build", reason=decided.full_build)
@@ -175,28 +161,6 @@ class Session:
             publisher.seed_vectors()
         except (StoreError, ValueError, OSError) as exc:
             self.reporter.event("vectors_seed_failed", level="warning", reason=str(exc))
-
-    def _recover(self, meta: IndexMeta | None, manifest: Manifest | None) -> Manifest | None:
-        """``manifest`` with the pending change applied when the index's last commit is
-        that change's (killed after the commit, before the manifest was saved); the
-        change is gone afterwards in every case.
-        """
-        change = load_pending(self.index_dir)
-        if (
-            change is not None
-            and meta is not None
-            and change.schema_version == meta.schema_version
-            and change.commit == meta.commit
-            and change.fingerprint == meta.fingerprint
-            and (manifest is None or manifest.commit != meta.commit)
-        ):
-            recovered = apply_change(manifest, change)
-            if recovered is not None:
-                save_manifest(self.index_dir, recovered)
-                self.reporter.event("pending_change", reason="applied", commit=meta.commit)
-                manifest = recovered
-        drop_pending(self.index_dir)
-        return manifest
 
     def sync(self, touched: Iterable[str] = (), *, config: Config | None = None) -> SyncResult:
         """Bring the index up to date with the spec directory (and ``config``, if new).
@@ -249,7 +213,7 @@ class Session:
         if config is not None:
             self.config = config
         stale = set(touched)
-        previous = {s: _untrusted(f) if s in stale else f for s, f in self.scanned.items()}
+        previous = {s: unread(f) if s in stale else f for s, f in self.scanned.items()}
         listing = scan(self.specs_dir, previous, skip=self.index_dir)
         self._report_unlisted(listing.unlisted)
         scanned = listing.files
@@ -263,7 +227,7 @@ class Session:
         if not dirty and not deleted and listing.unlisted == self.manifest.unlisted:
             self.scanned = scanned
             self._trusted = self.config
-            return self._result(full=False, plan=None, started=started, converted=0)
+            return sync_result(self.manifest, full=False, plan=None, started=started, converted=0)
         files = {} if full else self.manifest.files
         spool = FieldsSpool(self.index_dir / SPOOL_DIR)
         try:
@@ -299,7 +263,8 @@ class Session:
         """
         converted = self._convert_round(files, dirty, deleted, spool, full=full)
         if converted.config_error:
-            return self._result(
+            return sync_result(
+                self.manifest,
                 full=False,
                 plan=None,
                 started=started,
@@ -312,7 +277,8 @@ class Session:
         self._report_plan(plan, converted.named)
         commit_s, committed_at = self._commit(plan, spool, full=full)
         self._adopt(plan, scanned, converted=bool(converted.conversions))
-        return self._result(
+        return sync_result(
+            self.manifest,
             full=full,
             plan=plan,
             started=started,
@@ -348,7 +314,7 @@ class Session:
                 return _Round(config_error=rejected)
             conversions.update(again)
             names = assign_names(files, conversions, deleted)
-        named = {source: _published(conv, names, spool) for source, conv in conversions.items()}
+        named = {source: renamed(conv, names, spool.fields) for source, conv in conversions.items()}
         return _Round(conversions=conversions, named=named, carried=carried)
 
     def _plan(
@@ -468,40 +434,25 @@ class Session:
         failed = {s: c for s, c in conversions.items() if c.curation_error}
         if not failed:
             return ""
-        faults: dict[tuple[str, str], list[str]] = {}
-        for source, conv in sorted(failed.items()):
-            entry = self.manifest.files.get(source)
-            if entry is None and self._trusted is self.config:
-                continue
-            if entry is not None and entry.config_hash == conv.config_hash:
-                continue
-            for problem in conv.problems:
-                faults.setdefault((problem.location, problem.reason), []).append(source)
+        faults = config_faults(
+            failed, self.manifest.files, config_trusted=self._trusted is self.config
+        )
         if not faults:
-            for source, conv in failed.items():
-                problems = tuple(
-                    msgspec.structs.replace(
-                        p, reason=f"{self.config_file}: {p.location}: {p.reason}"
-                    )
-                    for p in conv.problems
-                )
-                conversions[source] = msgspec.structs.replace(conv, problems=problems)
+            conversions.update(blamed_on_documents(failed, self.config_file))
             return ""
-        messages: list[str] = []
-        for (rule, reason), sources in faults.items():
-            messages.append(f"{self.config_file}: {rule}: {reason}")
+        for fault in faults:
             self.reporter.event(
                 "curation_invalid",
                 level="error",
                 file=self.config_file,
-                rule=rule,
-                reason=reason,
-                documents=sources,
+                rule=fault.rule,
+                reason=fault.reason,
+                documents=fault.documents,
                 kept_commit=self.manifest.commit,
             )
         if self._trusted is not None:
             self.config = self._trusted  # keep indexing with the config that worked
-        return "; ".join(messages)
+        return "; ".join(f"{self.config_file}: {f.rule}: {f.reason}" for f in faults)
 
     def _config_hashes(self, scanned: Mapping[str, ScannedFile]) -> dict[str, str]:
         # Recomputed only for new files, or for all when the config object changes.
@@ -527,40 +478,6 @@ class Session:
                 advance(1)
         return result
 
-    def _result(
-        self,
-        *,
-        full: bool,
-        plan: IndexPlan | None,
-        started: float,
-        converted: int,
-        commit_s: float = 0.0,
-        committed_at: float = 0.0,
-        config_error: str = "",
-    ) -> SyncResult:
-        manifest = self.manifest
-        broken = sum(
-            1
-            for e in manifest.files.values()
-            if e.state in (FileState.BROKEN_KEPT_LAST_GOOD, FileState.BROKEN_NEVER_INDEXED)
-        )
-        return SyncResult(
-            full=full,
-            committed=bool(plan and plan.commit_needed),
-            commit=manifest.commit,
-            fingerprint=manifest.fingerprint,
-            documents=len(manifest.files),
-            operations=sum(len(e.tools) for e in manifest.files.values()),
-            converted=converted,
-            operations_written=plan.operations_written if plan else 0,
-            broken=broken,
-            warnings=_warnings(manifest.files),
-            elapsed_s=time.perf_counter() - started,
-            commit_s=commit_s,
-            committed_at=committed_at,
-            config_error=config_error,
-        )
-
     def close(self) -> None:
         """Stop the vector worker and the pool, and release the writer."""
         if self.vectors is not None:
@@ -578,21 +495,3 @@ class _Round(msgspec.Struct, frozen=True, kw_only=True):
     named: dict[str, Conversion] = msgspec.field(default_factory=dict)  # after names.apply_names
     carried: dict[str, Carried] = msgspec.field(default_factory=dict)
     config_error: str = ""  # a curation rule of a new config cannot be applied
-
-
-def _published(conv: Conversion, names: NamePlan, spool: FieldsSpool) -> Conversion:
-    """``conv`` under the names ``names`` gives it."""
-    finals = names.finals.get(conv.source, tuple(t.name for t in conv.tools))
-    if finals != tuple(t.name for t in conv.tools):  # a rename needs the fields
-        fields = bytes(spool.fields(conv.source, conv.fields))
-        conv = msgspec.structs.replace(conv, fields=fields)
-    return apply_names(conv, finals, names.warnings.get(conv.source, ()))
-
-
-def _untrusted(scanned: ScannedFile) -> ScannedFile:
-    """``scanned``, still known to exist, but read again by the next scan."""
-    return msgspec.structs.replace(scanned, content_hash=UNREADABLE)
-
-
-def _warnings(files: Mapping[str, FileEntry]) -> int:
-    return sum(1 for e in files.values() for p in e.problems if p.severity == "warning")

@@ -5,8 +5,8 @@ when the index itself is sound."""
 from __future__ import annotations
 
 from catalog.index_schema import SCHEMA_VERSION, IndexMeta
-from indexer.manifest import Manifest
-from indexer.reconcile import reconcile
+from indexer.manifest import Manifest, manifest_change
+from indexer.reconcile import reconcile, recovered
 
 
 def _meta(commit: int, fingerprint: str = "f", schema: int = SCHEMA_VERSION) -> IndexMeta:
@@ -56,3 +56,14 @@ def test_a_lost_or_lagging_manifest_rebuilds_carrying_the_whole_last_commit() ->
     # The next commit numbers on from the highest either one reached.
     assert lagging.manifest.commit == 7
     assert lagging.manifest.files == {}
+
+
+def test_a_pending_change_is_recovered_only_when_the_last_commit_is_its_own() -> None:
+    before = _manifest(4)
+    after = _manifest(5, fingerprint="g")
+    change = manifest_change(before, after, whole=False)
+    assert recovered(_meta(5, fingerprint="g"), before, change) == after  # killed after it
+    assert recovered(_meta(4), before, change) is None  # its commit never happened
+    assert recovered(_meta(5, fingerprint="h"), before, change) is None  # another commit 5
+    assert recovered(_meta(5, fingerprint="g"), after, change) is None  # saved already
+    assert recovered(_meta(5, fingerprint="g"), before, None) is None

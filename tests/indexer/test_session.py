@@ -22,7 +22,8 @@ from catalog.index_schema import (
 from indexer.errors import IndexBusyError
 from indexer.manifest import MANIFEST_NAME, PENDING_NAME, load_manifest, load_pending
 from indexer.report import Reporter
-from indexer.session import Session, SyncResult
+from indexer.session import Session
+from indexer.sync_result import SyncResult
 from tests.indexer.helpers import Killed, killed_after_the_commit, read_index, spec_yaml
 
 
