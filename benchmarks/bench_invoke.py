@@ -163,6 +163,27 @@ def _pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000
 
 
+def _level(samples: dict[str, list[float]], walls: dict[str, float]) -> dict[str, Any]:
+    """Each path's latencies and throughput at one level of concurrency, and what the
+    compared paths add to the direct one.
+    """
+    level: dict[str, Any] = {
+        label: {
+            "requests": len(latencies),
+            "p50_ms": _pct(latencies, 0.5),
+            "p90_ms": _pct(latencies, 0.9),
+            "p99_ms": _pct(latencies, 0.99),
+            "mean_ms": statistics.fmean(latencies) * 1000,
+            "rps": len(latencies) / walls[label],
+        }
+        for label, latencies in samples.items()
+    }
+    for label in COMPARED:
+        level[label]["added_p50_ms"] = level[label]["p50_ms"] - level["direct"]["p50_ms"]
+        level[label]["throughput_ratio"] = level[label]["rps"] / level["direct"]["rps"]
+    return level
+
+
 async def _run(port: int, workdir: Path, seconds: float, rounds: int) -> dict[str, Any]:
     base = f"http://127.0.0.1:{port}"
     config_path = workdir / "sezzlee.toml"
@@ -303,21 +324,7 @@ async def _run(port: int, workdir: Path, seconds: float, rounds: int) -> dict[st
                     )
                     samples[label] += latencies
                     walls[label] += wall
-            level: dict[str, Any] = {
-                label: {
-                    "requests": len(samples[label]),
-                    "p50_ms": _pct(samples[label], 0.5),
-                    "p90_ms": _pct(samples[label], 0.9),
-                    "p99_ms": _pct(samples[label], 0.99),
-                    "mean_ms": statistics.fmean(samples[label]) * 1000,
-                    "rps": len(samples[label]) / walls[label],
-                }
-                for label in paths
-            }
-            for label in COMPARED:
-                level[label]["added_p50_ms"] = level[label]["p50_ms"] - level["direct"]["p50_ms"]
-                level[label]["throughput_ratio"] = level[label]["rps"] / level["direct"]["rps"]
-            results["levels"][str(concurrency)] = level
+            results["levels"][str(concurrency)] = _level(samples, walls)
         # Paired at one caller: each round trip through the gateway next to a direct one
         # (order alternating), so load drift on a shared machine cancels out.
         pairs = max(200, int(seconds * 60))

@@ -42,6 +42,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -395,14 +396,15 @@ def main(argv: list[str]) -> int:
     results: dict[str, Any] = {}
     if seed is not None:
         results["rebuild"] = rebuild(Path(seed))
-    if "query" in wanted:
-        results["query"] = query()
-    if "scan" in wanted:
-        results["scan"] = scan()
-    if "build" in wanted:
-        results["build"] = build()
-    if "directory" in wanted:
-        results["directory"] = directory()
+    runs: tuple[tuple[str, Callable[[], Any]], ...] = (
+        ("query", query),
+        ("scan", scan),
+        ("build", build),
+        ("directory", directory),
+    )
+    for name, run in runs:
+        if name in wanted:
+            results[name] = run()
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "semantic.json").write_text(json.dumps(results, indent=2) + "\n")
     print("## Semantic side: tool vectors, dense scan, query embedding (`bench_semantic`)\n")

@@ -197,6 +197,20 @@ def _types(node: dict[str, Any], *, raw: bool) -> frozenset[str] | None:
     return frozenset(types)
 
 
+def _range_findings(node: dict[str, Any]) -> list[Finding]:
+    """A numeric schema's lower bounds above its upper ones (or equal, one exclusive)."""
+    lows = [(_bound(node, k), k == "exclusiveMinimum") for k in ("minimum", "exclusiveMinimum")]
+    highs = [(_bound(node, k), k == "exclusiveMaximum") for k in ("maximum", "exclusiveMaximum")]
+    found: list[Finding] = []
+    for low, low_open in lows:
+        for high, high_open in highs:
+            if low is None or high is None:
+                continue
+            if low > high or (low == high and (low_open or high_open)):
+                found.append(("min>max", _dump([low, high])))
+    return found
+
+
 def node_findings(node: dict[str, Any], *, raw: bool = False) -> list[Finding]:
     """The unsatisfiable keywords of one schema object (not of its subschemas).
 
@@ -216,16 +230,7 @@ def node_findings(node: dict[str, Any], *, raw: bool = False) -> list[Finding]:
     if "const" in node and types is not None and not _json_types(node["const"]) & types:
         found.append(("type-const", _dump(node["const"])))
     if types is not None and types <= _NUMERIC:
-        lows = [(_bound(node, k), k == "exclusiveMinimum") for k in ("minimum", "exclusiveMinimum")]
-        highs = [
-            (_bound(node, k), k == "exclusiveMaximum") for k in ("maximum", "exclusiveMaximum")
-        ]
-        for low, low_open in lows:
-            for high, high_open in highs:
-                if low is None or high is None:
-                    continue
-                if low > high or (low == high and (low_open or high_open)):
-                    found.append(("min>max", _dump([low, high])))
+        found.extend(_range_findings(node))
     for lo, hi, only in (("minLength", "maxLength", "string"), ("minItems", "maxItems", "array")):
         a, b = _bound(node, lo), _bound(node, hi)
         if types == frozenset((only,)) and a is not None and b is not None and a > b:

@@ -166,27 +166,10 @@ def _members(
     """
     if depth > 8:
         return None
-    try:
-        node, node_base = doc.resolver.follow(raw, base, siblings=doc.v31)
-    except RefError:
-        # A dangling target is reported when the body is normalized; a schema that
-        # only aliases itself is no object with members.
+    found = _plain_object(doc, raw, base)
+    if found is None:
         return None
-    if isinstance(node, dict) and isinstance(node.get("$ref"), str):
-        # 3.1: the keywords beside a $ref apply too, as beside an allOf of its target.
-        branches = node.get("allOf", [])
-        if not isinstance(branches, list):
-            return None
-        node = {k: v for k, v in node.items() if k != "$ref"} | {
-            "allOf": [{"$ref": node["$ref"]}, *branches]
-        }
-    if not isinstance(node, dict) or any(k in node for k in (*ALTERNATIVES, "not")):
-        return None
-    kind = node.get("type")
-    if kind is not None and kind != "object":
-        return None
-    if node.get("nullable") is True or node.get("x-nullable") is True:
-        return None
+    node, node_base = found
     properties: dict[str, Any] = {}
     needed: set[str] = set()
     branches = node.get("allOf")
@@ -214,6 +197,34 @@ def _members(
     if isinstance(required, list):
         needed.update(n for n in required if isinstance(n, str))
     return properties, {n for n in needed if n in properties}
+
+
+def _plain_object(doc: ConvertContext, raw: Any, base: str) -> tuple[dict[str, Any], str] | None:
+    """The schema ``raw`` followed, and the base its references resolve from, when it may
+    be a plain object (no alternatives, no other type, not nullable); else None.
+    """
+    try:
+        node, node_base = doc.resolver.follow(raw, base, siblings=doc.v31)
+    except RefError:
+        # A dangling target is reported when the body is normalized; a schema that
+        # only aliases itself is no object with members.
+        return None
+    if isinstance(node, dict) and isinstance(node.get("$ref"), str):
+        # 3.1: the keywords beside a $ref apply too, as beside an allOf of its target.
+        branches = node.get("allOf", [])
+        if not isinstance(branches, list):
+            return None
+        node = {k: v for k, v in node.items() if k != "$ref"} | {
+            "allOf": [{"$ref": node["$ref"]}, *branches]
+        }
+    if not isinstance(node, dict) or any(k in node for k in (*ALTERNATIVES, "not")):
+        return None
+    kind = node.get("type")
+    if kind is not None and kind != "object":
+        return None
+    if node.get("nullable") is True or node.get("x-nullable") is True:
+        return None
+    return node, node_base
 
 
 def _form_styles(entry: Any) -> dict[str, dict[str, Any]]:
