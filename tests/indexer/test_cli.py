@@ -17,6 +17,7 @@ from catalog.config import Config
 from indexer.report import Reporter
 from indexer.session import Session
 from tests.indexer.helpers import read_index, spec_yaml
+from tests.waiting import eventually
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -173,10 +174,7 @@ def test_sigkill_mid_build_keeps_the_last_commit(specs: Path, tmp_path: Path) ->
     assert killed_mid_write, "the build ended before it could be killed"
     assert proc.returncode == -signal.SIGKILL
     assert workers, "a 160-document build converts in a process pool"
-    deadline = time.monotonic() + 10
-    while _alive(workers) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not _alive(workers), "conversion workers outlived the killed indexer"
+    eventually(lambda: not _alive(workers), "the conversion workers to end", timeout=10)
 
     after_kill = read_index(index)
     assert after_kill.meta == before.meta
@@ -335,10 +333,7 @@ def test_a_pool_worker_that_dies_alone_fails_the_build(specs: Path, tmp_path: Pa
     assert "BrokenProcessPool: A process in the process pool was terminated abruptly" in rest
     assert "InvalidStateError" not in rest
     assert not any(e["event"] == "interrupted" for e in _events(rest))
-    deadline = time.monotonic() + 10
-    while _alive(workers) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not _alive(workers)
+    eventually(lambda: not _alive(workers), "the conversion workers to end", timeout=10)
     after = read_index(index)
     assert after.meta == before.meta
     assert after.tools == before.tools

@@ -7,7 +7,6 @@ the session), the real encoder (counted by a subclass), sidecars read back with 
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -36,6 +35,7 @@ from indexer.vectors import (
 from tests.indexer.helpers import read_index, spec_yaml
 from tests.tools import make_tool
 from tests.tools import secured as bearer_policy
+from tests.waiting import eventually
 
 HEAP = 20_000_000
 
@@ -442,9 +442,7 @@ def test_a_failed_fill_is_tried_again_until_it_completes(
     worker = VectorWorker(index, quiet_reporter, encoder=flaky, retry_first=0.05)
     try:
         worker.schedule(commit_id)
-        deadline = time.monotonic() + 60
-        while worker.last is None and time.monotonic() < deadline:
-            worker.wait(0.1)
+        eventually(lambda: worker.last is not None, "the fill tried again", timeout=60)
     finally:
         worker.close()
     assert calls == ["load", "load"]

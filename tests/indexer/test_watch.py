@@ -21,6 +21,7 @@ from indexer.report import Reporter
 from indexer.session import Session
 from indexer.watch import watch
 from tests.indexer.helpers import IndexView, permissions_bind, read_index, spec_yaml
+from tests.waiting import eventually
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -68,23 +69,24 @@ class Watched:
     def wait_for_event(
         self, name: str, *, after: int = 0, timeout: float = 10
     ) -> dict[str, object]:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            found = [e for e in self.events()[after:] if e["event"] == name]
-            if found:
-                return found[0]
-            time.sleep(0.02)
-        raise AssertionError(f"no {name!r} event within {timeout}s: {self.events()[after:]}")
+        found: list[dict[str, object]] = []
+
+        def seen() -> bool:
+            found[:] = [e for e in self.events()[after:] if e["event"] == name]
+            return bool(found)
+
+        eventually(seen, f"a {name!r} event", timeout=timeout)
+        return found[0]
 
     def until(self, check: Callable[[IndexView], bool], timeout: float = 10) -> IndexView:
-        deadline = time.monotonic() + timeout
-        view = read_index(self.index)
-        while time.monotonic() < deadline:
-            view = read_index(self.index)
-            if check(view):
-                return view
-            time.sleep(0.03)
-        raise AssertionError(f"index never reached the expected state: {sorted(view.tools)}")
+        views = [read_index(self.index)]
+
+        def reached() -> bool:
+            views[0] = read_index(self.index)
+            return check(views[0])
+
+        eventually(reached, "the index to reach the expected state", timeout=timeout)
+        return views[0]
 
     def stop(self) -> None:
         self._stop.set()
@@ -381,14 +383,6 @@ def _events(log: Path) -> list[dict[str, object]]:
     return [json.loads(line) for line in log.read_text().splitlines() if line.startswith("{")]
 
 
-def _wait(check: Callable[[], bool], what: str, timeout: float = 10) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"no {what} within {timeout}s")
-        time.sleep(0.03)
-
-
 def test_a_directory_listable_again_is_watched(tmp_path: Path) -> None:
     # A watch in its own process: as root, only one without CAP_DAC_OVERRIDE is kept out.
     prefix = permissions_bind()
@@ -401,19 +395,19 @@ def test_a_directory_listable_again_is_watched(tmp_path: Path) -> None:
     with open(log, "w") as stderr:
         proc = subprocess.Popen([*prefix, *command], cwd=ROOT, stderr=stderr)
     try:
-        _wait(lambda: any(e["event"] == "watching" for e in _events(log)), "watch")
+        eventually(lambda: any(e["event"] == "watching" for e in _events(log)), "watch")
         assert read_index(index).meta is not None
         assert not read_index(index).tools  # the start-up build could not list team
         (specs / "team").chmod(0o755)
-        _wait(lambda: "team_shop.list_orders" in read_index(index).tools, "index of team")
-        _wait(lambda: any(e["event"] == "watch_restarted" for e in _events(log)), "restart")
+        eventually(lambda: "team_shop.list_orders" in read_index(index).tools, "index of team")
+        eventually(lambda: any(e["event"] == "watch_restarted" for e in _events(log)), "restart")
         meta = read_index(index).meta
         assert meta is not None
         assert meta.unlisted == {}
         # The new watcher's catch-up sync is done: only an event can bring more.
-        _wait(lambda: [e["event"] for e in _events(log)].count("caught_up") >= 2, "catch-up")
+        eventually(lambda: [e["event"] for e in _events(log)].count("caught_up") >= 2, "catch-up")
         (specs / "team" / "more.yaml").write_text(spec_yaml("More", ["doMore"]))
-        _wait(lambda: "team_more.do_more" in read_index(index).tools, "edit inside team")
+        eventually(lambda: "team_more.do_more" in read_index(index).tools, "edit inside team")
     finally:
         (specs / "team").chmod(0o755)
         proc.terminate()

@@ -31,17 +31,11 @@ from benchmarks.ports import free_port
 from examples.backend import DEMO_SECRET, DEMO_SECRET_ENV
 from tests.e2e.conftest import ROOT, Agent, ServerProcess, run_indexer, write_config
 from tests.indexer.helpers import spec_yaml
+from tests.waiting import eventually
 
 TIMEOUT_S = 1.0  # the orders backend's invoke timeout in these tests
 CONFIG = ROOT / "examples" / "sezzlee.toml"
 DEEP = 100_000  # nesting levels: deeper than any JSON decoder follows
-
-
-def wait_for(check: Callable[[], bool], what: str, timeout: float = 15.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.05)
 
 
 OPS_ENV = "SEZZLEE_TEST_OPS_TOKEN"
@@ -282,7 +276,7 @@ def test_indexer_killed_mid_commit_keeps_the_served_catalog_and_the_next_run_rec
         # The reader has looked at the index several times since the kill: what it
         # serves now is what it decided about the killed build's leftovers.
         checked = readyz(server)[1]["checks"]
-        wait_for(lambda: readyz(server)[1]["checks"] >= checked + 3, "reader checks")
+        eventually(lambda: readyz(server)[1]["checks"] >= checked + 3, "reader checks")
         status, after = readyz(server)
         assert status == 200, after
         assert after["fingerprint"] == before["fingerprint"]
@@ -293,7 +287,7 @@ def test_indexer_killed_mid_commit_keeps_the_served_catalog_and_the_next_run_rec
         # The default config embeds the 4,000 changed tools too: minutes on a loaded
         # machine, where the lexical recovery under test takes seconds.
         run_indexer(specs, index, _empty_config(tmp_path), timeout=300)
-        wait_for(lambda: readyz(server)[1]["generation"] == before["generation"] + 1, "reload")
+        eventually(lambda: readyz(server)[1]["generation"] == before["generation"] + 1, "reload")
         assert agent.ok("search_tools", {})["total"] == 4000
         assert agent.ok("load_tool", {"name": "bulk000.op0x0"})["description"].startswith("New")
         assert server.process.poll() is None
@@ -346,7 +340,7 @@ def test_a_damaged_index_keeps_the_held_catalog_and_readiness_says_why(
         total = agent.ok("search_tools", {})["total"]
         assert total > 0
         damage(index)
-        wait_for(lambda: readyz(server)[0] == 503, "readiness to turn false")
+        eventually(lambda: readyz(server)[0] == 503, "readiness to turn false")
         _, body = readyz(server)
         assert body["ready"] is False
         assert body["problem"], body
@@ -359,7 +353,7 @@ def test_a_damaged_index_keeps_the_held_catalog_and_readiness_says_why(
         if index.exists():
             shutil.rmtree(index)
         run_indexer(specs, index, _empty_config(tmp_path))
-        wait_for(lambda: readyz(server)[0] == 200, "readiness to come back")
+        eventually(lambda: readyz(server)[0] == 200, "readiness to come back")
         assert "problem" not in readyz(server)[1]
         assert agent.ok("search_tools", {})["total"] == total
         assert server.process.poll() is None
@@ -380,7 +374,7 @@ def test_a_server_started_without_a_good_index_errors_clearly_until_one_appears(
         _garble_segments(index)
     server = operator_server(index, tmp_path)
     try:
-        wait_for(lambda: _answers(server.base + "/healthz"), "the server to listen")
+        eventually(lambda: _answers(server.base + "/healthz"), "the server to listen")
         status, body = readyz(server)
         assert status == 503
         assert body["ready"] is False
@@ -457,20 +451,20 @@ def test_a_spec_broken_and_fixed_under_watch_loses_no_operation(tmp_path: Path) 
             failed: dict[str, Any] = readyz(server)[1].get("failed", {})
             return failed
 
-        wait_for(lambda: "orders.yaml" in failed_file(), "the broken spec to be reported")
+        eventually(lambda: "orders.yaml" in failed_file(), "the broken spec to be reported")
         assert failed_file()["orders.yaml"]["state"] == "broken_kept_last_good"
         searched = len(totals)  # the catalog is searched while the file is broken
-        wait_for(lambda: len(totals) >= searched + 5, "searches while the spec is broken")
+        eventually(lambda: len(totals) >= searched + 5, "searches while the spec is broken")
         spec.write_text(good.replace("Says whether", "Tells whether", 1))
-        wait_for(lambda: "orders.yaml" not in failed_file(), "the fixed spec to be indexed")
-        wait_for(
+        eventually(lambda: "orders.yaml" not in failed_file(), "the fixed spec to be indexed")
+        eventually(
             lambda: agent.ok("load_tool", {"name": "get_health"})["description"].startswith(
                 "Tells"
             ),
             "the fixed spec to be served",
         )
         searched = len(totals)  # and after the fixed one is served
-        wait_for(lambda: len(totals) >= searched + 5, "searches after the fix")
+        eventually(lambda: len(totals) >= searched + 5, "searches after the fix")
         stop.set()
         poller.join(timeout=10)
         assert not failures, failures[:5]
@@ -518,9 +512,9 @@ def test_a_segment_truncated_in_place_does_not_take_the_server_down(
                     headers=agent.headers,
                     timeout=5,
                 )
-        wait_for(lambda: _answers(server.base + "/healthz"), "a worker to answer again")
+        eventually(lambda: _answers(server.base + "/healthz"), "a worker to answer again")
         assert server.process.poll() is None, "the server process exited"
-        wait_for(lambda: readyz(server)[0] == 503, "the new worker to report the index")
+        eventually(lambda: readyz(server)[0] == 503, "the new worker to report the index")
         assert "cannot read the index" in readyz(server)[1]["problem"]
         assert agent.error("search_tools", {})["code"] == "catalog_unavailable"
         shutil.rmtree(index)

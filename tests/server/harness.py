@@ -26,6 +26,7 @@ from catalog.model import (
 )
 from indexer.converted import write_converted
 from server.notify import Notifier
+from tests.waiting import eventually
 
 __all__ = [
     "OPERATOR",
@@ -99,11 +100,13 @@ class ServerThread:
 
     def start(self) -> None:
         self.thread.start()
-        deadline = time.monotonic() + 10
-        while not self.server.started:
-            if time.monotonic() > deadline or not self.thread.is_alive():
-                raise RuntimeError("the server did not start")
-            time.sleep(0.02)
+        eventually(
+            lambda: self.server.started or not self.thread.is_alive(),
+            "the server to start",
+            timeout=10,
+        )
+        if not self.server.started:
+            raise RuntimeError("the server did not start")
 
     def close_listen_streams(self) -> None:
         """End every listen stream gracefully, as the shutdown signal does."""

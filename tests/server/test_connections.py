@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import socket
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -26,6 +25,7 @@ from server.protocol import MODERN_VERSION
 from tests.e2e.conftest import ServerProcess
 from tests.server.conftest import demo_tools
 from tests.server.harness import write_index
+from tests.waiting import eventually
 
 DEADLINE = 20.0
 """Seconds to wait for what a 1-2 s timeout makes happen (granian's own default is 30)."""
@@ -204,19 +204,12 @@ def ping(server: ServerProcess, source: str) -> int:
         return client.post(server.url, headers=headers, content=PING).status_code
 
 
-def wait_for(check: Any, what: str) -> None:
-    deadline = time.monotonic() + DEADLINE
-    while not check():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.05)
-
-
 def test_open_requests_per_address_are_capped_before_the_body(capped: ServerProcess) -> None:
     held = [connect(capped) for _ in range(4)]
     try:
         for sock in held:  # four requests whose bodies never finish: held open
             sock.sendall(head(capped, 100) + b"{")
-        wait_for(lambda: ping(capped, "127.0.0.1") == 429, "the fifth request refused")
+        eventually(lambda: ping(capped, "127.0.0.1") == 429, "the fifth request refused")
         with connect(capped) as sock:  # refused on its head alone, body unsent
             sock.sendall(head(capped, 100))
             status, headers, body = read_answer(sock)
@@ -228,7 +221,7 @@ def test_open_requests_per_address_are_capped_before_the_body(capped: ServerProc
     finally:
         for sock in held:
             sock.close()
-    wait_for(lambda: ping(capped, "127.0.0.1") == 200, "the address to be served again")
+    eventually(lambda: ping(capped, "127.0.0.1") == 200, "the address to be served again")
 
 
 def listen(client: httpx.Client, server: ServerProcess, listen_id: str) -> Any:

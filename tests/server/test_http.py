@@ -16,6 +16,7 @@ from server.messages import GENERATION_KEY
 from server.protocol import MODERN_VERSION
 from tests.server.harness import OPERATOR, OPS_TOKEN, ServerThread, serve, write_index
 from tests.tools import make_tool
+from tests.waiting import eventually
 
 ACCEPT = "application/json, text/event-stream"
 META = {
@@ -381,10 +382,11 @@ def test_a_corrupt_index_keeps_the_last_good_catalog(tmp_path: Path) -> None:
     with serve(create_app(index_dir, ops_token=OPS_TOKEN)) as server:
         assert server.wait_ready()["generation"] == 0
         (index_dir / "meta.json").write_text("{ not json")
-        deadline = time.monotonic() + 5
-        while "problem" not in httpx.get(server.base + "/readyz", headers=OPERATOR).json():
-            assert time.monotonic() < deadline
-            time.sleep(0.05)
+        eventually(
+            lambda: "problem" in httpx.get(server.base + "/readyz", headers=OPERATOR).json(),
+            "the corrupt index to be reported",
+            timeout=5,
+        )
         ready = httpx.get(server.base + "/readyz", headers=OPERATOR)
         assert ready.status_code == 503  # not ready, though still serving the last good view
         assert ready.json()["generation"] == 0
@@ -397,9 +399,11 @@ def test_a_corrupt_index_keeps_the_last_good_catalog(tmp_path: Path) -> None:
         for leftover in index_dir.iterdir():
             leftover.unlink()
         write_index(index_dir, [make_tool("get_invoice", "Returns an invoice.", namespace="")])
-        while httpx.get(server.base + "/readyz").json()["generation"] != 1:
-            assert time.monotonic() < deadline + 5
-            time.sleep(0.05)
+        eventually(
+            lambda: httpx.get(server.base + "/readyz").json()["generation"] == 1,
+            "the fixed index to load",
+            timeout=10,
+        )
         assert "problem" not in httpx.get(server.base + "/readyz", headers=OPERATOR).json()
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import gzip
 import ssl
-import time
 import zlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -25,6 +24,7 @@ from server.invoke import http_client
 from server.invoke.answer import BackendResponse
 from server.invoke.http_client import AnswerTooLarge, ConnectionFailed, Pool
 from tests.server.certs import certificate, write_pem
+from tests.waiting import eventually
 
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
 
@@ -246,6 +246,7 @@ def test_an_idle_connection_with_bytes_waiting_or_closed_is_not_reused(
     # sent on it before then read those bytes as its answer ("not valid HTTP"), or, when
     # the backend had closed, failed a request that may not be retried (a POST).
     connections: list[int] = []
+    answered = asyncio.Event()
     sent = asyncio.Event()
 
     async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -254,7 +255,7 @@ def test_an_idle_connection_with_bytes_waiting_or_closed_is_not_reused(
             if line.startswith(b"GET"):
                 writer.write(first)
                 await writer.drain()
-                await asyncio.sleep(0.01)  # not in the answer's packet: later, on its own
+                await answered.wait()  # not in the answer's packet: once it was read
                 if after is None:
                     writer.write_eof()  # the FIN goes now, not when the loop next runs
                 else:
@@ -269,10 +270,14 @@ def test_an_idle_connection_with_bytes_waiting_or_closed_is_not_reused(
             p = pool(address)
             try:
                 await get(p, address)
+                answered.set()
                 # Resumed before the loop next polls the sockets: the bytes (or the close)
                 # are on the idle connection, unread, when the POST takes it.
                 await sent.wait()
-                time.sleep(0.02)  # blocks the loop: let loopback deliver them
+                idle = p._idle[-1][0]
+                # Blocks the loop, so nothing reads them before the POST: only the socket
+                # says they are there.
+                eventually(lambda: not idle.quiet(), "the bytes on the idle connection")
                 reply = await p.request("POST", f"http://{address}/", [], b"", budget=100)
                 return reply.body
             finally:
@@ -501,7 +506,6 @@ def test_a_stale_keep_alive_connection_is_retried_only_when_idempotent() -> None
 
 
 def test_a_connection_idle_too_long_is_not_reused(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(http_client, "IDLE_SECONDS", 0.05)
     connections: list[int] = []
 
     async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -516,7 +520,8 @@ def test_a_connection_idle_too_long_is_not_reused(monkeypatch: pytest.MonkeyPatc
             try:
                 await get(p, address)
                 await get(p, address)  # at once: the same connection
-                await asyncio.sleep(0.1)
+                # Any idle time is too long now, without waiting for one to pass.
+                monkeypatch.setattr(http_client, "IDLE_SECONDS", 0.0)
                 await get(p, address)  # idle too long: a new one
             finally:
                 await p.aclose()
@@ -573,7 +578,10 @@ def test_any_packet_split_reads_the_same_answer(
         for piece in pieces:
             writer.write(piece)
             await writer.drain()
-            await asyncio.sleep(0.001)
+            # Loopback delivers at once: two turns of the loop let the client read this
+            # piece (its socket polled, then its callback run) before the next is sent.
+            for _ in range(2):
+                await asyncio.sleep(0)
 
     async def main() -> bytes:
         async with raw_server(handler) as address:

@@ -48,6 +48,7 @@ from server.identity.secrets import Secrets, resolve_secrets
 from server.invoke.invoker import Invoker
 from tests.server.certs import certificate, write_pem
 from tests.server.test_http_client import raw_server, requests
+from tests.waiting import eventually
 
 OAUTH = SecurityScheme(name="orders_auth", type="oauth2")
 SECURED = SecurityPolicy(
@@ -257,10 +258,7 @@ def serve(app: Any, **options: Any) -> tuple[uvicorn.Server, str]:
         uvicorn.Config(app, host="127.0.0.1", port=port, log_level="critical", **options)
     )
     threading.Thread(target=server.run, daemon=True).start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        assert time.monotonic() < deadline, "loopback backend did not start"
-        time.sleep(0.01)
+    eventually(lambda: server.started, "the loopback backend to start", timeout=10)
     scheme = "https" if "ssl_certfile" in options else "http"
     return server, f"{scheme}://127.0.0.1:{port}"
 
@@ -503,9 +501,8 @@ def test_a_queue_for_a_connection_slot_counts_toward_the_deadline(
     assert first["status"] == 200
     assert isinstance(second, ToolError)
     assert second.envelope()["error"]["code"] == "backend_timeout"
-    deadline = time.monotonic() + 5  # the abandoned request still sleeps in the backend
-    while app.inflight and time.monotonic() < deadline:
-        time.sleep(0.01)
+    # The abandoned request still sleeps in the backend; once it ends, nothing is in flight.
+    eventually(lambda: not app.inflight, "the abandoned request to end", timeout=5)
 
 
 def test_redirect_to_another_origin_is_never_followed(backend: Recorder) -> None:

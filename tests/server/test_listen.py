@@ -16,6 +16,7 @@ from server.protocol import MODERN_VERSION
 from tests.server.conftest import demo_tools
 from tests.server.harness import ServerThread, serve, write_index
 from tests.tools import make_tool
+from tests.waiting import eventually
 
 META = {
     "io.modelcontextprotocol/protocolVersion": MODERN_VERSION,
@@ -114,24 +115,27 @@ def test_every_open_stream_hears_the_reload_and_unasked_kinds_are_not_sent(tmp_p
         write_index(
             index_dir, [*demo_tools(), make_tool("get_invoice", "An invoice.", namespace="")]
         )
-        deadline = time.monotonic() + 10
-        while not all(
-            any(
-                isinstance(f, dict) and f.get("method", "").endswith("list_changed")
-                for f in received[n]
-            )
-            for n in ("a", "b")
-        ):
-            assert time.monotonic() < deadline
-            time.sleep(0.05)
+        eventually(
+            lambda: all(
+                any(
+                    isinstance(f, dict) and f.get("method", "").endswith("list_changed")
+                    for f in received[n]
+                )
+                for n in ("a", "b")
+            ),
+            "both streams told of the change",
+            timeout=10,
+        )
         # The close drains a change a stream has not taken from its queue yet, so first
         # the quiet stream must have taken it (and, were it wrongly sent, written it):
         # its loop waits on the queue for a keepalive's time only after taking it, so
         # the second keepalive from now comes after that.
         seen = len(received["quiet"])
-        while received["quiet"][seen:].count(": ping") < 2:
-            assert time.monotonic() < deadline
-            time.sleep(0.02)
+        eventually(
+            lambda: received["quiet"][seen:].count(": ping") >= 2,
+            "two keepalives on the quiet stream",
+            timeout=10,
+        )
         server.close_listen_streams()  # what the shutdown signal does: graceful ends
         for thread in threads:
             thread.join(timeout=10)
