@@ -3,7 +3,6 @@ real store (SeaweedFS, ``tests/conftest.py``)."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,6 +21,7 @@ from server.follow_loop import FollowLoop
 from server.follow_status import FollowSettings, read_status
 from server.reader import Reader
 from tests.publishing import PublishingIndexer, publish_settings, test_store
+from tests.waiting import eventually
 
 
 def _indexer(
@@ -256,10 +256,9 @@ def test_a_following_replica_builds_the_graphs_once_no_newer_commit_waits(
     loop.start()
     try:
         commit_id = _head(seaweed, store_url).commit_id
-        deadline = time.monotonic() + 30
         vectors = settings.index_dir / "vectors"
-        while not list(vectors.glob(f"{commit_id}.*.hnsw")):
-            assert time.monotonic() < deadline, "the replica built no graph"
-            time.sleep(0.05)
+        eventually(
+            lambda: list(vectors.glob(f"{commit_id}.*.hnsw")), "the replica's graphs", timeout=30
+        )
     finally:
         loop.stop()
