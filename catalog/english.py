@@ -9,7 +9,6 @@ a tool's title), so a title's phrase terms and a query's are made by one functio
 from __future__ import annotations
 
 from collections.abc import Iterable
-from functools import lru_cache
 from typing import Final
 
 from catalog.fold import MAX_GRAM
@@ -165,7 +164,7 @@ def verb_group(word: str, prefix: str) -> tuple[str, ...]:
     return _ALTERNATIVES.get(word) or _ALTERNATIVES.get(prefix) or _SHORT.get(prefix) or ()
 
 
-def phrase_words(words: Iterable[str]) -> list[str]:
+def phrase_words(words: Iterable[str], *, known: dict[str, str] | None = None) -> list[str]:
     """The words of a text as phrase evidence compares them, in text order: stop words,
     one-letter and all-digit words dropped, each word stemmed and cut like a keyword, a
     generic verb replaced by the first verb of its group (``remove`` → ``delete``), and a
@@ -173,20 +172,23 @@ def phrase_words(words: Iterable[str]) -> list[str]:
 
     ``words`` are folded words (:func:`catalog.fold.fold_words`). A title's phrase words
     and a query's agree whenever the title says, in order, what the query says.
+    ``known``: each word's phrase word so far, kept by the caller for a batch of texts
+    (``catalog.fold.WordFolder.phrases``: the indexer makes the phrase words of every
+    title and name, and words repeat across a document).
     """
     out: list[str] = []
     for word in words:
-        canonical = _phrase_word(word)
+        found = None if known is None else known.get(word)
+        canonical = _phrase_word(word) if found is None else found
+        if known is not None and found is None:
+            known[word] = canonical
         if canonical and (not out or out[-1] != canonical):
             out.append(canonical)
     return out
 
 
-@lru_cache(maxsize=65_536)
 def _phrase_word(word: str) -> str:
-    """One word's phrase word, or "" for a word phrases skip. Cached: the indexer makes
-    the phrase words of every title and name, and words repeat across a catalog.
-    """
+    """One word's phrase word, or "" for a word phrases skip."""
     if word in STOP_WORDS or len(word) < 2 or word.isdigit():
         return ""
     prefix = stem(word)[:MAX_GRAM]

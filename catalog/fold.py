@@ -97,7 +97,7 @@ class WordFolder:
     memory grows with the batch's vocabulary.
     """
 
-    __slots__ = ("_grams", "_runs", "_texts")
+    __slots__ = ("_grams", "_runs", "_texts", "phrases")
 
     def __init__(self) -> None:
         self._runs = _Runs()
@@ -107,6 +107,8 @@ class WordFolder:
         # Kept per batch, not per process: a process-wide memory measured slower in a
         # build (its entries outgrow the CPU caches).
         self._grams = _Grams()
+        self.phrases: dict[str, str] = {}
+        """Each folded word's phrase word (``catalog.english.phrase_words`` fills it)."""
 
     def words(self, text: str) -> list[str]:
         """Exactly ``fold_words(text)``."""

@@ -155,13 +155,14 @@ def _fields(
     folder: WordFolder | None,
 ) -> ToolFields:
     fold = folder.words if folder is not None else fold_words
+    known = folder.phrases if folder is not None else None
 
     def fold_all(values: Sequence[str]) -> list[str]:
         return list(chain.from_iterable(map(fold, values)))
 
     raw_title = _CARD_TITLE.decode(card).description
     title = fold(raw_title)
-    phrase = phrase_words(title)
+    phrase = phrase_words(title, known=known)
     texts = {
         "title": title,
         "name": fold(search.name),
@@ -173,7 +174,7 @@ def _fields(
     }
     words = tuple(sorted(set(chain.from_iterable(texts.values()))))
     method = search.route.split(" ", 1)[0].lower()
-    acts = sorted({f"{method} {w}" for w in phrase_words(title + texts["name"])})
+    acts = sorted({f"{method} {w}" for w in phrase_words(title + texts["name"], known=known)})
     return ToolFields(
         id=part.name,
         source=source,

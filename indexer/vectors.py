@@ -80,8 +80,9 @@ ranked by words alone until then."""
 
 @functools.cache
 def shared_encoder(threads: int) -> Encoder:
-    """The process's encoder with ``threads`` threads, loaded on first use (~1 s): a
-    session opened again in one process (tests, a restart after a lost lock) reuses it.
+    """The process's encoder with ``threads`` threads, loaded on first use: a session
+    opened again in one process (tests, a restart after a lost lock) reuses it.
+    Process-wide on purpose: it is the loaded model, not a cache of values.
     """
     return Encoder(threads=threads)
 

@@ -65,6 +65,7 @@ class QueryVectors:
 @functools.cache
 def shared_query_vectors(threads: int) -> QueryVectors:
     """The process's :class:`QueryVectors` with ``threads`` threads: one model per worker
-    process, however many apps it builds (tests build many).
+    process, however many apps it builds (tests build many). Process-wide on purpose:
+    it is the loaded model, not a cache of values, and the process is its lifetime.
     """
     return QueryVectors(threads=threads)

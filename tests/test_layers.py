@@ -184,3 +184,39 @@ def test_the_view_and_the_rest_of_the_server_do_not_reach_into_the_pipeline() ->
         and str(path.relative_to(ROOT)) not in SEARCH_CALLERS
     )
     assert reaching == []
+
+
+# The module-global memories left, each a process-wide constant (docs/conventions.md §10:
+# every other cache lives in an object with a lifetime, the view, a batch, a validator).
+PROCESS_WIDE: Final = {
+    # The loaded model, one per process however many sessions or apps it opens.
+    "indexer/vectors.py:shared_encoder",
+    "server/query_vectors.py:shared_query_vectors",
+    # A pure function of a base URL, a few per process, needed twice by every call.
+    "server/invoke/request.py:_base_origin",
+}
+_CACHES: Final = {"cache", "lru_cache", "cached_property"}
+
+
+def _cached_functions(path: Path) -> set[str]:
+    """The module-level functions of ``path`` decorated with a functools memory."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    found = set()
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            for decorator in node.decorator_list:
+                target = decorator.func if isinstance(decorator, ast.Call) else decorator
+                name = (
+                    target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", "")
+                )
+                if name in _CACHES:
+                    found.add(f"{path.relative_to(ROOT)}:{node.name}")
+    return found
+
+
+def test_no_caches_in_module_globals_but_the_process_wide_ones() -> None:
+    found = set()
+    for package in ("catalog", "indexer", "server", "sezzlee"):
+        for path in _modules(package):
+            found |= _cached_functions(path)
+    assert found == PROCESS_WIDE

@@ -12,7 +12,6 @@ is built (docs/contract.md, invoke_tool; docs/decisions.md, Error envelope).
 
 from __future__ import annotations
 
-import functools
 import json
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
@@ -291,7 +290,6 @@ def _linear_only(node: Any) -> Any:
     return out
 
 
-@functools.lru_cache(maxsize=4096)
 def _is_linear(pattern: str) -> bool:
     try:
         _validator({"pattern": pattern})

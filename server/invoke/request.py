@@ -78,8 +78,8 @@ class BackendRequest(msgspec.Struct, frozen=True, kw_only=True):
 def _base_origin(base: str) -> str | None:
     """:func:`origin_of` a base URL; None also for one with a query or a fragment.
 
-    Cached: a process meets a few base URLs, and every call needs its base's origin
-    twice (its check here, then the request's own origin).
+    Cached process-wide: a pure function of a base URL (the config's or a document's,
+    a few per process), needed twice by every call.
     """
     parts = urlsplit(base)
     return None if parts.query or parts.fragment else origin_of(base)
