@@ -22,7 +22,6 @@ __all__ = [
     "CARD_DESCRIPTION_LIMIT",
     "card_description",
     "card_for",
-    "first_sentence",
     "parameters_line",
     "plain_text",
     "truncate",

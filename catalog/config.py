@@ -67,8 +67,6 @@ from catalog.config_curation import (
 )
 from catalog.config_sections import (
     DEFAULT_ALLOWED_HOSTS,
-    DEFAULT_MAX_REQUEST_BODY,
-    DEFAULT_RESPONSE_BUDGET,
     AuthConfig,
     AuthorizationServer,
     ConsoleConfig,
@@ -84,8 +82,6 @@ from catalog.errors import ConfigError
 
 __all__ = [
     "DEFAULT_ALLOWED_HOSTS",
-    "DEFAULT_MAX_REQUEST_BODY",
-    "DEFAULT_RESPONSE_BUDGET",
     "AnnotationsOverride",
     "AuthConfig",
     "AuthorizationServer",

@@ -24,7 +24,7 @@ import msgspec.inspect as mi
 
 from catalog.config import Config
 
-__all__ = ["Key", "Section", "missing_docstrings", "render", "sections"]
+__all__ = ["missing_docstrings", "render", "sections"]
 
 TARGET: Final = Path(__file__).resolve().parent.parent / "docs" / "config.md"
 

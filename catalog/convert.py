@@ -60,12 +60,6 @@ from catalog.openapi import Document
 from catalog.refs import escape_token
 
 __all__ = [
-    "EXTENSION_INVALID",
-    "HTTP_METHODS",
-    "OPERATION_MALFORMED",
-    "OPERATION_NOT_OBJECT",
-    "OPERATION_SKIPPED",
-    "PATH_ITEM_NOT_OBJECT",
     "DocumentConverter",
 ]
 

@@ -10,7 +10,7 @@ from catalog.convert_context import ConvertContext
 from catalog.model import Annotations
 from catalog.refs import escape_token
 
-__all__ = ["ANNOTATIONS_EXTENSION", "ANNOTATIONS_IGNORED", "annotations_of", "method_annotations"]
+__all__ = ["annotations_of"]
 
 ANNOTATIONS_EXTENSION: Final = "x-sezzlee-annotations"
 ANNOTATIONS_IGNORED: Final = "annotations-ignored"

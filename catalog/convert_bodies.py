@@ -24,7 +24,7 @@ from catalog.errors import RefError
 from catalog.keywords import ALTERNATIVES
 from catalog.media import is_json_media, media_type, part_type
 
-__all__ = ["Body", "request_body"]
+__all__ = ["request_body"]
 
 _FORM: Final = "application/x-www-form-urlencoded"
 

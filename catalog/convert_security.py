@@ -11,7 +11,7 @@ from typing import Any, Final
 from catalog.convert_context import ConvertContext
 from catalog.model import SchemeUse, SecurityPolicy, SecurityScheme
 
-__all__ = ["SECURITY_SCHEME_UNKNOWN", "SecuritySchemes", "credentials_of"]
+__all__ = ["SecuritySchemes", "credentials_of"]
 
 SECURITY_SCHEME_UNKNOWN: Final = "security-scheme-unknown"
 """Warning code: a security requirement names a scheme the document does not declare."""

@@ -40,7 +40,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DIMENSIONS",
-    "MODEL_ID",
     "Encoder",
     "ModelUnavailable",
     "check_installed",

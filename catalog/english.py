@@ -14,7 +14,6 @@ from typing import Final
 from catalog.fold import MAX_GRAM
 
 __all__ = [
-    "INTENT_METHODS",
     "STOP_WORDS",
     "VERB_GROUPS",
     "intent_methods",

@@ -14,7 +14,6 @@ with ``raise ... from exc``; nothing from a parser library crosses a package bou
 from __future__ import annotations
 
 __all__ = [
-    "CatalogError",
     "ConfigError",
     "CurationError",
     "InvalidSearchArguments",

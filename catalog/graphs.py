@@ -25,8 +25,6 @@ from catalog.vectors import (
 )
 
 __all__ = [
-    "ANN_CONNECTIVITY",
-    "ANN_EXPANSION_ADD",
     "graph_slices",
     "save_graph",
     "write_ann",

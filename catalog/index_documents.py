@@ -33,7 +33,6 @@ from catalog.visibility import visibility_hash
 
 __all__ = [
     "CardDocument",
-    "JsonDocument",
     "PayloadRecord",
     "ToolFields",
     "card_document",

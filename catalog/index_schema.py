@@ -33,7 +33,6 @@ from catalog.model import CatalogTool, Problem, Route, SearchFields, SecurityPol
 from catalog.visibility import visibility_key
 
 __all__ = [
-    "EDGE_TOKENIZER",
     "FIELD_BOOSTS",
     "JSON_ENCODER",
     "META_ID",
@@ -45,7 +44,6 @@ __all__ = [
     "IndexMeta",
     "InvokeRecord",
     "ToolPayload",
-    "VisibilitySummary",
     "build_schema",
     "decode_invoke",
     "decode_meta",

@@ -22,7 +22,7 @@ import tantivy
 from catalog.fold import fold_words
 from catalog.query import LOOKUP, Keyword, is_content_word, operation_text
 
-__all__ = ["KEYWORD_STYLE_MAX_WORDS", "is_keyword_style", "matching_every_keyword"]
+__all__ = ["is_keyword_style", "matching_every_keyword"]
 
 KEYWORD_STYLE_MAX_WORDS: Final = 5
 """The most words a keyword-style query has: agents write keyword queries of one to

@@ -17,7 +17,6 @@ from typing import Any, Final, Literal, TypeAlias
 import msgspec
 
 __all__ = [
-    "FRAMING_HEADERS",
     "GATEWAY_HEADERS",
     "Annotations",
     "Card",

@@ -29,7 +29,6 @@ __all__ = [
     "ObjectStore",
     "PreconditionFailed",
     "StoreError",
-    "StoredObject",
     "sha256_of",
 ]
 

@@ -36,11 +36,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 __all__ = [
-    "HEAD_NAME",
-    "LEASE_NAME",
     "PART_ROWS",
-    "PUBLISH_FORMAT",
-    "READABLE_FORMATS",
     "Head",
     "Lease",
     "PublishedCommit",

@@ -49,7 +49,6 @@ import msgspec
 from catalog.addresses import without_addresses
 from catalog.english import (
     STOP_WORDS,
-    VERB_GROUPS,
     intent_methods,
     phrase_words,
     stem,
@@ -67,7 +66,6 @@ __all__ = [
     "MAX_KEYWORDS",
     "MAX_LIMIT",
     "MAX_QUERY_CHARS",
-    "MAX_SPAN",
     "MAX_TAGS",
     "MAX_TAG_CHARS",
     "NEAR_BOOST",
@@ -75,9 +73,7 @@ __all__ = [
     "STOP_WORDS",
     "SYNONYM_WEIGHT",
     "VERB_EXACT_BOOST",
-    "VERB_GROUPS",
     "VERB_WEIGHT",
-    "VERB_WITHIN",
     "WHOLE_BOOST",
     "Keyword",
     "Phrases",

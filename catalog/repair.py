@@ -40,7 +40,6 @@ __all__ = [
     "TYPE_DROPPED",
     "TYPE_WIDENED",
     "Repair",
-    "Templates",
     "repair",
 ]
 

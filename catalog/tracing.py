@@ -24,7 +24,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "TRACEPARENT",
-    "Kind",
     "configure",
     "enabled",
     "failed",

@@ -20,7 +20,7 @@ from catalog.objectstore import ObjectStore, sha256_of
 from catalog.published import PublishedFile, PublishedPart, sidecar_parts
 from catalog.vectors import SIDECAR_DTYPE
 
-__all__ = ["DamagedFile", "LocalPart", "describe", "download", "local_parts", "upload"]
+__all__ = ["DamagedFile", "describe", "download", "local_parts", "upload"]
 
 _CHUNK: Final = 1 << 20
 

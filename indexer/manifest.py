@@ -33,7 +33,6 @@ from catalog.model import Problem, SecurityPolicy
 
 __all__ = [
     "MANIFEST_NAME",
-    "MANIFEST_VERSION",
     "PENDING_NAME",
     "FileEntry",
     "FileState",

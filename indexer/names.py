@@ -31,7 +31,7 @@ from indexer.fields import (
 )
 from indexer.manifest import FileEntry, FileState
 
-__all__ = ["NamePlan", "apply_names", "assign_names", "renamed"]
+__all__ = ["apply_names", "assign_names", "renamed"]
 
 
 class NamePlan(msgspec.Struct, frozen=True, kw_only=True):

@@ -59,7 +59,7 @@ from indexer.lease import LeaseHeldError, LeaseLostError, WriterLease
 from indexer.report import Reporter
 from indexer.snapshot import Hashes, Snapshot, SnapshotError, drop_snapshot, take_snapshot
 
-__all__ = ["HeadLostError", "PublishStats", "Publisher", "open_store"]
+__all__ = ["Publisher", "open_store"]
 
 RETRY_FIRST_S: Final = 2.0
 RETRY_MAX_S: Final = 60.0

@@ -11,7 +11,7 @@ from catalog.index_schema import SCHEMA_VERSION, IndexMeta
 from indexer.manifest import Manifest, ManifestChange, apply_change
 from indexer.scan import UNREADABLE, ScannedFile
 
-__all__ = ["Reconciled", "reconcile", "recovered", "scanned_files"]
+__all__ = ["reconcile", "recovered", "scanned_files"]
 
 
 class Reconciled(msgspec.Struct, frozen=True, kw_only=True):

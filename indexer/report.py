@@ -17,7 +17,7 @@ import msgspec
 
 from catalog.model import Problem
 
-__all__ = ["PROGRESS_MIN_FILES", "Progress", "Reporter"]
+__all__ = ["Reporter"]
 
 PROGRESS_MIN_FILES: Final = 50
 """Below this many files a build is quick; no bar is drawn."""

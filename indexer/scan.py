@@ -21,8 +21,6 @@ import msgspec
 from catalog.model import Problem
 
 __all__ = [
-    "DIRECTORY_UNLISTED",
-    "SPEC_EXTENSIONS",
     "UNREADABLE",
     "ScanResult",
     "ScannedFile",

@@ -31,7 +31,6 @@ from catalog.vectors import VECTORS_DIR, sidecar_path
 from indexer.commit import Commit
 
 __all__ = [
-    "SNAPSHOT_DIR",
     "Hashes",
     "Snapshot",
     "SnapshotError",

@@ -60,7 +60,6 @@ __all__ = [
     "fill_vectors",
     "shared_encoder",
     "sidecar_due",
-    "write_ann",
 ]
 
 EMBED_CHUNK: Final = 64

@@ -56,7 +56,7 @@ from catalog.config import Config
 from catalog.errors import ConfigError
 from indexer.session import Session
 
-__all__ = ["DEBOUNCE_MS", "POLL_MS", "STEP_MS", "watch"]
+__all__ = ["watch"]
 
 DEBOUNCE_MS: Final = 50
 STEP_MS: Final = 10

@@ -45,7 +45,7 @@ if TYPE_CHECKING:
 
     from server.follow_status import FollowSettings
 
-__all__ = ["JsonFormatter", "app_from_env", "main"]
+__all__ = ["app_from_env", "main"]
 
 _ENV_INDEX: Final = "SEZZLEE_INDEX"
 _ENV_CONFIG: Final = "SEZZLEE_CONFIG"

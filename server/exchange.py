@@ -35,7 +35,7 @@ from server.invoke.http_client import AnswerTooLarge, ConnectionFailed, Pool
 from server.invoke.tls import tls_context
 from server.resource import Verified
 
-__all__ = ["EXPIRY_MARGIN", "Exchanger"]
+__all__ = ["Exchanger"]
 
 EXPIRY_MARGIN: Final = 30.0
 """Seconds before its expiry an exchanged token stops being used (clock skew, and the

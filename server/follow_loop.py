@@ -16,7 +16,7 @@ from catalog.objectstore import StoreError
 from server.follow import Follower, RefusedCommit
 from server.follow_status import FollowSettings
 
-__all__ = ["FollowLoop", "prepare", "start_following"]
+__all__ = ["FollowLoop", "start_following"]
 
 _log: Final = logging.getLogger("sezzlee.server.follow")
 

@@ -16,7 +16,6 @@ import msgspec
 from catalog.published import PublishedFile
 
 __all__ = [
-    "INDEX_DIR",
     "STATUS_NAME",
     "FollowSettings",
     "FollowStatus",

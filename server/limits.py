@@ -17,7 +17,7 @@ import msgspec
 
 from catalog.config import ServerConfig
 
-__all__ = ["FD_RESERVE", "ClientLimits", "Limits", "worker_limits"]
+__all__ = ["FD_RESERVE", "ClientLimits", "worker_limits"]
 
 FD_RESERVE: Final = 256
 """File descriptors a worker keeps for everything but client connections: the index's

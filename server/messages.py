@@ -15,7 +15,6 @@ import msgspec
 
 __all__ = [
     "GENERATION_KEY",
-    "JSONRPC",
     "KEY_CLIENT_CAPABILITIES",
     "KEY_PROTOCOL_VERSION",
     "KEY_SERVER_INFO",

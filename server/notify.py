@@ -33,7 +33,7 @@ from server.protocol import (
     render_listen_final,
 )
 
-__all__ = ["DEFAULT_KEEPALIVE", "DEFAULT_STREAM_LIMIT", "Event", "Notifier", "StreamLimit"]
+__all__ = ["DEFAULT_KEEPALIVE", "Notifier", "StreamLimit"]
 
 _log: Final = logging.getLogger("sezzlee.server.notify")
 

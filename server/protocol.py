@@ -81,7 +81,6 @@ __all__ = [
     "INTERNAL_ERROR",
     "KEEPALIVE",
     "LEGACY_VERSIONS",
-    "META_TOOL_NAMES",
     "MODERN_VERSION",
     "SSE_HEADERS",
     "Call",

@@ -39,7 +39,7 @@ from server.dense import DenseIndex, load_dense
 from server.vector_files import DamagedVectors, Stamp, sidecar_stamp
 from server.view import CatalogView
 
-__all__ = ["IndexStatus", "Reader"]
+__all__ = ["Reader"]
 
 _log: Final = logging.getLogger("sezzlee.server.reader")
 

@@ -35,15 +35,12 @@ if TYPE_CHECKING:
     from server.identity.jwt_verifier import JwtVerifier
 
 __all__ = [
-    "JWKS_MAX_BYTES",
     "ResourceServer",
     "Verified",
     "challenge",
     "fetch",
     "metadata",
-    "metadata_url",
     "resource_of",
-    "trusted_issuers",
 ]
 
 JWKS_MAX_BYTES: Final = 1024 * 1024

@@ -21,7 +21,7 @@ from catalog.query import folded_tags
 from server.console.facts import CatalogFacts, FactsCache
 from server.view import CatalogView
 
-__all__ = ["CatalogPage", "DocumentRow", "Filters", "ToolRow", "catalog_page", "sources_of"]
+__all__ = ["Filters", "catalog_page"]
 
 DOCUMENTS_PAGE: Final = 100
 TOOLS_PAGE: Final = 50

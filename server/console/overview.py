@@ -13,7 +13,7 @@ from server.console.facts import FactsCache, NamespaceRow, ProblemRow
 from server.state import ServerState
 from server.view import CatalogView
 
-__all__ = ["CodeGroup", "Overview", "RefusedDocument", "VectorFill", "overview"]
+__all__ = ["overview"]
 
 TOP_NAMESPACES = 25
 """Namespaces listed, largest first; the Catalog page lists every document."""

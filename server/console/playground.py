@@ -28,7 +28,7 @@ from server.state import ServerState
 from server.tools import ToolContext, call_tool
 from server.view import CatalogView
 
-__all__ = ["CallerSummary", "PlaygroundForm", "PlaygroundPage", "ResultCard", "run_playground"]
+__all__ = ["run_playground"]
 
 Mode = Literal["anonymous", "token", "scopes"]
 _ANSWER: Final = msgspec.json.Decoder(dict[str, Any])

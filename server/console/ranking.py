@@ -16,7 +16,7 @@ import msgspec
 from server.search.explain import Recording, explained
 from server.view import CatalogView
 
-__all__ = ["Matched", "RankedRow", "Ranking", "ranking"]
+__all__ = ["Ranking", "ranking"]
 
 
 class Matched(msgspec.Struct, frozen=True, kw_only=True):

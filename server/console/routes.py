@@ -48,7 +48,7 @@ from server.console.traffic import traffic_page
 from server.ops import host_refusal, is_operator
 from server.state import ServerState
 
-__all__ = ["CONTENT_SECURITY_POLICY", "console_router", "console_templates"]
+__all__ = ["console_router", "console_templates"]
 
 HERE: Final = Path(__file__).resolve().parent
 CONTENT_SECURITY_POLICY: Final = (

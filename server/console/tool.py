@@ -32,7 +32,7 @@ from server.identity.plans import CredentialRoute
 from server.state import ServerState
 from server.view import CatalogView
 
-__all__ = ["AlternativeRow", "SchemeRow", "ToolPage", "tool_page"]
+__all__ = ["tool_page"]
 
 _PRETTY: Final = msgspec.json.Encoder()
 

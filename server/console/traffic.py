@@ -28,7 +28,7 @@ from server.metrics import BUCKETS, Series
 from server.state import ServerState
 from server.view import CatalogView
 
-__all__ = ["AuditRow", "Count", "Latency", "TrafficPage", "traffic_page"]
+__all__ = ["traffic_page"]
 
 TOP_TOOLS: Final = 15
 LINES: Final = 50

@@ -19,7 +19,7 @@ from server.identity.jwt_verifier import JwtVerifier
 from server.identity.plans import PlanCache
 from server.resource import ResourceServer, resource_verifier_config
 
-__all__ = ["MIN_HS256_SECRET_BYTES", "Secrets", "resolve_secrets"]
+__all__ = ["Secrets", "resolve_secrets"]
 
 MIN_HS256_SECRET_BYTES: Final = 32
 """RFC 7518 §3.2: an HS256 key must be at least as long as the hash output (256 bits)."""

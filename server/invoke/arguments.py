@@ -26,7 +26,6 @@ from catalog.refs import escape_token
 from server.errors import InvalidArguments, InvalidType, ToolChanged
 
 __all__ = [
-    "LINEAR_PATTERNS",
     "LIST_ALL_VALUES",
     "MAX_LISTED_ERRORS",
     "MAX_MESSAGE_CHARS",

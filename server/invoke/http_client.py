@@ -37,7 +37,7 @@ from catalog.model import has_control, header_name_problem
 from server.invoke.answer import BackendResponse
 from server.invoke.encoding import requote
 
-__all__ = ["ACCEPT_ENCODING", "IDLE_SECONDS", "AnswerTooLarge", "ConnectionFailed", "Pool"]
+__all__ = ["ACCEPT_ENCODING", "AnswerTooLarge", "ConnectionFailed", "Pool"]
 
 _IDEMPOTENT: Final = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS", "TRACE"})
 _WITH_BODY: Final = frozenset({"POST", "PUT", "PATCH"})

@@ -35,7 +35,7 @@ from server.invoke.request import base_url_for, build_request
 from server.invoke.sender import BackendSender, BackendSettings, holder_of
 from server.resource import Verified
 
-__all__ = ["Audit", "Invoker", "Targets"]
+__all__ = ["Audit", "Invoker"]
 
 _AUDIT: Final = logging.getLogger("sezzlee.audit")
 _LOG: Final = logging.getLogger("sezzlee.invoke")

@@ -51,7 +51,7 @@ from server.invoke.encoding import (
     quote_component,
 )
 
-__all__ = ["MAX_ENCODED_BYTES", "BackendRequest", "base_url_for", "build_request"]
+__all__ = ["BackendRequest", "base_url_for", "build_request"]
 
 
 class BackendRequest(msgspec.Struct, frozen=True, kw_only=True):

@@ -35,7 +35,7 @@ from server.invoke.http_client import ACCEPT_ENCODING, AnswerTooLarge, Connectio
 from server.invoke.request import BackendRequest
 from server.invoke.tls import tls_context
 
-__all__ = ["MAX_REDIRECTS", "BackendSender", "BackendSettings", "holder_of"]
+__all__ = ["BackendSender", "BackendSettings", "holder_of"]
 
 MAX_REDIRECTS: Final = 5
 _REDIRECTS: Final = frozenset({301, 302, 303, 307, 308})

@@ -29,7 +29,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DENSE_DEPTH",
-    "TAGGED_SCAN_MAX",
     "DenseSide",
     "Semantic",
     "tagged_ordinals",

@@ -23,7 +23,7 @@ from catalog.query import Keyword, Words
 from catalog.rank_query import Term, query_terms
 from server.view import CatalogView
 
-__all__ = ["Explained", "Matched", "Recording", "explained", "format_explanation"]
+__all__ = ["Explained", "Recording", "explained", "format_explanation"]
 
 
 class Recording(msgspec.Struct, kw_only=True):
