@@ -23,6 +23,7 @@ Theory of operation (docs/decisions.md, Generation; docs/tantivy.md §5):
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -92,6 +93,7 @@ class Reader:
         self._dense: dict[str, DenseIndex] = {}  # commit id → its vectors, as last read
         self._refused: dict[str, Stamp | None] = {}  # commit id → the stamp last refused
         self.vectors_refused = 0
+        self._refusing = threading.Lock()
         """Vectors files refused as damaged since start-up (a metric): a sidecar or graph
         that does not match its seal, or a mapped one changed in place."""
         self.view: CatalogView | None = None
@@ -156,10 +158,12 @@ class Reader:
         they are not read again until they change.
         """
         stamp = sidecar_stamp(self.index_dir, commit_id)
-        if self._refused.get(commit_id, ()) == stamp:
-            return
-        self._refused[commit_id] = stamp
-        self.vectors_refused += 1
+        # The loop (dense_for) and the reload thread both refuse: one check-and-count.
+        with self._refusing:
+            if self._refused.get(commit_id, ()) == stamp:
+                return
+            self._refused[commit_id] = stamp
+            self.vectors_refused += 1
         _log.error(
             "tool vectors refused: ranked by words until the indexer writes them again",
             extra={"commit_id": commit_id, "problem": problem},
