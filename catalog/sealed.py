@@ -18,7 +18,7 @@ from catalog.vectors import (
     seal_path,
 )
 
-__all__ = ["replace_sealed", "seal_file"]
+__all__ = ["replace_sealed", "seal_file", "write_seal"]
 
 
 def seal_file(path: Path) -> None:
@@ -28,16 +28,23 @@ def seal_file(path: Path) -> None:
     write_atomically(seal_path(path), msgspec.json.encode([seal]))
 
 
+def write_seal(target: Path, seal: Seal) -> None:
+    """Seal ``target`` for the file about to replace it: the new file's ``seal``, and the
+    one of the file it replaces, so that a server which opened either finds it in the seal
+    it reads next (``server/vector_files.py``).
+    """
+    previous: list[Seal] = []
+    with contextlib.suppress(OSError, msgspec.DecodeError, msgspec.ValidationError):
+        previous = msgspec.json.decode(seal_path(target).read_bytes(), type=list[Seal])[:1]
+    write_atomically(seal_path(target), msgspec.json.encode([seal, *previous]))
+
+
 def replace_sealed(temporary: Path, target: Path) -> None:
     """Rename the written ``temporary`` over ``target``, its seal written first: the new
     file's, and the one of the file it replaces, so that a server which opened either
     finds it in the seal it reads next (``server.dense``).
     """
     with open(temporary, "rb") as stream:
-        seal = seal_of(stream)
-    previous: list[Seal] = []
-    with contextlib.suppress(OSError, msgspec.DecodeError, msgspec.ValidationError):
-        previous = msgspec.json.decode(seal_path(target).read_bytes(), type=list[Seal])[:1]
-    write_atomically(seal_path(target), msgspec.json.encode([seal, *previous]))
+        write_seal(target, seal_of(stream))
     os.replace(temporary, target)
     sync_directory(target.parent)

@@ -55,8 +55,9 @@ from catalog.published import (
     manifest_sha,
     parse_store_url,
 )
+from catalog.sealed import write_seal
 from catalog.transfer import DamagedFile, download, local_parts
-from catalog.vectors import VECTORS_DIR, Seal, commit_of_name, seal_path
+from catalog.vectors import VECTORS_DIR, Seal, commit_of_name
 from server.follow_status import STATUS_NAME, FollowSettings, FollowStatus, read_status
 
 __all__ = ["Follower", "RefusedCommit"]
@@ -277,7 +278,7 @@ class Follower:
                 if os.path.samefile(source, target):
                     continue
             if file.name.startswith(f"{VECTORS_DIR}/"):
-                self._seal(target, Seal(size=file.size, sha256=file.sha256))
+                write_seal(target, Seal(size=file.size, sha256=file.sha256))
             temporary = target.with_name(f".{target.name}.{os.getpid()}.link")
             temporary.unlink(missing_ok=True)
             os.link(source, temporary)
@@ -320,16 +321,6 @@ class Follower:
                 extra={"commit_id": commit_id, "seconds": round(time.perf_counter() - started, 3)},
             )
         return built
-
-    def _seal(self, target: Path, seal: Seal) -> None:
-        """The seal a server checks a vectors file against: the new file's, and the one
-        of the file it replaces (a server that opened either finds it in the seal it reads
-        next, as the indexer writes them, ``indexer/vectors.py``).
-        """
-        previous: list[Seal] = []
-        with contextlib.suppress(OSError, msgspec.DecodeError, msgspec.ValidationError):
-            previous = msgspec.json.decode(seal_path(target).read_bytes(), type=list[Seal])[:1]
-        write_atomically(seal_path(target), msgspec.json.encode([seal, *previous]))
 
     def _prune(self) -> None:
         """Delete the index files and objects neither the applied commit nor the one
