@@ -203,16 +203,21 @@ def _parse_modern(headers: Headers, body: bytes, server: Implementation) -> Repl
     if rpc_method == "server/discover":
         return result_reply(Era.MODERN, request_id, _discover_result(), server)
     if rpc_method == "subscriptions/listen":
-        if not _accepts_sse(accept, strict=True):
-            return Reply(status=406)
-        problem = _listen_params_problem(params)
-        if problem is not None:
-            return _modern_error(request_id, INVALID_PARAMS, problem)
-        honored = (
-            {"toolsListChanged": True} if params["notifications"].get("toolsListChanged") else {}
-        )
-        return Listen(id=request_id, honored=honored)
+        return _listen(request_id, accept, params)
     return _tool_request(Era.MODERN, request_id, rpc_method, params)
+
+
+def _listen(request_id: int | str, accept: set[str], params: dict[str, Any]) -> Reply | Listen:
+    """A ``subscriptions/listen`` request whose envelope checked out: the stream it
+    opens, or why not (it alone needs an SSE answer, and its params have a schema).
+    """
+    if not _accepts_sse(accept, strict=True):
+        return Reply(status=406)
+    problem = _listen_params_problem(params)
+    if problem is not None:
+        return _modern_error(request_id, INVALID_PARAMS, problem)
+    honored = {"toolsListChanged": True} if params["notifications"].get("toolsListChanged") else {}
+    return Listen(id=request_id, honored=honored)
 
 
 _LISTEN_FLAGS: Final = ("toolsListChanged", "promptsListChanged", "resourcesListChanged")
