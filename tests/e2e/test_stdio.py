@@ -13,7 +13,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -28,6 +27,7 @@ from examples.backend import DEMO_SECRET, DEMO_SECRET_ENV, demo_token
 from tests.e2e.conftest import ROOT, Recording
 from tests.server.loopback import running
 from tests.tools import openapi_json
+from tests.waiting import eventually
 
 TOKEN = "Bearer-token-for-stdio"
 
@@ -259,10 +259,7 @@ def test_a_host_that_signals_the_server_leaves_no_indexer_behind(
         process.send_signal(sig)
         status = process.wait(timeout=30)
         assert status == (0 if sig != signal.SIGKILL else -signal.SIGKILL)
-        deadline = time.monotonic() + 30
-        while _alive(indexer):
-            assert time.monotonic() < deadline, "the indexer outlived the server"
-            time.sleep(0.1)
+        eventually(lambda: not _alive(indexer), "the indexer to end with the server", timeout=30)
     finally:
         if process.poll() is None:
             process.kill()

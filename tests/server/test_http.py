@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 from typing import Any
 
@@ -353,18 +352,20 @@ def test_reload_bumps_generation_only_on_a_changed_fingerprint(tmp_path: Path) -
         write_index(index_dir, tools)  # same catalog, new commit (2): no reload
         # The operator's readiness names the newest commit the reader has read: once it
         # is 2, the reader has seen the new commit and kept its view.
-        started = time.monotonic()
-        while (ready := httpx.get(server.base + "/readyz", headers=OPERATOR).json())["commit"] != 2:
-            assert time.monotonic() - started < 5, ready
-            time.sleep(0.02)
-        assert ready["generation"] == 0
-        started = time.monotonic()
+        eventually(
+            lambda: httpx.get(server.base + "/readyz", headers=OPERATOR).json()["commit"] == 2,
+            "the reader to read commit 2",
+            timeout=5,
+        )
+        assert httpx.get(server.base + "/readyz", headers=OPERATOR).json()["generation"] == 0
         write_index(
             index_dir, [*tools, make_tool("get_invoice", "Returns an invoice.", namespace="")]
         )
-        while httpx.get(server.base + "/readyz").json()["generation"] != 1:
-            assert time.monotonic() - started < 5
-            time.sleep(0.02)
+        eventually(
+            lambda: httpx.get(server.base + "/readyz").json()["generation"] == 1,
+            "the reload to generation 1",
+            timeout=5,
+        )
         listed = modern_post(server, "tools/list").json()["result"]["tools"]
         assert all(t["_meta"] == {GENERATION_KEY: 1} for t in listed)
         loaded, failed = payload(

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -166,12 +165,12 @@ def test_stream_limit_refuses_with_32603_and_cleanup_frees_the_slot(tmp_path: Pa
             assert refused.status_code == 200
             assert refused.json()["error"]["code"] == -32603
             assert refused.json()["id"] == "two"
-        deadline = time.monotonic() + 5
-        while True:  # the first stream's finally unsubscribed it once the client left
+
+        def accepted() -> bool:
             with client.stream(
                 "POST", server.url, headers=HEADERS, json=listen_body("three", {})
             ) as again:
-                if again.headers["content-type"].startswith("text/event-stream"):
-                    break
-            assert time.monotonic() < deadline
-            time.sleep(0.1)
+                return bool(again.headers["content-type"].startswith("text/event-stream"))
+
+        # The first stream's finally unsubscribed it once the client left.
+        eventually(accepted, "a new stream once the first one's client left", timeout=5)
