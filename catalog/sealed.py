@@ -1,6 +1,6 @@
 """The vectors' files written whole (``catalog/durable.py``) and sealed
 (``catalog.vectors.seal_path``: their size and SHA-256, written before the rename), so a
-reader sees the old file or the new one and can tell which (``server/dense.py``).
+reader sees the old file or the new one and can tell which (``server/vector_files.py``).
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ def write_seal(target: Path, seal: Seal) -> None:
 def replace_sealed(temporary: Path, target: Path) -> None:
     """Rename the written ``temporary`` over ``target``, its seal written first: the new
     file's, and the one of the file it replaces, so that a server which opened either
-    finds it in the seal it reads next (``server.dense``).
+    finds it in the seal it reads next (``server/vector_files.py``).
     """
     with open(temporary, "rb") as stream:
         write_seal(target, seal_of(stream))
