@@ -6,7 +6,7 @@ published; about 90,000 tools once converted, 6 documents skipped). Every docume
 goes through the catalog's own converter; a document the converter refuses, or a tool
 that cannot be encoded, is skipped and counted. Indexes are built once into
 ``.sezzlee/bench/search-latency-v<schema>/`` and reused (delete the directory to rebuild).
-The indexer's own writer builds them (``indexer.converted``): ordinals follow name
+The indexer's own writer builds them (``benchmarks.converted``): ordinals follow name
 order. Their tool vectors are filled as the indexer fills them (``indexer.vectors``:
 the content-hash cache, the sidecar, and for the full catalog the HNSW graph); the
 prefix catalog's cache starts as a copy of the full one's, so no text is embedded twice.
@@ -55,6 +55,7 @@ import msgspec
 import tantivy
 
 from benchmarks.catalog_index import REPO, convert_spec, everyone, natural_requests
+from benchmarks.converted import ConvertedBuild, write_converted
 from catalog.config import SearchConfig, SpecConfig
 from catalog.embedding import Encoder
 from catalog.fold import fold_words
@@ -64,7 +65,6 @@ from catalog.model import CatalogTool
 from catalog.query import STOP_WORDS
 from catalog.vectors import VECTORS_DIR
 from catalog.visibility import visibility_key
-from indexer.converted import ConvertedBuild, write_converted
 from indexer.fields import encode_fields
 from indexer.vector_cache import VectorCache
 from indexer.vectors import fill_vectors, shared_encoder

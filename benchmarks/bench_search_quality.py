@@ -54,12 +54,12 @@ from benchmarks.catalog_index import (
     everyone,
     open_catalog,
 )
+from benchmarks.converted import write_converted
 from catalog.embedding import DIMENSIONS, Encoder
 from catalog.keyword_first import is_keyword_style, matching_every_keyword
 from catalog.model import CatalogTool
 from catalog.query import SearchRequest
 from catalog.visibility import Audience, partition
-from indexer.converted import write_converted
 from server.query_vectors import shared_query_vectors
 from server.reader import Reader
 from server.search.dense_candidates import Semantic

@@ -2,7 +2,7 @@
 
 Shared by the search benchmarks (not a benchmark itself: no ``bench_`` prefix). Tools
 come from the catalog's own converter; indexes are written by the indexer's own writer
-(``indexer.converted.write_converted``), so a benchmark searches what a server serves.
+(``benchmarks.converted.write_converted``), so a benchmark searches what a server serves.
 """
 
 from __future__ import annotations

@@ -29,10 +29,10 @@ from benchmarks.bench_search_quality import (
     load_set,
 )
 from benchmarks.catalog_index import everyone
+from benchmarks.converted import write_converted
 from catalog.embedding import Encoder
 from catalog.query import SearchRequest, clamp_request
 from catalog.visibility import PUBLIC_KEY, Audience
-from indexer.converted import write_converted
 from server.query_vectors import QueryVectors
 from server.reader import Reader
 from server.search.dense_candidates import Semantic

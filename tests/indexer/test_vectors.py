@@ -15,13 +15,13 @@ import pytest
 import tantivy
 from numpy.typing import NDArray
 
+from benchmarks.converted import ConvertedBuild, write_converted
 from catalog.config import Config, decode_config
 from catalog.embedding import DIMENSIONS, Encoder, content_key, quantize
 from catalog.index_documents import embedding_text
 from catalog.model import CatalogTool
 from catalog.vectors import SIDECAR_DTYPE, VECTORS_DIR, key_runs, sidecar_path
 from catalog.visibility import visibility_hash
-from indexer.converted import ConvertedBuild, write_converted
 from indexer.report import Reporter
 from indexer.session import Session
 from indexer.vector_cache import CACHE_NAME, VectorCache

@@ -13,12 +13,12 @@ from pathlib import Path
 
 import tantivy
 
+from benchmarks.converted import write_converted
 from catalog.fusion import Candidate
 from catalog.index_schema import read_meta, register_analyzers
 from catalog.model import CatalogTool
 from catalog.query import SearchRequest
 from catalog.visibility import Audience
-from indexer.converted import write_converted
 from server.search.dense_candidates import DenseSide
 from server.search.explain import Recording
 from server.search.pipeline import search_now

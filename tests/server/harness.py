@@ -1,6 +1,6 @@
 """Test harness: a real tantivy index written in a temp dir, a real server on a real port.
 
-The index is written by the indexer's own writer (``indexer.converted``), its
+The index is written by the indexer's own writer (``benchmarks.converted``), its
 ``__meta__`` record as the indexer commits it, one commit per catalog. The server is the
 real app (``server.app.create_app``) under uvicorn in a thread, on a free 127.0.0.1 port.
 """
@@ -19,12 +19,12 @@ import httpx
 import uvicorn
 from litestar import Litestar
 
+from benchmarks.converted import write_converted
 from benchmarks.ports import free_port
 from catalog.model import (
     CatalogTool,
     Problem,
 )
-from indexer.converted import write_converted
 from server.notify import Notifier
 from tests.waiting import eventually
 
@@ -54,7 +54,7 @@ def write_index(
     unlisted: dict[str, str] | None = None,
 ) -> str:
     """Replace the whole catalog in ``index_dir`` with ``tools`` in one commit, through
-    the indexer's writer (``indexer.converted``); ``broken``: source → why it failed.
+    the indexer's writer (``benchmarks.converted``); ``broken``: source → why it failed.
 
     Returns:
         The catalog fingerprint written into the meta record.

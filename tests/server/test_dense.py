@@ -12,12 +12,12 @@ import numpy as np
 import pytest
 import tantivy
 
+from benchmarks.converted import write_converted
 from catalog.embedding import Encoder
 from catalog.index_schema import IndexMeta, decode_meta
 from catalog.model import CatalogTool
 from catalog.vectors import VECTORS_DIR, sidecar_path
 from catalog.visibility import PUBLIC_KEY, visibility_hash, visibility_key
-from indexer.converted import write_converted
 from indexer.vector_cache import VectorCache
 from indexer.vectors import EMBED_CHUNK, fill_vectors
 from server.dense import DenseIndex, load_dense

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks.converted import write_converted
 from catalog.embedding import Encoder
 from catalog.query import clamp_request
 from catalog.visibility import Audience
-from indexer.converted import write_converted
 from server.fair import FairExecutor
 from server.query_vectors import QueryVectors
 from server.reader import Reader

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from benchmarks.converted import write_converted
 from catalog.config import Config, SearchConfig
 from catalog.embedding import Encoder
 from catalog.fusion import Candidate
@@ -22,7 +23,6 @@ from catalog.model import CatalogTool
 from catalog.query import SearchRequest, clamp_request, keywords, operation_text
 from catalog.vectors import VECTORS_DIR, sidecar_path
 from catalog.visibility import PUBLIC_KEY, Audience
-from indexer.converted import write_converted
 from indexer.vector_cache import VectorCache
 from indexer.vectors import fill_vectors
 from server.app import create_app

@@ -1,4 +1,4 @@
-"""indexer.converted writes what a session writes for the same documents.
+"""benchmarks.converted writes what a session writes for the same documents.
 
 Tests and benchmarks build their indexes from converted tools through it, so the
 documents, ordinals and ``__meta__`` record a server reads in them must be the ones the
@@ -13,13 +13,13 @@ import msgspec
 import pytest
 import tantivy
 
+from benchmarks.converted import ConvertedBuild, write_converted
 from catalog.backends import namespace_for
 from catalog.config import decode_config
 from catalog.index_schema import META_ID, IndexMeta
 from catalog.model import CatalogTool, Problem
 from indexer.build import convert_file
 from indexer.conversion import Conversion
-from indexer.converted import ConvertedBuild, write_converted
 from indexer.fields import decode_tools
 from indexer.report import Reporter
 from indexer.session import Session
@@ -46,9 +46,7 @@ def _without_hashes(meta: IndexMeta | None) -> IndexMeta:
     return msgspec.structs.replace(meta, files=files, committed_at=0.0, commit_id="")
 
 
-def test_converted_tools_index_as_the_session_indexes_their_documents(
-    tmp_path: Path, quiet_reporter: Reporter
-) -> None:
+def test_converted_tools_index_as_the_session_indexes_their_documents(tmp_path: Path) -> None:
     specs = tmp_path / "specs"
     specs.mkdir()
     # Two documents of one namespace (a name clash, renamed), a secured one, a broken one.
@@ -59,13 +57,19 @@ def test_converted_tools_index_as_the_session_indexes_their_documents(
     config = decode_config(
         b'[specs."a.yaml"]\nnamespace = ""\n[specs."b.yaml"]\nnamespace = ""\n', file="t.toml"
     )
-    session = Session(
-        specs, tmp_path / "by-session", config, quiet_reporter, workers=1, heap_bytes=20_000_000
-    )
-    try:
-        session.sync()
-    finally:
-        session.close()
+    with open(tmp_path / "indexer.log", "w") as log:
+        session = Session(
+            specs,
+            tmp_path / "by-session",
+            config,
+            Reporter(log, json_lines=True),
+            workers=1,
+            heap_bytes=20_000_000,
+        )
+        try:
+            session.sync()
+        finally:
+            session.close()
 
     tools: list[CatalogTool] = []
     broken: dict[str, Problem] = {}

@@ -1,11 +1,12 @@
 """Index tools that are already converted: a sync without a spec directory.
 
 For callers that hold ``CatalogTool`` records instead of spec files (tests, benchmarks):
-each document's tools are summarized as a conversion is (``build.summarize``), named,
-planned (``plan.make_plan``) and written by the one writer (``writer.IndexStore``), so
-the index, its ordinals and its ``__meta__`` record (fingerprint, file statuses,
-visibility summaries) are the ones the session commits for the same tools. The
-manifest is saved as the session saves it, so a later build can add to the index.
+each document's tools are summarized as a conversion is (``indexer.build.summarize``),
+named, planned (``indexer.plan.make_plan``) and written by the one writer
+(``indexer.writer.IndexStore``), so the index, its ordinals and its ``__meta__`` record
+(fingerprint, file statuses, visibility summaries) are the ones the session commits for
+the same tools. The manifest is saved as the session saves it, so a later build can add
+to the index.
 
 Two things a spec file would give are stood in for: a file's content hash is the hash
 of its tools' encoded documents, and a broken file is given as its problem.
