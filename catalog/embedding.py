@@ -19,7 +19,6 @@ cosine. :func:`quantize` stores them as int8 (a quarter of float32's bytes).
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import hashlib
 import io
 import re
@@ -34,6 +33,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from catalog.cards import plain_text
+from catalog.heap import return_freed_memory
 
 if TYPE_CHECKING:
     import onnxruntime
@@ -164,13 +164,14 @@ def _tokenizer() -> bytes:
     return _pinned(tokenizer, TOKENIZER_SHA256, "all_minilm_l6_v2 tokenizer.json")
 
 
-def _model_files() -> tuple[bytes, str]:
-    """The derived model's bytes and the tokenizer's JSON, checked against their pins."""
+def _model_files() -> tuple[Path, str]:
+    """The derived model's path and the tokenizer's JSON, each checked against its pin."""
+    path = model_path()
     try:
-        model = model_path().read_bytes()
+        _pinned(path.read_bytes(), MODEL_SHA256, str(path))
     except OSError as exc:
         raise ModelUnavailable(f"{_HINT} ({exc})") from exc
-    return _pinned(model, MODEL_SHA256, str(model_path())), _tokenizer().decode()
+    return path, _tokenizer().decode()
 
 
 def _session_options(threads: int) -> onnxruntime.SessionOptions:
@@ -199,23 +200,6 @@ def _session_options(threads: int) -> onnxruntime.SessionOptions:
     return options
 
 
-def _return_freed_memory() -> None:
-    """Give the C heap's free pages back to the system (glibc only; elsewhere nothing).
-
-    Building a session dequantises the weights through temporary copies that it frees,
-    but glibc keeps freed heap pages mapped: each server worker then held about 60 MiB
-    it never used again.
-    """
-    try:
-        libc = ctypes.CDLL(None)
-        trim = libc.malloc_trim
-    except (OSError, AttributeError):
-        return
-    trim.argtypes = [ctypes.c_size_t]
-    trim.restype = ctypes.c_int
-    trim(0)
-
-
 def check_installed() -> None:
     """Refuse early when the model is missing: what a process with ``[search] semantic``
     on checks at start-up, before it serves or indexes anything.
@@ -239,11 +223,13 @@ class Encoder:
         import tokenizers
 
         model, tokenizer = _model_files()
+        # By path, not from the checked bytes: a session built from bytes keeps a copy of
+        # the whole model beside its weights (docs/semantic.md, "Costs").
         self._session = onnxruntime.InferenceSession(
-            model, _session_options(threads), providers=["CPUExecutionProvider"]
+            str(model), _session_options(threads), providers=["CPUExecutionProvider"]
         )
-        del model
-        _return_freed_memory()
+        # Building a session dequantises weights through temporaries it frees.
+        return_freed_memory()
         self._tokenizer = tokenizers.Tokenizer.from_str(tokenizer)
         # The upstream file pads every text to 128 tokens: five times the work of a query.
         self._tokenizer.no_padding()
