@@ -22,6 +22,7 @@ Theory of operation (search-semantics.md is normative):
 from __future__ import annotations
 
 from array import array
+from bisect import bisect_left
 from collections.abc import Iterable
 from typing import Final, NamedTuple
 
@@ -29,6 +30,7 @@ import msgspec
 import tantivy
 
 from catalog.cards import truncate
+from catalog.heap import return_freed_memory
 from catalog.index_schema import (
     META_ID,
     PAYLOAD,
@@ -106,6 +108,14 @@ def _unknown(name: str) -> UnknownTool:
     )
 
 
+class _Cards(NamedTuple):
+    """Every card of a view by ``ord``, ascending: its address's segment and document."""
+
+    ords: array[int]
+    segments: array[int]
+    docs: array[int]
+
+
 class CatalogView:
     """The catalog as of one index commit, as seen by server process generation N."""
 
@@ -135,7 +145,7 @@ class CatalogView:
         self._targets: dict[str, tuple[ToolDefinition, InvokeRecord]] = {}
         self._top_ord: int | None = None
         self._cards: int | None = None
-        self._by_ord: tuple[array[int], list[tantivy.DocAddress]] | None = None
+        self._by_ord: _Cards | None = None
         meta_hits = searcher.search(
             tantivy.Query.term_query(schema, "id", META_ID), 1, count=False
         ).hits
@@ -220,9 +230,13 @@ class CatalogView:
             self._prefixes[prefix] = known
         return known
 
-    def by_ord(self) -> tuple[array[int], list[tantivy.DocAddress]]:
-        """Every card's ``ord``, ascending, and its address: read once per view (tens of
-        milliseconds at 125,000 tools), then a bisection finds a card by its ordinal.
+    def card_address(self, ordinal: int) -> tantivy.DocAddress | None:
+        """The address of the card whose ``ord`` is ``ordinal``, or None when there is none.
+
+        Every card's ``ord`` and address are read once per view (tens of milliseconds at
+        125,000 tools), then a bisection finds one. They are kept as arrays, not as one
+        ``DocAddress`` object per card, and the reading's temporaries go back to the
+        system (docs/semantic.md, "Costs").
         """
         if self._by_ord is None:
             hits = self.searcher.search(
@@ -233,8 +247,18 @@ class CatalogView:
                 order=tantivy.Order.Asc,
             ).hits
             # Ordered by a fast field, a hit's first value is the document's ``ord``.
-            self._by_ord = (array("Q", (int(o) for o, _ in hits)), [a for _, a in hits])
-        return self._by_ord
+            self._by_ord = _Cards(
+                array("Q", (int(o) for o, _ in hits)),
+                array("I", (a.segment_ord for _, a in hits)),
+                array("I", (a.doc for _, a in hits)),
+            )
+            del hits
+            return_freed_memory()  # the hits' temporaries
+        cards = self._by_ord
+        at = bisect_left(cards.ords, ordinal)
+        if at == len(cards.ords) or cards.ords[at] != ordinal:
+            return None
+        return tantivy.DocAddress(cards.segments[at], cards.docs[at])
 
     # -- load_tool and invoke_tool ------------------------------------------------------
 

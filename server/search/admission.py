@@ -10,7 +10,6 @@ cost a search over the candidates' ordinals (docs/decisions.md, Measured choices
 
 from __future__ import annotations
 
-from bisect import bisect_left
 from collections.abc import Sequence
 
 import tantivy
@@ -52,14 +51,15 @@ def admitted(view: CatalogView, dense: Sequence[Candidate], scope: Scope) -> lis
 
 
 def _addressed(view: CatalogView, dense: Sequence[Candidate]) -> list[Hit]:
-    """:func:`admitted` for a caller who sees every tool: each candidate's card found in
-    the view's cards in ``ord`` order (:meth:`CatalogView.by_ord`), where a
-    ``term_set_query`` over the candidates' ordinals costs a search per request.
+    """:func:`admitted` for a caller who sees every tool: each candidate's card found by
+    its ``ord`` (:meth:`CatalogView.card_address`), where a ``term_set_query`` over the
+    candidates' ordinals costs a search per request.
     """
-    ords, addresses = view.by_ord()
     kept: dict[int, Hit] = {}
     for candidate in dense:
-        at = bisect_left(ords, candidate.ord)
-        if at < len(ords) and ords[at] == candidate.ord and candidate.ord not in kept:
-            kept[candidate.ord] = Hit(addresses[at], candidate.ord, candidate.score)
+        if candidate.ord in kept:
+            continue
+        address = view.card_address(candidate.ord)
+        if address is not None:
+            kept[candidate.ord] = Hit(address, candidate.ord, candidate.score)
     return list(kept.values())

@@ -6,6 +6,7 @@ thread, name order), the way the indexer writes them.
 
 from __future__ import annotations
 
+import itertools
 import json
 import time
 from pathlib import Path
@@ -160,6 +161,27 @@ def test_ties_break_by_catalog_order_across_segments(tmp_path: Path) -> None:
     assert view.searcher.num_segments == 2
     page = _names(_search(view, query="same words", limit=5))
     assert page == names[:5]  # the lowest ordinals, all in the second segment
+
+
+def test_card_address_finds_each_card_by_its_ordinal_across_segments(tmp_path: Path) -> None:
+    directory = tmp_path / "i"
+    names = [f"item_{i:02d}" for i in range(30)]
+    write_index(directory, [make_tool(n, "Same words.") for n in names[20:]])
+    append_segment(directory, [make_tool(n, "Same words.", source="more.yaml") for n in names[:20]])
+    view = open_view(directory)
+    assert view.searcher.num_segments == 2
+    cards = view.searcher.search(tantivy.Query.exists_query("ord"), 100, count=False).hits
+    for _, address in cards:
+        (ordinal,) = view.searcher.fast_field_values("ord", [address])
+        found = view.card_address(int(ordinal or 0))
+        assert found is not None
+        assert (found.segment_ord, found.doc) == (address.segment_ord, address.doc)
+    ordinals = [int(o or 0) for o in view.searcher.fast_field_values("ord", [a for _, a in cards])]
+    assert view.card_address(max(ordinals) + 1) is None
+    ordinals.sort()
+    between = [(a + b) // 2 for a, b in itertools.pairwise(ordinals) if b - a > 1]
+    assert between  # ordinals leave room between neighbours
+    assert all(view.card_address(g) is None for g in between)
 
 
 def test_stemmed_keyword_finds_the_singular(tmp_path: Path) -> None:
