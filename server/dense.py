@@ -260,12 +260,14 @@ class DenseIndex:
     ) -> NDArray[np.float32]:
         """Each int8 row's dot product with ``scaled`` (the query / 127: the cosine with the
         unit vector the row stands for), converted to float32 a block at a time into a
-        buffer of this thread's, so no float copy of the rows is made.
+        buffer of this thread's, so no float copy of the rows is made. The buffer grows to
+        a block only in a thread that scans: re-scoring a graph's few candidates keeps it
+        small in every other executor thread.
         """
         out = np.empty(len(quantized), dtype=np.float32)
         buffer: NDArray[np.float32] | None = getattr(self._local, "buffer", None)
-        if buffer is None:
-            buffer = np.empty((_BLOCK, DIMENSIONS), dtype=np.float32)
+        if buffer is None or len(buffer) < min(len(quantized), _BLOCK):
+            buffer = np.empty((min(len(quantized), _BLOCK), DIMENSIONS), dtype=np.float32)
             self._local.buffer = buffer
         for start in range(0, len(quantized), _BLOCK):
             block = quantized[start : start + _BLOCK]
