@@ -87,13 +87,13 @@ class Reader:
         self.index_dir = index_dir
         self.interval = interval
         self.semantic = semantic
+        """Read the tool vectors of the served commit (``[search] semantic``)."""
         self.synonyms = synonyms
         """The operator's synonyms, given to every view (``[search.synonyms]``)."""
-        """Read the tool vectors of the served commit (``[search] semantic``)."""
         self._dense: dict[str, DenseIndex] = {}  # commit id → its vectors, as last read
         self._refused: dict[str, Stamp | None] = {}  # commit id → the stamp last refused
+        self._refusing = threading.Lock()  # both the loop and the reload thread refuse
         self.vectors_refused = 0
-        self._refusing = threading.Lock()
         """Vectors files refused as damaged since start-up (a metric): a sidecar or graph
         that does not match its seal, or a mapped one changed in place."""
         self.view: CatalogView | None = None
