@@ -48,12 +48,12 @@ made pointer-safe, with ``_2``, ``_3`` for clashes in first-use order: determini
 
 from __future__ import annotations
 
-from typing import Any, Final, NamedTuple
+from typing import Any, Final
 
 import msgspec
 
-from catalog.compact_measure import bases, measure
-from catalog.compact_run import MAX_REF_DEPTH, BodySlot, Emitted, Run
+from catalog.compact_measure import measure
+from catalog.compact_run import MAX_REF_DEPTH, DocumentSchemas, Run
 from catalog.compact_shrink import NOT_EXPANDED, squeezed
 from catalog.normalize import Direction, Normalizer, Ref
 
@@ -74,15 +74,6 @@ whose budgets differ by a few bytes (their descriptions) share one result."""
 _encode = msgspec.json.encode
 
 
-class _Shape(NamedTuple):
-    """What a referenced template weighs and what it references."""
-
-    full: int  # bytes of JSON (a reference counted as written where it is met)
-    lean: int  # the same without any ``examples``
-    refs: tuple[str, ...]  # keys referenced, in order, with repeats
-    bases: tuple[str, ...]  # keys that are its allOf branches (or it itself, an alias)
-
-
 # -- compacting -------------------------------------------------------------------------
 
 
@@ -93,29 +84,14 @@ class Compactor:
         normalizer: the document's normalizer (holds the referenced templates).
     """
 
-    __slots__ = ("_bare", "_bodies", "_cores", "_cut", "_needs", "_normalizer", "_shapes", "target")
+    __slots__ = ("_bare", "_cores", "_cut", "_needs", "_schemas")
 
     def __init__(self, normalizer: Normalizer) -> None:
-        self._normalizer = normalizer
-        self.target = normalizer.target
-        self._shapes: dict[tuple[str, Direction], _Shape] = {}
+        self._schemas = DocumentSchemas(normalizer.target)
         self._cores: dict[tuple[str, int], int] = {}
         self._needs: dict[tuple[str, Direction], int] = {}
         self._cut: dict[tuple[str, Direction, int], tuple[Any, int]] = {}
         self._bare: dict[tuple[str, Direction], tuple[Any, int, int]] = {}
-        # Emitted bodies of referenced schemas (with or without examples) and the
-        # decisions about the references below them (see emitted()).
-        self._bodies: dict[BodySlot, Emitted] = {}
-
-    def emitted(self, slot: BodySlot) -> Emitted | None:
-        """The body a referenced target (key, direction, examples dropped) was emitted
-        as earlier in this document, with the decision about each reference below it.
-        """
-        return self._bodies.get(slot)
-
-    def keep_emitted(self, slot: BodySlot, emitted: Emitted) -> None:
-        """Remember an emitted body for :meth:`emitted`."""
-        self._bodies[slot] = emitted
 
     def schemas(
         self, arguments: Any, output: Any | None, budget: int
@@ -140,7 +116,7 @@ class Compactor:
             need_in = self._need(arguments, "in", budget)
             if need_in + self._need(output, "out", budget - need_in) > budget:
                 for kinds in (2, 1):
-                    core_in = Run(self, "in").core(arguments, kinds)
+                    core_in = Run(self._schemas, "in").core(arguments, kinds)
                     core_out = self._core(output, kinds)
                     if core_in + core_out <= budget:
                         reserve = min(max(reserve, core_out), budget - core_in)
@@ -189,7 +165,7 @@ class Compactor:
         """
         plan_budget = budget
         for _ in range(_ATTEMPTS):
-            run = Run(self, direction)
+            run = Run(self._schemas, direction)
             estimate = run.plan(template, plan_budget)
             out = run.emit_all(template)
             size = estimate if estimate <= budget * _TRUST else len(_encode(out))
@@ -203,7 +179,7 @@ class Compactor:
         if run.root_cut:
             # Even the root's own schemas exceed the budget: they are kept, and shrunk,
             # rather than published as a bare note.
-            run = Run(self, direction)
+            run = Run(self._schemas, direction)
             run.core(template, 1)
             out = run.emit_all(template)
         out = squeezed(out, budget)
@@ -216,25 +192,14 @@ class Compactor:
         """
         return estimate <= budget and (estimate <= budget * _TRUST or size <= budget)
 
-    def shape(self, key: str, direction: Direction) -> _Shape:
-        """A referenced template's sizes and references (cached)."""
-        cached = self._shapes.get((key, direction))
-        if cached is None:
-            template = self._normalizer.target(key, direction)
-            refs: list[str] = []
-            full, lean = measure(template, refs)
-            cached = _Shape(full, lean, tuple(refs), bases(template))
-            self._shapes[(key, direction)] = cached
-        return cached
-
     def _core(self, output: Any, kinds: int) -> int:
         """An output's core size (:meth:`Run.core`), shared for a bare reference."""
         if type(output) is not Ref or output.extra is not None:
-            return Run(self, "out").core(output, kinds)
+            return Run(self._schemas, "out").core(output, kinds)
         slot = (output.key, kinds)
         size = self._cores.get(slot)
         if size is None:
-            size = self._cores[slot] = Run(self, "out").core(output, kinds)
+            size = self._cores[slot] = Run(self._schemas, "out").core(output, kinds)
         return size
 
     def _need(self, template: Any, direction: Direction, cap: int) -> int:
@@ -259,7 +224,7 @@ class Compactor:
             key = refs.pop()
             if key not in seen:
                 seen.add(key)
-                shape = self.shape(key, direction)
+                shape = self._schemas.shape(key, direction)
                 total += shape.lean
                 refs.extend(shape.refs)
         return total

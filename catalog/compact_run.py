@@ -7,17 +7,15 @@ left it out.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any, Final
+from collections.abc import Callable
+from typing import Any, Final, NamedTuple
 
-from catalog.compact_measure import label, measure, member_refs, spine
+from catalog.compact_measure import bases, label, measure, member_refs, spine
 from catalog.compact_shrink import NOT_EXPANDED, examples_dropped_at, without_examples
 from catalog.keywords import ANNOTATIONS, SCHEMA_LISTS, SCHEMA_MAPS
 from catalog.normalize import Direction, Ref, TemplateDict, TemplateList
 
-if TYPE_CHECKING:  # compact.py makes a Run for each schema it compacts
-    from catalog.compact import Compactor
-
-__all__ = ["MAX_REF_DEPTH", "BodySlot", "Emitted", "Run"]
+__all__ = ["MAX_REF_DEPTH", "DocumentSchemas", "Run"]
 
 MAX_REF_DEPTH: Final = 64
 """Levels of reference nesting expanded at most; deeper levels are cut like the budget
@@ -46,6 +44,55 @@ BodySlot = tuple[str, Direction, bool]  # a target's key, the direction, example
 Emitted = tuple[Any, tuple[tuple[str, str], ...]]  # the body, the decisions below it
 
 
+class Shape(NamedTuple):
+    """What a referenced template weighs and what it references."""
+
+    full: int  # bytes of JSON (a reference counted as written where it is met)
+    lean: int  # the same without any ``examples``
+    refs: tuple[str, ...]  # keys referenced, in order, with repeats
+    bases: tuple[str, ...]  # keys that are its allOf branches (or it itself, an alias)
+
+
+class DocumentSchemas:
+    """One document's referenced schemas as its runs read them: each one's template, its
+    :class:`Shape` (measured once), and the bodies emitted so far, shared by every run of
+    the document's operations.
+
+    Args:
+        target: a referenced template by key and direction (the document's normalizer).
+    """
+
+    __slots__ = ("_bodies", "_shapes", "target")
+
+    def __init__(self, target: Callable[[str, Direction], Any]) -> None:
+        self.target = target
+        self._shapes: dict[tuple[str, Direction], Shape] = {}
+        # Emitted bodies of referenced schemas (with or without examples) and the
+        # decisions about the references below them (see emitted()).
+        self._bodies: dict[BodySlot, Emitted] = {}
+
+    def shape(self, key: str, direction: Direction) -> Shape:
+        """A referenced template's sizes and references (cached)."""
+        cached = self._shapes.get((key, direction))
+        if cached is None:
+            template = self.target(key, direction)
+            refs: list[str] = []
+            full, lean = measure(template, refs)
+            cached = Shape(full, lean, tuple(refs), bases(template))
+            self._shapes[(key, direction)] = cached
+        return cached
+
+    def emitted(self, slot: BodySlot) -> Emitted | None:
+        """The body a referenced target (key, direction, examples dropped) was emitted
+        as earlier in this document, with the decision about each reference below it.
+        """
+        return self._bodies.get(slot)
+
+    def keep_emitted(self, slot: BodySlot, emitted: Emitted) -> None:
+        """Remember an emitted body for :meth:`emitted`."""
+        self._bodies[slot] = emitted
+
+
 def _stub(key: str) -> dict[str, Any]:
     return {"description": f"{label(key)}: {NOT_EXPANDED}"}
 
@@ -54,9 +101,9 @@ class Run:
     """State of compacting one schema once."""
 
     __slots__ = (
-        "_compactor",
         "_counts",
         "_direction",
+        "_document",
         "_names",
         "_order",
         "_root_refs",
@@ -67,8 +114,8 @@ class Run:
         "whole",
     )
 
-    def __init__(self, compactor: Compactor, direction: Direction) -> None:
-        self._compactor = compactor
+    def __init__(self, document: DocumentSchemas, direction: Direction) -> None:
+        self._document = document
         self._direction = direction
         self._counts: dict[str, int] = {}
         self._order: list[str] = []
@@ -85,7 +132,7 @@ class Run:
     def plan(self, root: Any, budget: int) -> int:
         """Decide what is expanded (``kept``) and whether examples go; the estimated size."""
         full, lean = measure(root, self._root_refs)
-        shape = self._compactor.shape
+        shape = self._document.shape
         # Everything within MAX_REF_DEPTH levels, breadth-first, while it may still fit.
         level: dict[str, int] = {}
         frontier = self._root_refs
@@ -131,7 +178,7 @@ class Run:
         refused: set[str] = set()
         pending: dict[int, list[str]] = {1: list(refs)}
         direction = self._direction
-        shape = self._compactor.shape
+        shape = self._document.shape
 
         def take(key: str, depth: int) -> list[str]:
             # The schema with its allOf bases (each a level deeper), as one unit.
@@ -170,7 +217,7 @@ class Run:
                 unit = take(key, depth)
                 self.root_cut = self.root_cut or key in refused
                 for k in unit:
-                    spine(self._compactor.target(k, direction), kept[k] + 1, roots, members)
+                    spine(self._document.target(k, direction), kept[k] + 1, roots, members)
         if kinds == 1:
             return total
         # 2. The types of the top-level properties, smallest first.
@@ -204,7 +251,7 @@ class Run:
             self._counts[key] = seen + 1
             if not seen and key in self.kept:
                 self._order.append(key)
-                self.count(self._compactor.shape(key, self._direction).refs)
+                self.count(self._document.shape(key, self._direction).refs)
 
     def name_hoisted(self) -> list[str]:
         hoisted = [key for key in self._order if self._counts[key] > 1]
@@ -279,7 +326,7 @@ class Run:
         way here (the result is then identical to emitting it again).
         """
         slot = (key, self._direction, self.lean)
-        hit = self._compactor.emitted(slot)
+        hit = self._document.emitted(slot)
         if hit is not None:
             body, below = hit
             decision = self._decision
@@ -288,11 +335,11 @@ class Run:
                     self._trail[-1].update(below)
                 return body
         self._trail.append({})
-        body = self.emit(self._compactor.target(key, self._direction))
+        body = self.emit(self._document.target(key, self._direction))
         met = self._trail.pop()
         if self._trail:
             self._trail[-1].update(met)
-        self._compactor.keep_emitted(slot, (body, tuple(met.items())))
+        self._document.keep_emitted(slot, (body, tuple(met.items())))
         return body
 
     def emit_all(self, root: Any) -> Any:
