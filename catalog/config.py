@@ -10,7 +10,8 @@ ignored.
 
 This module is the one surface callers import: the sections are declared in
 ``config_sections.py`` (gateway-wide), ``config_specs.py`` (one document's) and
-``config_curation.py``, and the rules a type cannot state in ``config_checks.py``.
+``config_curation.py``, tied together by ``config_root.py``'s :class:`Config`, and the
+rules a type cannot state in ``config_checks.py``.
 
 Example::
 
@@ -65,6 +66,7 @@ from catalog.config_curation import (
     Variant,
     VariantRule,
 )
+from catalog.config_root import Config
 from catalog.config_sections import (
     DEFAULT_ALLOWED_HOSTS,
     AuthConfig,
@@ -109,25 +111,6 @@ __all__ = [
 ]
 
 
-class Config(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """The whole file. Every section is optional."""
-
-    server: ServerConfig = ServerConfig()
-    visibility: VisibilityConfig = VisibilityConfig()
-    invoke: InvokeConfig = InvokeConfig()
-    search: SearchConfig = SearchConfig()
-    specs: dict[str, SpecConfig] = msgspec.field(default_factory=dict)
-    curation: CurationConfig = CurationConfig()
-    auth: AuthConfig = AuthConfig()
-    publish: PublishConfig = PublishConfig()
-    console: ConsoleConfig = ConsoleConfig()
-
-    def spec(self, source: str) -> SpecConfig:
-        """The settings of the document at ``source`` (relative path), or the defaults."""
-        return self.specs.get(source) or _DEFAULT_SPEC
-
-
-_DEFAULT_SPEC: Final = SpecConfig()
 _SLUG: Final = re.compile(r"[^a-z0-9]+")
 _EXTENSIONS: Final = (".json", ".yaml", ".yml")
 

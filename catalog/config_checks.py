@@ -5,20 +5,17 @@ checks after decoding, each refusal naming the file and the key (``docs/config.m
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 import msgspec
 
 from catalog.config_curation import CurationConfig
+from catalog.config_root import Config
 from catalog.config_sections import PublishConfig, ServerConfig, SynonymsConfig
 from catalog.config_specs import SpecConfig
 from catalog.errors import ConfigError
 from catalog.model import header_name_problem
 from catalog.published import parse_store_url
-
-if TYPE_CHECKING:
-    from catalog.config import Config
 
 __all__ = ["check", "check_shape", "locate"]
 
