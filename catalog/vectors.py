@@ -46,6 +46,7 @@ __all__ = [
     "seal_path",
     "sidecar_order",
     "sidecar_path",
+    "sidecar_rows",
 ]
 
 VECTORS_DIR: Final = "vectors"
@@ -74,6 +75,16 @@ def sidecar_path(index_dir: Path, commit_id: str) -> Path:
     if not _COMMIT_ID.fullmatch(commit_id):
         raise ValueError(f"not a commit id: {commit_id!r}")
     return index_dir / VECTORS_DIR / f"{commit_id}.npy"
+
+
+def sidecar_rows(path: Path) -> int | None:
+    """How many rows the sidecar at ``path`` holds (its header read, not its rows), or
+    None when there is no readable one.
+    """
+    try:
+        return int(np.load(path, mmap_mode="r").shape[0])
+    except (OSError, ValueError):
+        return None
 
 
 ANN_METRIC: Final = MetricKind.Cos

@@ -34,7 +34,6 @@ from pathlib import Path
 from typing import Final
 
 import msgspec
-import numpy as np
 
 from catalog.config import PublishConfig
 from catalog.durable import sync_directory
@@ -54,7 +53,7 @@ from catalog.published import (
     unreferenced_objects,
 )
 from catalog.transfer import download, upload
-from catalog.vectors import VECTORS_DIR, commit_of_name
+from catalog.vectors import VECTORS_DIR, commit_of_name, sidecar_rows
 from indexer.lease import LeaseHeldError, LeaseLostError, WriterLease
 from indexer.report import Reporter
 from indexer.snapshot import Hashes, Snapshot, SnapshotError, drop_snapshot, take_snapshot
@@ -100,13 +99,6 @@ def open_store(settings: PublishConfig, url: str | None = None) -> ObjectStore:
         region=settings.region,
         timeout_seconds=settings.timeout_seconds,
     )
-
-
-def _sidecar_rows(path: Path) -> int:
-    try:
-        return int(np.load(path, mmap_mode="r").shape[0])
-    except (OSError, ValueError):
-        return 0
 
 
 class Publisher:
@@ -215,7 +207,7 @@ class Publisher:
                 raise
             os.replace(temporary, target)
             sync_directory(vectors)
-            seeded += _sidecar_rows(target)
+            seeded += sidecar_rows(target) or 0
         if seeded:
             self.reporter.event("vectors_seeded", url=self.store.url, rows=seeded)
         return seeded
@@ -349,7 +341,7 @@ class Publisher:
                 return self.last  # this very state is the head already
             uploaded, uploaded_bytes = self._upload(snapshot, files)
             sidecar = snapshot.directory / VECTORS_DIR / f"{meta.commit_id}.npy"
-            rows = _sidecar_rows(sidecar) if sidecar.exists() else 0
+            rows = sidecar_rows(sidecar) or 0
             manifest = PublishedCommit(
                 commit_id=meta.commit_id,
                 commit=meta.commit,

@@ -49,6 +49,7 @@ from catalog.vectors import (
     commit_of_name,
     sidecar_order,
     sidecar_path,
+    sidecar_rows,
 )
 from indexer.commit import Commit, CommitTools
 from indexer.report import Reporter
@@ -111,14 +112,6 @@ def _sidecar_bytes(rows: NDArray[np.void]) -> bytes:
     buffer = io.BytesIO()
     np.save(buffer, rows, allow_pickle=False)
     return buffer.getvalue()
-
-
-def _sidecar_rows(path: Path) -> int:
-    """Rows of the sidecar at ``path``; -1 when there is none (or not a readable one)."""
-    try:
-        return int(np.load(path, mmap_mode="r").shape[0])
-    except (OSError, ValueError):
-        return -1
 
 
 def _prune(vectors_dir: Path, commit_id: str) -> None:
@@ -227,7 +220,8 @@ class _Sidecar:
 
     def __init__(self, path: Path, tools: CommitTools, cache: VectorCache) -> None:
         self.path, self.tools, self._cache = path, tools, cache
-        self.written = _sidecar_rows(path)
+        found = sidecar_rows(path)
+        self.written = -1 if found is None else found
         self._rows = np.array([cache.row(k) for k in tools.keys], dtype=np.int64)
         self._ords = np.asarray(tools.ords, dtype=np.uint64)
         self._visk = np.asarray(tools.visk, dtype=np.uint64)
