@@ -7,6 +7,7 @@ counted at the longest form it may be written in).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Final
 
 import msgspec
@@ -86,19 +87,12 @@ def measure(node: Any, refs: list[str]) -> tuple[int, int]:
 
 def bases(node: Any) -> tuple[str, ...]:
     """The references a template is made of: its own (an alias) and its allOf branches'."""
-    found: list[str] = []
-    stack = [node]
-    while stack:
-        item = stack.pop()
-        if type(item) is Ref:
-            found.append(item.key)
-            if item.extra is not None:
-                stack.append(item.extra)
-        elif type(item) is TemplateDict:
-            branches = item.get("allOf")
-            if type(branches) is TemplateList:
-                stack.extend(reversed(branches))
-    return tuple(found)
+
+    def followed(item: TemplateDict) -> list[Any]:
+        branches = item.get("allOf")
+        return list(reversed(branches)) if type(branches) is TemplateList else []
+
+    return tuple(_refs_along(node, followed))
 
 
 def spine(node: Any, depth: int, roots: list[tuple[str, int]], members: list[Any]) -> None:
@@ -128,6 +122,24 @@ def member_refs(node: Any) -> list[str]:
     branches', those of a choice of two (``[X, null]`` is how 3.0 makes X nullable), its
     items' (a list of them). A wider oneOf is a choice among many types, not one.
     """
+
+    def followed(item: TemplateDict) -> list[Any]:
+        pushed: list[Any] = []
+        for keyword in BRANCHES:
+            branches = item.get(keyword)
+            if type(branches) is TemplateList and (keyword == "allOf" or len(branches) <= 2):
+                pushed.extend(reversed(branches))
+        if "items" in item:
+            pushed.append(item["items"])
+        return pushed
+
+    return _refs_along(node, followed)
+
+
+def _refs_along(node: Any, followed: Callable[[TemplateDict], list[Any]]) -> list[str]:
+    """The references met walking ``node`` depth first: a reference's key, then its
+    sibling keywords; a template's children as ``followed`` pushes them (the last first).
+    """
     found: list[str] = []
     stack = [node]
     while stack:
@@ -137,10 +149,5 @@ def member_refs(node: Any) -> list[str]:
             if item.extra is not None:
                 stack.append(item.extra)
         elif type(item) is TemplateDict:
-            for keyword in BRANCHES:
-                branches = item.get(keyword)
-                if type(branches) is TemplateList and (keyword == "allOf" or len(branches) <= 2):
-                    stack.extend(reversed(branches))
-            if "items" in item:
-                stack.append(item["items"])
+            stack.extend(followed(item))
     return found
