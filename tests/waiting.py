@@ -14,14 +14,21 @@ __all__ = ["eventually"]
 
 
 def eventually(
-    check: Callable[[], object], what: str, *, timeout: float = 20.0, interval: float = 0.01
+    check: Callable[[], object],
+    what: str | Callable[[], str],
+    *,
+    timeout: float = 20.0,
+    interval: float = 0.01,
 ) -> None:
-    """Return as soon as ``check()`` is truthy; fail naming ``what`` after ``timeout`` s.
+    """Return as soon as ``check()`` is truthy; fail naming ``what`` after ``timeout`` s
+    (a callable ``what`` is asked at the time of failing: a log as it is then).
 
     It blocks the calling thread (an event loop too, which is what a test of what waits
     unread on a socket needs).
     """
     deadline = time.monotonic() + timeout
     while not check():
-        assert time.monotonic() < deadline, f"timed out after {timeout} s waiting for {what}"
+        if time.monotonic() >= deadline:
+            named = what() if callable(what) else what
+            raise AssertionError(f"timed out after {timeout} s waiting for {named}")
         time.sleep(interval)

@@ -16,6 +16,7 @@ import httpx
 
 from benchmarks.ports import free_port
 from tests.e2e.conftest import ROOT, Agent
+from tests.waiting import eventually
 
 
 def _ready(url: str, process: subprocess.Popen[bytes], log: Path) -> None:
@@ -50,10 +51,12 @@ def test_run_serves_the_demo_on_the_chosen_backend_port(tmp_path: Path) -> None:
         _ready(f"http://127.0.0.1:{port}/readyz", process, log)
         agent = Agent(f"http://127.0.0.1:{port}/mcp", "alice")
         # The indexer may still be committing its first build when /readyz answers.
-        deadline = time.monotonic() + 30
-        while agent.ok("search_tools", {"query": "orders"})["total"] == 0:
-            assert time.monotonic() < deadline, "the demo catalog never appeared"
-            time.sleep(0.2)
+        eventually(
+            lambda: agent.ok("search_tools", {"query": "orders"})["total"] > 0,
+            "the demo catalog",
+            timeout=30,
+            interval=0.2,
+        )
         names = [
             card["name"] for card in agent.ok("search_tools", {"query": "list orders"})["results"]
         ]
@@ -64,10 +67,12 @@ def test_run_serves_the_demo_on_the_chosen_backend_port(tmp_path: Path) -> None:
         assert f"127.0.0.1:{backend}" in log.read_text()
         # The banner's client snippet, run as a newcomer would paste it. run.py prints it
         # once its own readiness poll sees the server, which can be after ours did.
-        deadline = time.monotonic() + 30
-        while "Edit a file in the spec" not in log.read_text():
-            assert time.monotonic() < deadline, f"no banner: {log.read_text()}"
-            time.sleep(0.1)
+        eventually(
+            lambda: "Edit a file in the spec" in log.read_text(),
+            lambda: f"run.py's banner; its log: {log.read_text()}",
+            timeout=30,
+            interval=0.1,
+        )
         banner = log.read_text()
         start = banner.index("\n\n", banner.index("Connect with the official Python client"))
         snippet = textwrap.dedent(banner[start : banner.index("Edit a file in the spec")])
