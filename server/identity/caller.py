@@ -54,11 +54,11 @@ from server.identity.credentials import (
     forwardable,
     is_bearer,
     located_credential,
+    sendable_cookie,
 )
 from server.identity.jwt_verifier import JwtVerifier
 from server.identity.plans import CredentialRoute, IdentityPlan
 from server.identity.secrets import Secrets
-from server.invoke.encoding import sendable_cookie
 from server.resource import Verified
 
 __all__ = ["Caller", "caller_from_headers"]

@@ -6,6 +6,7 @@ Credentials are never logged: :class:`Credential` and :class:`Forwarded` hide th
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Final, Literal
 
@@ -23,6 +24,7 @@ __all__ = [
     "forwardable",
     "is_bearer",
     "located_credential",
+    "sendable_cookie",
 ]
 
 _CONNECTION_BOUND: Final = frozenset({"negotiate", "ntlm"})
@@ -152,3 +154,18 @@ def bearer_token(scheme: SecurityScheme, value: str) -> str | None:
         if kind.lower() == "bearer":
             return token.strip()
     return None
+
+
+_COOKIE_BREAKS: Final = re.compile(r"[;, \t]")
+
+
+def sendable_cookie(value: str) -> bool:
+    """Whether a caller's credential stays one cookie value, sent byte for byte.
+
+    An argument cookie is percent-encoded; a credential is the caller's bytes, and a
+    backend compares them as they are, so it is never rewritten: one holding ``;``, ``,``
+    or whitespace (which split or end a cookie) cannot be sent. invoke_tool refuses the
+    call then (``server/invoke/encoding.py``), and the caller's identity counts it as not
+    presented (``caller.py``).
+    """
+    return not _COOKIE_BREAKS.search(value)

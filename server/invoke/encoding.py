@@ -16,6 +16,7 @@ from urllib.parse import quote
 
 from catalog.model import ParameterBinding, has_control, is_token
 from server.errors import InvalidArguments
+from server.identity.credentials import sendable_cookie
 
 __all__ = [
     "check_credential_cookie",
@@ -30,7 +31,6 @@ __all__ = [
     "quote_component",
     "requote",
     "scalar",
-    "sendable_cookie",
 ]
 
 _PATH_PARAM: Final = re.compile(r"\{([^{}]+)\}")
@@ -42,7 +42,6 @@ _URI_KEPT: Final = "!#$%&'()*+,/:;=?@[]~|"
 reserved characters, ``%`` (of a ``%XX``) and ``|``."""
 _STRAY_PERCENT: Final = re.compile(rb"%(?![0-9A-Fa-f]{2})")
 # What ends a cookie-value, or the cookie, in a Cookie header (RFC 6265 §4.2.1).
-_COOKIE_BREAKS: Final = re.compile(r"[;, \t]")
 # The separator of an unexploded array or object, by query style (form's is a comma).
 _DELIMITERS: Final = {"spaceDelimited": "%20", "pipeDelimited": "|"}
 
@@ -237,17 +236,6 @@ def cookie_value(value: Any) -> str:
             f"{quote(str(k), safe='')},{quote(scalar(v), safe='')}" for k, v in value.items()
         )
     return quote(scalar(value), safe="")
-
-
-def sendable_cookie(value: str) -> bool:
-    """Whether a caller's credential stays one cookie value, sent byte for byte.
-
-    An argument cookie is percent-encoded; a credential is the caller's bytes, and a
-    backend compares them as they are, so it is never rewritten: one holding ``;``, ``,``
-    or whitespace (which split or end a cookie) cannot be sent. :func:`build_request`
-    refuses the call then, and ``server.identity`` counts it as not presented.
-    """
-    return not _COOKIE_BREAKS.search(value)
 
 
 def check_credential_cookie(name: str, value: str) -> None:
