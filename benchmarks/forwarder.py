@@ -9,7 +9,7 @@ stack and outbound client cost before any gateway logic.
 Two outbound clients, by ``SEZZLEE_FORWARD_CLIENT``:
 
 * ``aiohttp`` (the default): one pooled session, a client library's cost (the server
-  used it before ``server/invoke/http_client.py``);
+  used it before ``server/outbound/http_client.py``);
 * ``raw``: HTTP/1.1 written by hand on asyncio streams, keep-alive connections reused,
   only what this GET needs (a ``Content-Length`` answer). No real client does less; it
   measures the cheapest outbound hop Python can make, which no gateway can go under.

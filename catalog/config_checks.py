@@ -207,7 +207,7 @@ def _is_base_url(url: str) -> bool:
 
 
 def _is_http_proxy(url: str) -> bool:
-    """``http://[user:password@]host[:port][/]``: what ``server.invoke.http_client`` speaks to."""
+    """``http://[user:password@]host[:port][/]``: what ``server.outbound.http_client`` speaks to."""
     if "\\" in url:  # read differently by different URL parsers (see _is_base_url)
         return False
     try:

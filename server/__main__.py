@@ -37,8 +37,8 @@ from catalog.config import (
 from catalog.errors import ConfigError
 from catalog.visibility import PUBLIC_KEY, Audience
 from server.identity.secrets import resolve_secrets
-from server.invoke.tls import tls_problems
 from server.limits import worker_limits
+from server.outbound.tls import tls_problems
 
 if TYPE_CHECKING:
     from litestar import Litestar

@@ -11,7 +11,7 @@ Exchanged tokens are cached per caller and backend: the key is the hash of the c
 token, its subject, and what was asked (issuer, audience, resource, scope), so two
 callers never share one, and a caller with a new token exchanges again. An entry is used
 until :data:`EXPIRY_MARGIN` before it expires. Concurrent identical exchanges wait for
-one request. The HTTP client is the project's own (``server.invoke.http_client.Pool``), one pool
+one request. The HTTP client is the project's own (``server.outbound.http_client.Pool``), one pool
 per token endpoint: no new dependency, no redirects, no proxy read from the environment,
 a bounded answer, and nothing blocks the event loop.
 """
@@ -31,8 +31,8 @@ import msgspec
 
 from catalog.config import AuthorizationServer, ExchangeConfig
 from server.errors import TokenExchangeFailed
-from server.invoke.http_client import AnswerTooLarge, ConnectionFailed, Pool
-from server.invoke.tls import tls_context
+from server.outbound.http_client import AnswerTooLarge, ConnectionFailed, Pool
+from server.outbound.tls import tls_context
 from server.resource import Verified
 
 __all__ = ["Exchanger"]

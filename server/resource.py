@@ -11,7 +11,7 @@ decisions and their reasons are ``docs/authorization.md``:
 * The Protected Resource Metadata (RFC 9728) is :func:`metadata`; the ``WWW-Authenticate``
   challenge of a 401 is :func:`challenge`.
 
-The HTTP client is the project's own (``server.invoke.http_client.Pool``): the same no-redirect,
+The HTTP client is the project's own (``server.outbound.http_client.Pool``): the same no-redirect,
 no-environment-proxy, bounded-answer client the invoker uses, so one client reaches every
 outbound party and no new runtime dependency is needed.
 """
@@ -29,7 +29,7 @@ import msgspec
 
 from catalog.config import AuthConfig, AuthorizationServer, Config, JwtConfig
 from catalog.model import SecurityPolicy
-from server.invoke.http_client import AnswerTooLarge, ConnectionFailed, Pool
+from server.outbound.http_client import AnswerTooLarge, ConnectionFailed, Pool
 
 if TYPE_CHECKING:
     from server.identity.jwt_verifier import JwtVerifier
@@ -159,7 +159,7 @@ async def fetch(url: str, *, budget: int = JWKS_MAX_BYTES) -> bytes:
         OSError: unreachable. TimeoutError: no answer within 10 s.
         ValueError: not 200, or over ``budget``.
     """
-    from server.invoke.tls import tls_context
+    from server.outbound.tls import tls_context
 
     parts = urlsplit(url)
     origin = f"{parts.scheme}://{parts.netloc.rsplit('@', 1)[-1]}"

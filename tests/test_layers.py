@@ -186,6 +186,29 @@ def test_the_view_and_the_rest_of_the_server_do_not_reach_into_the_pipeline() ->
     assert reaching == []
 
 
+# What the gateway sends out over HTTP is one package under every sender: invoke_tool's,
+# token exchange's, the resource server's key reads. It imports none of them back.
+OUTBOUND_READS: Final = {"server.errors", "server.outbound"}
+
+
+def test_the_outbound_client_imports_none_of_its_users() -> None:
+    wrong = {
+        str(path.relative_to(ROOT)): sorted(outside)
+        for path in _modules("server/outbound")
+        if (
+            outside := {
+                m
+                for m in _modules_imported(path)
+                if m.split(".")[0] == "server"
+                and not any(m == r or m.startswith(f"{r}.") for r in OUTBOUND_READS)
+            }
+        )
+    }
+    assert wrong == {}
+    # and the free-of-I/O half stays so: the pure steps import it
+    assert _imports(ROOT / "server/outbound/wire.py") & _NO_SOCKETS == set()
+
+
 # The module-global memories left, each a process-wide constant (docs/conventions.md §10:
 # every other cache lives in an object with a lifetime, the view, a batch, a validator).
 PROCESS_WIDE: Final = {

@@ -156,6 +156,7 @@ def bearer_token(scheme: SecurityScheme, value: str) -> str | None:
     return None
 
 
+# What ends a cookie-value, or the cookie, in a Cookie header (RFC 6265 §4.2.1).
 _COOKIE_BREAKS: Final = re.compile(r"[;, \t]")
 
 

@@ -5,6 +5,6 @@ The pure steps come first and do no I/O (docs/conventions.md §2.5, build then s
 backend request (``encoding.py`` writes each parameter by its style, ``body.py`` the
 body), ``answer.py`` turns the backend's answer into the tool's result. Then I/O:
 ``sender.py`` sends a request to its backend (origins, redirects, per-caller slots,
-failures as tool errors) over ``http_client.py``, the HTTP/1.1 client, with ``tls.py``'s
+failures as tool errors) over ``server/outbound/``'s HTTP/1.1 client and TLS
 contexts; ``invoker.py`` runs the steps in order for one call and writes its audit line.
 """

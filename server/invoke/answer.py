@@ -14,21 +14,9 @@ import msgspec
 
 from catalog.media import is_json_media, is_text_media, media_type
 from server.errors import BackendError
+from server.outbound.wire import BackendResponse
 
-__all__ = ["BackendResponse", "interpret"]
-
-
-class BackendResponse(msgspec.Struct, frozen=True, kw_only=True):
-    """What a backend answered, as read by the proxy (the body within its budget)."""
-
-    status: int
-    headers: tuple[tuple[str, str], ...] = ()
-    body: bytes = b""
-
-    def header(self, name: str) -> str | None:
-        """The first value of header ``name`` (case-insensitive), or None."""
-        wanted = name.lower()
-        return next((v for k, v in self.headers if k.lower() == wanted), None)
+__all__ = ["interpret"]
 
 
 def interpret(response: BackendResponse) -> dict[str, Any]:

@@ -1,6 +1,6 @@
 """How an argument's value is written into a URL, a header or a cookie, by its
-parameter's OpenAPI style; what :func:`requote` keeps of a raw URL; and which caller
-credentials can be sent as a cookie at all.
+parameter's OpenAPI style, and the refusal of a caller credential that cannot be sent as
+a cookie (the rule is ``server.identity.credentials.sendable_cookie``).
 
 Every value is percent-encoded where it lands (path values with ``safe=""``, dot
 segments escaped), so no value can change the scheme, host, port or the path's shape.
@@ -29,7 +29,6 @@ __all__ = [
     "path_value",
     "query_pairs",
     "quote_component",
-    "requote",
     "scalar",
 ]
 
@@ -37,26 +36,8 @@ _PATH_PARAM: Final = re.compile(r"\{([^{}]+)\}")
 _RESERVED_KEPT: Final = ":/?[]@!$'()*,;"
 """allowReserved keeps RFC 3986 reserved characters, except those that would split the
 query (``&``, ``=``, ``+``) or end it (``#``)."""
-_URI_KEPT: Final = "!#$%&'()*+,/:;=?@[]~|"
-"""What :func:`requote` keeps besides letters, digits and ``-._~``: RFC 3986's
-reserved characters, ``%`` (of a ``%XX``) and ``|``."""
-_STRAY_PERCENT: Final = re.compile(rb"%(?![0-9A-Fa-f]{2})")
-# What ends a cookie-value, or the cookie, in a Cookie header (RFC 6265 §4.2.1).
 # The separator of an unexploded array or object, by query style (form's is a comma).
 _DELIMITERS: Final = {"spaceDelimited": "%20", "pipeDelimited": "|"}
-
-
-def requote(raw: bytes) -> str:
-    """``raw`` (a URL, or its path and query) with every byte a URI may not hold
-    percent-encoded, as ``requests.utils.requote_uri`` does: a ``%XX`` already there is
-    kept, a ``%`` that starts none is ``%25``, a space or a non-ASCII byte is ``%XX``.
-
-    ``|`` is kept too: pipeDelimited's separator, as OpenAPI 3.0.3's style table spells
-    it, and as :func:`build_request` writes it. What :func:`build_request` makes of a
-    plain base URL and path template comes back unchanged: only what a document or a
-    Location put there raw is encoded.
-    """
-    return quote(_STRAY_PERCENT.sub(b"%25", raw), safe=_URI_KEPT)
 
 
 def quote_component(text: str, *, allow_reserved: bool = False) -> str:

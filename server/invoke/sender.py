@@ -1,6 +1,6 @@
 """Sending a backend request: where it may go, and what its failures mean.
 
-One keep-alive connection pool (``server/invoke/http_client.py``) per backend (origin and
+One keep-alive connection pool (``server/outbound/http_client.py``) per backend (origin and
 connection settings) per process, created on first use and closed with the invoker. Each
 pool has the timeouts, CA bundle, client certificate, HTTP proxy and concurrency
 limit of its spec's config. A redirect to the same origin is followed here (at most
@@ -29,11 +29,10 @@ from catalog import tracing
 from catalog.backends import origin_of
 from server.errors import BackendTimeout, BackendUnreachable, ResponseTooLarge
 from server.identity.caller import Caller
-from server.invoke.answer import BackendResponse
-from server.invoke.encoding import requote
-from server.invoke.http_client import ACCEPT_ENCODING, AnswerTooLarge, ConnectionFailed, Pool
 from server.invoke.request import BackendRequest
-from server.invoke.tls import tls_context
+from server.outbound.http_client import ACCEPT_ENCODING, AnswerTooLarge, ConnectionFailed, Pool
+from server.outbound.tls import tls_context
+from server.outbound.wire import BackendResponse, requote
 
 __all__ = ["BackendSender", "BackendSettings", "holder_of"]
 

@@ -1,4 +1,4 @@
-"""server/invoke/http_client.py: the keep-alive pool against raw loopback servers (real sockets).
+"""server/outbound/http_client.py: the keep-alive pool against raw loopback servers (real sockets).
 
 Each server here is a few lines of asyncio that answers exactly the bytes a case needs:
 framings (Content-Length, chunked, the close), codings, HEAD, interim answers, stale
@@ -20,9 +20,9 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from server.invoke import http_client
-from server.invoke.answer import BackendResponse
-from server.invoke.http_client import AnswerTooLarge, ConnectionFailed, Pool
+from server.outbound import http_client
+from server.outbound.http_client import AnswerTooLarge, ConnectionFailed, Pool
+from server.outbound.wire import BackendResponse
 from tests.server.certs import certificate, write_pem
 from tests.waiting import eventually
 

@@ -23,7 +23,7 @@ from server.errors import (
     InvalidType,
     ToolChanged,
 )
-from server.invoke.answer import BackendResponse, interpret
+from server.invoke.answer import interpret
 from server.invoke.arguments import (
     LIST_ALL_VALUES,
     MAX_LISTED_ERRORS,
@@ -32,8 +32,8 @@ from server.invoke.arguments import (
     check_version,
     coerce_arguments,
 )
-from server.invoke.encoding import requote
 from server.invoke.request import base_url_for, build_request
+from server.outbound.wire import BackendResponse, requote
 
 GET_ORDER = ToolDefinition(
     name="get_order",

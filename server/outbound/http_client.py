@@ -34,8 +34,7 @@ from urllib.parse import unquote, urlsplit
 import httptools
 
 from catalog.model import has_control, header_name_problem
-from server.invoke.answer import BackendResponse
-from server.invoke.encoding import requote
+from server.outbound.wire import BackendResponse, requote
 
 __all__ = ["ACCEPT_ENCODING", "AnswerTooLarge", "ConnectionFailed", "Pool"]
 
