@@ -104,8 +104,17 @@ def test_a_changed_spec_reaches_a_replicas_listen_stream(
 
     async def scenario() -> float:
         async with Client(server.url, mode="2026-07-28", cache=None) as client:
-            loaded = await client.call_tool("load_tool", {"name": "orders.get_health"})
-            assert json.loads(_text(loaded))["description"].startswith("Says whether")
+            # Readiness is each worker's own: the one /readyz answered may have loaded the
+            # first commit a poll (0.1 s) before the one this call reaches, which answers
+            # catalog_unavailable until then.
+            with anyio.fail_after(5):
+                while "description" not in (
+                    first := json.loads(
+                        _text(await client.call_tool("load_tool", {"name": "orders.get_health"}))
+                    )
+                ):
+                    await anyio.sleep(0.05)
+            assert first["description"].startswith("Says whether")
             async with client.listen(tools_list_changed=True) as subscription:
                 text = spec.read_text(encoding="utf-8")
                 old = "Says whether the orders service is up."
