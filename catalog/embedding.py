@@ -224,7 +224,8 @@ class Encoder:
 
         model, tokenizer = _model_files()
         # By path, not from the checked bytes: a session built from bytes keeps a copy of
-        # the whole model beside its weights (docs/semantic.md, "Costs").
+        # the whole model beside its weights (docs/semantic.md, "The query encoder in a
+        # server worker").
         self._session = onnxruntime.InferenceSession(
             str(model), _session_options(threads), providers=["CPUExecutionProvider"]
         )

@@ -236,7 +236,7 @@ class CatalogView:
         Every card's ``ord`` and address are read once per view (tens of milliseconds at
         125,000 tools), then a bisection finds one. They are kept as arrays, not as one
         ``DocAddress`` object per card, and the reading's temporaries go back to the
-        system (docs/semantic.md, "Costs").
+        system (docs/semantic.md, "The query encoder in a server worker").
         """
         if self._by_ord is None:
             hits = self.searcher.search(
