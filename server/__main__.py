@@ -114,7 +114,7 @@ def _read_file(name: str) -> bytes:
 
 def _fetch(url: str) -> bytes:
     """A JWKS URL's body, read with the server's own outbound client."""
-    from server.resource import fetch
+    from server.identity.resource_server import fetch
 
     return asyncio.run(fetch(url))
 

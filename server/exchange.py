@@ -31,9 +31,9 @@ import msgspec
 
 from catalog.config import AuthorizationServer, ExchangeConfig
 from server.errors import TokenExchangeFailed
+from server.identity.resource_server import Verified
 from server.outbound.http_client import AnswerTooLarge, ConnectionFailed, Pool
 from server.outbound.tls import tls_context
-from server.resource import Verified
 
 __all__ = ["Exchanger"]
 

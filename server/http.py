@@ -48,6 +48,7 @@ from catalog.backends import Document
 from catalog.model import SecurityPolicy
 from server.errors import ToolError
 from server.identity.caller import Caller, caller_from_headers
+from server.identity.resource_server import challenge, resource_of
 from server.jsonrpc import INVALID_REQUEST
 from server.notify import StreamLimit
 from server.protocol import (
@@ -66,7 +67,6 @@ from server.protocol import (
     render_tools_list,
     render_unread_error,
 )
-from server.resource import challenge, resource_of
 from server.tools import META_TOOLS, ToolContext, call_tool
 
 if TYPE_CHECKING:

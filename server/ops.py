@@ -22,7 +22,7 @@ from litestar import Request, get
 from litestar.response import Response
 
 from server.follow_status import FollowSettings, read_status, seconds_since_contact
-from server.resource import metadata, resource_of
+from server.identity.resource_server import metadata, resource_of
 
 if TYPE_CHECKING:
     from server.state import ServerState

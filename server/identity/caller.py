@@ -58,8 +58,8 @@ from server.identity.credentials import (
 )
 from server.identity.jwt_verifier import JwtVerifier
 from server.identity.plans import CredentialRoute, IdentityPlan
+from server.identity.resource_server import Verified
 from server.identity.secrets import Secrets
-from server.resource import Verified
 
 __all__ = ["Caller", "caller_from_headers"]
 

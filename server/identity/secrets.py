@@ -17,7 +17,7 @@ from catalog.errors import ConfigError
 from catalog.model import has_control
 from server.identity.jwt_verifier import JwtVerifier
 from server.identity.plans import PlanCache
-from server.resource import ResourceServer, resource_verifier_config
+from server.identity.resource_server import ResourceServer, resource_verifier_config
 
 __all__ = ["Secrets", "resolve_secrets"]
 
@@ -64,7 +64,7 @@ def resolve_secrets(
         read_file: reads a JWKS file named in the config (relative paths as the caller
             resolves them).
         fetch: reads a ``jwks_url`` now; None leaves such a server without keys until
-            :meth:`server.resource.ResourceServer.refresh` reads them (the app's
+            :meth:`server.identity.resource_server.ResourceServer.refresh` reads them (the app's
             start-up does, before the first request).
 
     Raises:

@@ -28,12 +28,12 @@ from server.errors import InvalidArguments, ToolError
 from server.exchange import Exchanger
 from server.identity.caller import Caller
 from server.identity.credentials import EXCHANGE_MARK
+from server.identity.resource_server import Verified
 from server.identity.secrets import Secrets
 from server.invoke.answer import interpret
 from server.invoke.arguments import ArgumentValidator, check_version, coerce_arguments
 from server.invoke.request import base_url_for, build_request
 from server.invoke.sender import BackendSender, BackendSettings, holder_of
-from server.resource import Verified
 
 __all__ = ["Audit", "Invoker"]
 

@@ -4,7 +4,7 @@ parsed by httptools (llhttp, the parser Node.js uses).
 The I/O edge of invoke_tool: ``server.invoke.sender`` decides what may be sent and where;
 this module sends exactly that and reads the answer. One :class:`Pool` per backend origin
 and connection settings, per server process. Token exchange (``server.exchange``) and the
-resource server's key and introspection reads (``server.resource``) use it too.
+resource server's key and introspection reads (``server.identity.resource_server``) use it too.
 
 Why not a client library: invoke_tool's overhead goal is tight, and at one caller a
 client session's per-request machinery (request and response objects, timers, cookie

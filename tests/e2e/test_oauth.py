@@ -32,9 +32,9 @@ from benchmarks.oauth_server import (
 from benchmarks.ports import free_port
 from catalog.config import ExchangeConfig, decode_config
 from server.app import create_app
+from server.identity.resource_server import Verified
 from server.identity.secrets import resolve_secrets
 from server.invoke.invoker import Invoker
-from server.resource import Verified
 from tests.e2e.conftest import LEGACY, ROOT, Agent, Recording, ServerProcess, run_indexer
 from tests.e2e.test_credential_routing import build, document
 from tests.server.harness import ServerThread, serve

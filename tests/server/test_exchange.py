@@ -14,7 +14,7 @@ import pytest
 from catalog.config import AuthorizationServer, ExchangeConfig
 from server.errors import TokenExchangeFailed
 from server.exchange import GRANT, Exchanger
-from server.resource import Verified
+from server.identity.resource_server import Verified
 from tests.server.loopback import JsonEndpoint, form_of, running
 
 

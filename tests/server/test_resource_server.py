@@ -1,4 +1,5 @@
-"""server/resource.py: the metadata document, and keys read from a JWKS URL on a timer."""
+"""server/identity/resource_server.py: the metadata document, and keys read from a JWKS URL
+on a timer."""
 
 from __future__ import annotations
 
