@@ -26,6 +26,7 @@ from tests.e2e.conftest import ROOT, ServerProcess
 from tests.server.conftest import demo_tools
 from tests.server.harness import write_index
 from tests.tools import make_tool
+from tests.waiting import eventually
 
 MODES = [("2026-07-28", "2026-07-28"), ("legacy", "2025-11-25")]
 
@@ -207,14 +208,12 @@ def demo_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProce
     )
     try:
         server.wait_ready()
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                httpx.get(f"http://127.0.0.1:{port}/health", timeout=1)
-                break
-            except httpx.TransportError:
-                assert time.monotonic() < deadline, "the demo backend did not start"
-                time.sleep(0.1)
+        eventually(
+            lambda: _answers(f"http://127.0.0.1:{port}/health"),
+            "the demo backend",
+            timeout=20,
+            interval=0.1,
+        )
         yield server
     finally:
         server.stop()
@@ -274,3 +273,12 @@ def test_invoke_through_the_demo_backend(
             assert text_of(hidden)["error"]["code"] == "unknown_tool"
 
     anyio.run(scenario)
+
+
+def _answers(url: str) -> bool:
+    """Whether anything answers HTTP at ``url``."""
+    try:
+        httpx.get(url, timeout=1)
+    except httpx.TransportError:
+        return False
+    return True
