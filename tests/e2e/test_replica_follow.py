@@ -26,6 +26,7 @@ from mcp.types import CallToolResult, TextContent
 from benchmarks.ports import free_port
 from benchmarks.seaweed import Seaweed
 from tests.e2e.conftest import ROOT, ServerProcess
+from tests.waiting import eventually
 
 
 def _text(result: CallToolResult) -> str:
@@ -175,10 +176,17 @@ def test_a_second_indexer_on_the_prefix_exits_2_or_waits_for_the_lease(
         )
         assert second.returncode == 2, second.stderr
         assert f"another indexer publishes to {store_url}" in second.stderr + second.stdout
+        before = set(tmp_path.glob("index-*.log"))
         waiting = start_indexer(tmp_path, specs, config, "--wait-for-lease")
+        (waiting_log,) = set(tmp_path.glob("index-*.log")) - before
         try:
-            time.sleep(0.5)
-            assert waiting.poll() is None  # waits while the first holds the lease
+            # It says it waits while the first holds the lease, and it still runs.
+            eventually(
+                lambda: '"publish_waiting"' in waiting_log.read_text(),
+                lambda: f"the second indexer to wait; its log: {waiting_log.read_text()}",
+                timeout=60,
+            )
+            assert waiting.poll() is None
             stop(first)  # gives the lease up
             assert waiting.wait(timeout=60) == 0
         finally:
