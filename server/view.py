@@ -108,7 +108,7 @@ def _unknown(name: str) -> UnknownTool:
     )
 
 
-class _Cards(NamedTuple):
+class _CardTable(NamedTuple):
     """Every card of a view by ``ord``, ascending: its address's segment and document."""
 
     ords: array[int]
@@ -145,7 +145,7 @@ class CatalogView:
         self._targets: dict[str, tuple[ToolDefinition, InvokeRecord]] = {}
         self._top_ord: int | None = None
         self._cards: int | None = None
-        self._by_ord: _Cards | None = None
+        self._card_table: _CardTable | None = None
         meta_hits = searcher.search(
             tantivy.Query.term_query(schema, "id", META_ID), 1, count=False
         ).hits
@@ -238,7 +238,7 @@ class CatalogView:
         ``DocAddress`` object per card, and the reading's temporaries go back to the
         system (docs/semantic.md, "The query encoder in a server worker").
         """
-        if self._by_ord is None:
+        if self._card_table is None:
             hits = self.searcher.search(
                 tantivy.Query.exists_query("ord"),
                 max(1, self.tool_count()),
@@ -247,14 +247,14 @@ class CatalogView:
                 order=tantivy.Order.Asc,
             ).hits
             # Ordered by a fast field, a hit's first value is the document's ``ord``.
-            self._by_ord = _Cards(
+            self._card_table = _CardTable(
                 array("Q", (int(o) for o, _ in hits)),
                 array("I", (a.segment_ord for _, a in hits)),
                 array("I", (a.doc for _, a in hits)),
             )
             del hits
             return_freed_memory()  # the hits' temporaries
-        cards = self._by_ord
+        cards = self._card_table
         at = bisect_left(cards.ords, ordinal)
         if at == len(cards.ords) or cards.ords[at] != ordinal:
             return None
