@@ -18,6 +18,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from catalog.config import Config, JwtConfig, SpecConfig, decode_config
 from examples.backend import DEMO_AUDIENCE, DEMO_ISSUER, DEMO_SECRET
 from server.app import create_app
+from server.identity.resource_server import ResourceServer
 from server.identity.secrets import resolve_secrets
 from tests.server.harness import serve
 from tests.server.loopback import JsonEndpoint, running
@@ -46,10 +47,8 @@ def _token(private: Any, kid: str) -> str:
     return jwt.encode(claims, private, algorithm="RS256", headers={"kid": kid})
 
 
-def test_a_rotated_key_is_read_on_refresh_never_while_verifying(keys: JsonEndpoint) -> None:
-    old, old_public = _key("old")
-    new, new_public = _key("new")
-    keys.body = json.dumps({"keys": [old_public]}).encode()
+def _reading(keys: JsonEndpoint) -> ResourceServer:
+    """The resource server of an ``[auth]`` that trusts one server, its keys at ``keys``."""
     url = f"http://127.0.0.1:{keys.server_address[1]}/jwks"
     config = decode_config(
         (
@@ -58,9 +57,16 @@ def test_a_rotated_key_is_read_on_refresh_never_while_verifying(keys: JsonEndpoi
         ).encode(),
         file="t",
     )
-    secrets = resolve_secrets(config, environ={}, read_file=lambda _: b"")
-    resource = secrets.resource
+    resource = resolve_secrets(config, environ={}, read_file=lambda _: b"").resource
     assert resource is not None
+    return resource
+
+
+def test_a_rotated_key_is_read_on_refresh_never_while_verifying(keys: JsonEndpoint) -> None:
+    old, old_public = _key("old")
+    new, new_public = _key("new")
+    keys.body = json.dumps({"keys": [old_public]}).encode()
+    resource = _reading(keys)
     assert resource.verify(_token(old, "old")) is None  # no keys before start-up reads them
     asyncio.run(resource.load())
     assert resource.verify(_token(old, "old")) is not None
@@ -85,16 +91,7 @@ def test_a_rotated_key_is_read_on_refresh_never_while_verifying(keys: JsonEndpoi
 )
 def test_load_fails_when_a_jwks_url_cannot_be_read(keys: JsonEndpoint, body: bytes) -> None:
     keys.body = body
-    url = f"http://127.0.0.1:{keys.server_address[1]}/jwks"
-    config = decode_config(
-        (
-            '[auth]\nresource = "https://gw.test/mcp"\n[[auth.authorization_servers]]\n'
-            f'issuer = "https://as.test"\njwks_url = "{url}"\n'
-        ).encode(),
-        file="t",
-    )
-    resource = resolve_secrets(config, environ={}, read_file=lambda _: b"").resource
-    assert resource is not None
+    resource = _reading(keys)
     with pytest.raises(RuntimeError, match="could not be read"):
         asyncio.run(resource.load())
 
