@@ -177,10 +177,12 @@ def phrase_words(words: Iterable[str], *, known: dict[str, str] | None = None) -
     """
     out: list[str] = []
     for word in words:
-        found = None if known is None else known.get(word)
-        canonical = _phrase_word(word) if found is None else found
-        if known is not None and found is None:
-            known[word] = canonical
+        if known is None:
+            canonical = _phrase_word(word)
+        elif word in known:
+            canonical = known[word]
+        else:
+            canonical = known[word] = _phrase_word(word)
         if canonical and (not out or out[-1] != canonical):
             out.append(canonical)
     return out
