@@ -21,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Final
+from typing import Final
 from urllib.parse import urlsplit
 
 import jwt
@@ -29,10 +29,8 @@ import msgspec
 
 from catalog.config import AuthConfig, AuthorizationServer, Config, JwtConfig
 from catalog.model import SecurityPolicy
+from server.identity.jwt_verifier import JwtVerifier
 from server.outbound.http_client import AnswerTooLarge, ConnectionFailed, Pool
-
-if TYPE_CHECKING:
-    from server.identity.jwt_verifier import JwtVerifier
 
 __all__ = [
     "ResourceServer",
@@ -68,7 +66,7 @@ class Verified(msgspec.Struct, frozen=True, kw_only=True):
 class ResourceServer:
     """The ``[auth]`` verifiers, one per trusted authorization server.
 
-    Built at start-up by ``server.identity.resolve_secrets``; :meth:`verify` is pure.
+    Built at start-up by ``server.identity.secrets.resolve_secrets``; :meth:`verify` is pure.
     """
 
     __slots__ = ("config", "servers", "verifiers")
