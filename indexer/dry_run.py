@@ -27,7 +27,7 @@ from indexer.build import Converter
 from indexer.conversion import Conversion
 from indexer.curation_faults import blamed_on_documents
 from indexer.fields import decode_tools
-from indexer.manifest import FileState, Manifest
+from indexer.manifest import BROKEN, Manifest
 from indexer.names import apply_names, assign_names
 from indexer.plan import make_plan
 from indexer.report import Reporter
@@ -126,12 +126,7 @@ def check(
     for directory, reason in listing.unlisted.items():
         reporter.problem(unlisted_problem(directory, reason))
     broken = sorted(
-        [
-            s
-            for s, e in plan.manifest.files.items()
-            if e.state in (FileState.BROKEN_KEPT_LAST_GOOD, FileState.BROKEN_NEVER_INDEXED)
-        ]
-        + list(listing.unlisted)
+        [s for s, e in plan.manifest.files.items() if e.state in BROKEN] + list(listing.unlisted)
     )
     config_errors = _check_config(config, config_path, scanned, reporter)
     # The server refuses to start over these too (catalog.backends.route_conflicts).

@@ -32,6 +32,7 @@ import msgspec
 from catalog.model import Problem, SecurityPolicy
 
 __all__ = [
+    "BROKEN",
     "MANIFEST_NAME",
     "PENDING_NAME",
     "FileEntry",
@@ -62,6 +63,9 @@ class FileState(enum.Enum):
     BROKEN_KEPT_LAST_GOOD = "broken_kept_last_good"  # broken now; earlier tools kept
     BROKEN_NEVER_INDEXED = "broken_never_indexed"  # broken, and never indexed before
 
+
+BROKEN: Final = frozenset({FileState.BROKEN_KEPT_LAST_GOOD, FileState.BROKEN_NEVER_INDEXED})
+"""The states of a file that is broken now, whether or not its last good tools are kept."""
 
 _LEGAL: Final[dict[FileState | None, frozenset[FileState]]] = {
     # None: the file was not in the manifest (new, or the index was rebuilt).

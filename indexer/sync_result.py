@@ -7,7 +7,7 @@ from collections.abc import Mapping
 
 import msgspec
 
-from indexer.manifest import FileEntry, FileState, Manifest
+from indexer.manifest import BROKEN, FileEntry, Manifest
 from indexer.plan import IndexPlan
 
 __all__ = ["SyncResult", "sync_result"]
@@ -46,11 +46,7 @@ def sync_result(
     """The numbers of a sync that leaves ``manifest`` (``plan``: what it wrote, if it
     planned; ``started``: its ``time.perf_counter()`` at the start).
     """
-    broken = sum(
-        1
-        for e in manifest.files.values()
-        if e.state in (FileState.BROKEN_KEPT_LAST_GOOD, FileState.BROKEN_NEVER_INDEXED)
-    )
+    broken = sum(1 for e in manifest.files.values() if e.state in BROKEN)
     return SyncResult(
         full=full,
         committed=bool(plan and plan.commit_needed),
