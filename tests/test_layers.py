@@ -154,6 +154,16 @@ def _modules_imported(path: Path) -> set[str]:
     return names
 
 
+def _server_modules_outside(imported: set[str], allowed: set[str]) -> set[str]:
+    """The ``server`` modules among ``imported`` that are neither one of ``allowed`` nor
+    inside one of them."""
+    return {
+        m
+        for m in imported
+        if m.split(".")[0] == "server" and not any(m == a or m.startswith(f"{a}.") for a in allowed)
+    }
+
+
 def test_the_search_steps_import_only_the_steps_before_them() -> None:
     package = ROOT / "server" / "search"
     assert sorted(p.stem for p in package.glob("*.py")) == sorted({*SEARCH_STEPS, "__init__"})
@@ -161,13 +171,7 @@ def test_the_search_steps_import_only_the_steps_before_them() -> None:
     for i, step in enumerate(SEARCH_STEPS):
         imported = _modules_imported(package / f"{step}.py")
         later = {f"server.search.{s}" for s in SEARCH_STEPS[i:]} & imported
-        outside = {
-            m
-            for m in imported
-            if m.split(".")[0] == "server"
-            and not m.startswith("server.search")
-            and not any(m == r or m.startswith(f"{r}.") for r in SEARCH_READS)
-        }
+        outside = _server_modules_outside(imported, {"server.search", *SEARCH_READS})
         if later or outside:
             wrong[step] = sorted(later | outside)
     assert wrong == {}
@@ -195,14 +199,7 @@ def test_the_outbound_client_imports_none_of_its_users() -> None:
     wrong = {
         str(path.relative_to(ROOT)): sorted(outside)
         for path in _modules("server/outbound")
-        if (
-            outside := {
-                m
-                for m in _modules_imported(path)
-                if m.split(".")[0] == "server"
-                and not any(m == r or m.startswith(f"{r}.") for r in OUTBOUND_READS)
-            }
-        )
+        if (outside := _server_modules_outside(_modules_imported(path), OUTBOUND_READS))
     }
     assert wrong == {}
     # and the free-of-I/O half stays so: the pure steps import it
