@@ -3,30 +3,24 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import anyio
-import httpx
 import httpx2
 import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 
-from benchmarks.ports import free_port
-from examples.backend import DEMO_SECRET, DEMO_SECRET_ENV, demo_token
+from examples.backend import demo_token
 from server.messages import GENERATION_KEY
 from tests.contract import SEARCH_TOOLS_SCHEMA
-from tests.e2e.conftest import ROOT, ServerProcess
+from tests.e2e.conftest import ServerProcess
 from tests.server.conftest import demo_tools
 from tests.server.harness import write_index
 from tests.tools import make_tool
-from tests.waiting import eventually
 
 MODES = [("2026-07-28", "2026-07-28"), ("legacy", "2025-11-25")]
 
@@ -164,74 +158,19 @@ def test_listen_ends_gracefully_on_shutdown(index_dir: Path) -> None:
     assert ended.is_set()
 
 
-@pytest.fixture(scope="module")
-def demo_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    """Backend + indexer + ``python -m server --config`` on the demo spec directory."""
-    root = tmp_path_factory.mktemp("demo")
-    port = free_port()
-    backend = subprocess.Popen(
-        [sys.executable, "-m", "examples.backend", "--port", str(port)],
-        cwd=ROOT,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    config = root / "sezzlee.toml"
-    text = (ROOT / "examples" / "sezzlee.toml").read_text(encoding="utf-8")
-    config.write_text(
-        text.replace(
-            'namespace = ""\n', f'namespace = ""\nbase_url = "http://127.0.0.1:{port}"\n', 1
-        ),
-        encoding="utf-8",
-    )
-    index_dir = root / "index"
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "indexer",
-            "--specs",
-            str(ROOT / "examples" / "specs"),
-            "--index",
-            str(index_dir),
-            "--config",
-            str(config),
-            "--workers",
-            "1",
-        ],
-        cwd=ROOT,
-        check=True,
-        capture_output=True,
-        timeout=120,
-    )
-    server = ServerProcess(
-        index_dir, extra=("--config", str(config)), env={DEMO_SECRET_ENV: DEMO_SECRET}
-    )
-    try:
-        server.wait_ready()
-        eventually(
-            lambda: _answers(f"http://127.0.0.1:{port}/health"),
-            "the demo backend",
-            timeout=20,
-            interval=0.1,
-        )
-        yield server
-    finally:
-        server.stop()
-        backend.terminate()
-        backend.wait(timeout=10)
-
-
 @pytest.mark.parametrize(("mode", "version"), MODES)
 def test_invoke_through_the_demo_backend(
-    demo_stack: ServerProcess, mode: str, version: str
+    demo_server: ServerProcess, mode: str, version: str
 ) -> None:
+    # The demo as make run serves it (tests/e2e/conftest.py): the backend answers before
+    # the fixture yields.
     token = demo_token("alice")
 
     async def scenario() -> None:
         async with (
             httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}) as http,
             Client(
-                streamable_http_client(demo_stack.url, http_client=http),
+                streamable_http_client(demo_server.url, http_client=http),
                 mode=mode,
                 cache=None,
             ) as client,
@@ -273,12 +212,3 @@ def test_invoke_through_the_demo_backend(
             assert text_of(hidden)["error"]["code"] == "unknown_tool"
 
     anyio.run(scenario)
-
-
-def _answers(url: str) -> bool:
-    """Whether anything answers HTTP at ``url``."""
-    try:
-        httpx.get(url, timeout=1)
-    except httpx.TransportError:
-        return False
-    return True
