@@ -266,8 +266,9 @@ class DenseIndex:
         """
         out = np.empty(len(quantized), dtype=np.float32)
         buffer: NDArray[np.float32] | None = getattr(self._local, "buffer", None)
-        if buffer is None or len(buffer) < min(len(quantized), _BLOCK):
-            buffer = np.empty((min(len(quantized), _BLOCK), DIMENSIONS), dtype=np.float32)
+        rows = min(len(quantized), _BLOCK)
+        if buffer is None or len(buffer) < rows:
+            buffer = np.empty((rows, DIMENSIONS), dtype=np.float32)
             self._local.buffer = buffer
         for start in range(0, len(quantized), _BLOCK):
             block = quantized[start : start + _BLOCK]
